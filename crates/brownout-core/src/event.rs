@@ -1,0 +1,93 @@
+//! Event records: one per fault decision, one per completed call.
+//!
+//! The relay writes them as JSON Lines with `--events FILE` (schema in `docs/events.md`);
+//! the summary is computed from the same records. Times are milliseconds of run time.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A fault hit a message.
+    Fault(FaultEvent),
+    /// A call completed (or was given up on), as the client saw it.
+    Call(CallEvent),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultEvent {
+    pub t_ms: f64,
+    pub session: String,
+    /// Per-session sequence number of the call (or loose message) the fault hit.
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// `to_server` or `to_client`: the message the effect landed on.
+    pub direction: &'static str,
+    pub fault: String,
+    pub kind: &'static str,
+    /// What the fault did, in words.
+    pub action: String,
+}
+
+/// How a call ended, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A result without `isError`.
+    Ok,
+    /// A JSON-RPC error.
+    Error,
+    /// A result with `isError: true`.
+    ToolError,
+    /// The client got bytes that are not a valid JSON-RPC response to its request.
+    Malformed,
+    /// The response was dropped or withheld: the client got nothing.
+    Dropped,
+    /// No response came before the call left the pending table (expired, evicted, closed).
+    Unanswered,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::ToolError => "tool_error",
+            Outcome::Malformed => "malformed",
+            Outcome::Dropped => "dropped",
+            Outcome::Unanswered => "unanswered",
+        }
+    }
+
+    pub fn is_success(self) -> bool {
+        self == Outcome::Ok
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallEvent {
+    pub t_ms: f64,
+    pub session: String,
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// From the request reaching brownout to the answer leaving it (including injected delay).
+    pub latency_ms: f64,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<i64>,
+    /// Ids of the faults that acted on this call.
+    pub faults: Vec<String>,
+    /// A fault changed the payload (drift, partial, registry): the call may look
+    /// successful and still be wrong.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mutated: bool,
+}

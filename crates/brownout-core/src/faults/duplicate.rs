@@ -1,0 +1,28 @@
+//! `duplicate`: deliver the message more than once (`copies` extra copies, `gap_ms` apart),
+//! as an at-least-once network or a retrying gateway would.
+
+use super::{Ctx, Shaping};
+use crate::time::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct Duplicate {
+    /// Extra copies to deliver (default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub copies: Option<u32>,
+    /// Milliseconds between copies (default 0).
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub gap_ms: Option<f64>,
+}
+
+impl Duplicate {
+    pub fn apply(&self, _c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
+        let n = self.copies.unwrap_or(1);
+        s.duplicates += n;
+        s.duplicate_gap = Time((self.gap_ms.unwrap_or(0.0) * 1000.0) as u64);
+        format!("{n} extra cop{}", if n == 1 { "y" } else { "ies" })
+    }
+}

@@ -1,0 +1,23 @@
+//! `reorder`: hold the message behind the next one going the same way, so the receiver sees
+//! them swapped. If nothing follows within `max_hold_ms` (default 1000), it is released.
+
+use super::{Ctx, Shaping};
+use crate::time::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct Reorder {
+    /// Longest hold in milliseconds when no other message follows (default 1000).
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub max_hold_ms: Option<f64>,
+}
+
+impl Reorder {
+    pub fn apply(&self, _c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
+        let ms = self.max_hold_ms.unwrap_or(1000.0);
+        s.hold = Some(Time((ms * 1000.0) as u64));
+        format!("held behind the next message (at most {ms}ms)")
+    }
+}

@@ -1,0 +1,46 @@
+//! `timeout`: withhold the response. With no `hold_ms` it never arrives (the client's own
+//! timeout must fire); with `hold_ms` it is held that long and then dropped (`then: drop`,
+//! the default) or delivered late (`then: deliver`).
+
+use super::{Ctx, Shaping};
+use crate::time::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Then {
+    #[default]
+    Drop,
+    Deliver,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct Timeout {
+    /// How long to hold the message, in milliseconds (absent: forever).
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub hold_ms: Option<f64>,
+    /// After `hold_ms`: `drop` (default) or `deliver` late.
+    #[serde(default)]
+    pub then: Then,
+}
+
+impl Timeout {
+    pub fn apply(&self, _c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
+        match (self.hold_ms, self.then) {
+            (Some(ms), Then::Deliver) => {
+                s.delay = s.delay + Time((ms * 1000.0) as u64);
+                format!("held {ms}ms, then delivered late")
+            }
+            (Some(ms), Then::Drop) => {
+                s.drop = true;
+                format!("held {ms}ms, then dropped")
+            }
+            (None, _) => {
+                s.drop = true;
+                "withheld forever".to_string()
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! A cheap, borrowing view of a JSON-RPC 2.0 message.
+//!
+//! [`classify`] reads a line or an HTTP body and says what it is (request, notification,
+//! response, error, batch or invalid) and reads its id, method and tool name, without
+//! building a tree of the payload and without re-serializing anything: unknown fields are
+//! never touched, so a message nobody changes can be forwarded byte for byte. Invalid input
+//! is a value ([`Message::Invalid`]), never a panic.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// What kind of JSON-RPC message a view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    Error,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Notification => "notification",
+            Kind::Response => "response",
+            Kind::Error => "error",
+        }
+    }
+}
+
+/// A normalized request id: a string id and a numeric id never collide
+/// (`"1"` and `1` are different ids in JSON-RPC).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Id {
+    Num(String),
+    Str(String),
+}
+
+impl Id {
+    /// The id as JSON text, for logs and for building replies.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Id::Num(n) => serde_json::from_str(n).unwrap_or(serde_json::Value::Null),
+            Id::Str(s) => serde_json::Value::String(s.clone()),
+        }
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Num(n) => f.write_str(n),
+            Id::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One JSON-RPC message, read but not rebuilt.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    pub kind: Kind,
+    pub id: Option<Id>,
+    pub method: Option<Cow<'a, str>>,
+    /// `params.name` of a `tools/call` request.
+    pub tool: Option<Cow<'a, str>>,
+    pub params: Option<&'a RawValue>,
+    pub result: Option<&'a RawValue>,
+    pub error: Option<&'a RawValue>,
+}
+
+impl View<'_> {
+    /// The JSON-RPC error code of an error response.
+    pub fn error_code(&self) -> Option<i64> {
+        #[derive(Deserialize)]
+        struct E {
+            code: i64,
+        }
+        let raw = self.error?;
+        serde_json::from_str::<E>(raw.get()).ok().map(|e| e.code)
+    }
+
+    /// Whether a result carries `isError: true` (a tool error).
+    pub fn is_tool_error(&self) -> bool {
+        #[derive(Deserialize)]
+        struct R {
+            #[serde(rename = "isError", default)]
+            is_error: bool,
+        }
+        self.result
+            .and_then(|raw| serde_json::from_str::<R>(raw.get()).ok())
+            .is_some_and(|r| r.is_error)
+    }
+
+    /// The `arguments` of a `tools/call` request, parsed (only when a selector needs them).
+    pub fn tool_arguments(&self) -> Option<serde_json::Value> {
+        #[derive(Deserialize)]
+        struct P {
+            arguments: Option<serde_json::Value>,
+        }
+        let raw = self.params?;
+        serde_json::from_str::<P>(raw.get()).ok()?.arguments
+    }
+}
+
+/// A classified line or body.
+#[derive(Debug, Clone)]
+pub enum Message<'a> {
+    Single(View<'a>),
+    /// A JSON-RPC batch (allowed by protocol version 2025-03-26); each element classified.
+    /// An element that is not a valid message is `Err(reason)`.
+    Batch(Vec<Result<View<'a>, String>>),
+    /// Not JSON-RPC 2.0: the reason, for logs.
+    Invalid(String),
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// Keep `"id": null` as a present raw value (plain `Option` would read it as absent).
+fn raw_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct NameParam<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// Classify one message (a line of stdio, or an HTTP body / SSE event data).
+pub fn classify(bytes: &[u8]) -> Message<'_> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Message::Invalid("not valid UTF-8".into());
+    };
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        let items: Vec<&RawValue> = match serde_json::from_str(text) {
+            Ok(items) => items,
+            Err(e) => return Message::Invalid(format!("not a JSON array: {e}")),
+        };
+        if items.is_empty() {
+            return Message::Invalid("empty batch".into());
+        }
+        return Message::Batch(items.into_iter().map(|raw| view_of(raw.get())).collect());
+    }
+    match view_of(text) {
+        Ok(v) => Message::Single(v),
+        Err(e) => Message::Invalid(e),
+    }
+}
+
+fn view_of(text: &str) -> Result<View<'_>, String> {
+    if !text.trim_start().starts_with('{') {
+        return Err("not a JSON object".into());
+    }
+    let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Err("missing or wrong \"jsonrpc\" (must be \"2.0\")".into());
+    }
+    let id = match env.id {
+        None => None,
+        Some(raw) => Some(parse_id(raw)?),
+    };
+    let kind = match (&env.method, &id, env.result.is_some(), env.error.is_some()) {
+        (Some(_), Some(Some(_)), false, false) => Kind::Request,
+        (Some(_), None, false, false) => Kind::Notification,
+        (None, Some(_), true, false) => Kind::Response,
+        (None, Some(_), false, true) => Kind::Error,
+        (Some(_), Some(None), _, _) => return Err("request with a null id".into()),
+        (None, None, _, _) => return Err("neither a method nor an id".into()),
+        (None, Some(_), true, true) => return Err("both result and error".into()),
+        _ => return Err("not a request, notification or response".into()),
+    };
+    let tool = if kind == Kind::Request && env.method.as_deref() == Some("tools/call") {
+        env.params
+            .and_then(|p| serde_json::from_str::<NameParam<'_>>(p.get()).ok())
+            .and_then(|p| p.name)
+    } else {
+        None
+    };
+    Ok(View {
+        kind,
+        id: id.flatten(),
+        method: env.method,
+        tool,
+        params: env.params,
+        result: env.result,
+        error: env.error,
+    })
+}
+
+/// `Ok(None)` is a JSON null id (allowed on error responses only).
+fn parse_id(raw: &RawValue) -> Result<Option<Id>, String> {
+    let s = raw.get().trim();
+    match s.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(s)
+            .map(|v| Some(Id::Str(v)))
+            .map_err(|e| format!("bad id: {e}")),
+        Some(b'-' | b'0'..=b'9') => Ok(Some(Id::Num(s.to_string()))),
+        Some(b'n') if s == "null" => Ok(None),
+        _ => Err("id must be a string or a number".into()),
+    }
+}
+
+/// Build a JSON-RPC error response (used for short-circuits and relay errors).
+pub fn error_response(
+    id: Option<&Id>,
+    code: i64,
+    message: &str,
+    data: Option<&serde_json::Value>,
+) -> Vec<u8> {
+    let mut err = serde_json::json!({ "code": code, "message": message });
+    if let Some(d) = data {
+        err["data"] = d.clone();
+    }
+    let msg = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.map_or(serde_json::Value::Null, Id::to_json),
+        "error": err,
+    });
+    serde_json::to_vec(&msg).unwrap_or_default()
+}
+
+/// Build a JSON-RPC success response around a result value.
+pub fn result_response(id: Option<&Id>, result: serde_json::Value) -> Vec<u8> {
+    let msg = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.map_or(serde_json::Value::Null, Id::to_json),
+        "result": result,
+    });
+    serde_json::to_vec(&msg).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(s: &str) -> View<'_> {
+        match classify(s.as_bytes()) {
+            Message::Single(v) => v,
+            other => panic!("expected a single message, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn classifies_every_kind() {
+        let r = single(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}"#);
+        assert_eq!(r.kind, Kind::Request);
+        assert_eq!(r.id, Some(Id::Num("1".into())));
+        assert_eq!(r.tool.as_deref(), Some("echo"));
+        let n = single(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(n.kind, Kind::Notification);
+        assert_eq!(n.id, None);
+        let ok = single(r#"{"jsonrpc":"2.0","id":"a","result":{"isError":true}}"#);
+        assert_eq!(ok.kind, Kind::Response);
+        assert!(ok.is_tool_error());
+        assert_eq!(ok.id, Some(Id::Str("a".into())));
+        let e = single(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#);
+        assert_eq!(e.kind, Kind::Error);
+        assert_eq!(e.error_code(), Some(-32700));
+        assert_eq!(e.id, None);
+    }
+
+    #[test]
+    fn string_and_number_ids_differ_and_escapes_normalize() {
+        let a = single(r#"{"jsonrpc":"2.0","id":"1","result":{}}"#);
+        let b = single(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let c = single(r#"{"jsonrpc":"2.0","id":"\u0031","result":{}}"#);
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.id, c.id);
+    }
+
+    #[test]
+    fn escaped_tool_names_are_read() {
+        let r = single(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b"}}"#);
+        assert_eq!(r.tool.as_deref(), Some("a\"b"));
+    }
+
+    #[test]
+    fn batches_classify_each_element() {
+        let m = classify(br#" [{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"x"}]"#);
+        let Message::Batch(items) = m else { panic!("not a batch") };
+        assert_eq!(items.len(), 3);
+        assert!(items[0].is_ok());
+        assert!(items[1].is_err());
+        assert_eq!(items[2].as_ref().map(|v| v.kind).ok(), Some(Kind::Notification));
+    }
+
+    #[test]
+    fn invalid_input_is_a_value() {
+        for bad in [
+            &b"{"[..],
+            b"",
+            b"[]",
+            b"42",
+            b"\xff\xfe",
+            br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            br#"{"id":1,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+            br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+            br#"{"jsonrpc":"2.0"}"#,
+        ] {
+            assert!(matches!(classify(bad), Message::Invalid(_)), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn error_response_is_valid_jsonrpc() {
+        let bytes = error_response(Some(&Id::Num("7".into())), -32000, "boom", None);
+        let v = single(std::str::from_utf8(&bytes).unwrap_or_default());
+        assert_eq!(v.kind, Kind::Error);
+        assert_eq!(v.error_code(), Some(-32000));
+    }
+}

@@ -1,0 +1,268 @@
+//! Fault plans: load, validate, compile.
+//!
+//! A plan is YAML, JSON or TOML with one flat shape per fault: the kind, the selector keys
+//! and the kind's own keys side by side. Loading reports *every* error with `line:column`
+//! and the offending key (unknown key, unknown kind, value out of range, bad glob, …), not
+//! just the first. Validation runs against the same JSON Schema that `brownout plan schema`
+//! prints, then the semantic checks a schema cannot express. Plans written for mcp-chaos
+//! load unchanged (see [`compat`]).
+
+pub mod compat;
+mod schema;
+pub mod source;
+pub mod spec;
+
+use crate::faults::correlation::Correlation;
+use crate::faults::process::RestartPolicy;
+use crate::faults::{kind_info, Effect};
+use crate::rng::hash_str;
+use crate::select::Selector;
+use crate::time::Time;
+pub use schema::plan_schema;
+use source::{Format, Node, NodeValue, Pos};
+use spec::{HeadSpec, PlanSpec, SelectorSpec};
+use std::fmt;
+
+/// One problem in a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanError {
+    pub pos: Pos,
+    /// The offending key, as a path (`faults[2].added_ms`); empty for the document.
+    pub key: String,
+    pub message: String,
+}
+
+/// Every problem found in a plan, with the file it came from.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct PlanErrors {
+    pub file: String,
+    pub errors: Vec<PlanError>,
+}
+
+impl fmt::Display for PlanErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            if e.key.is_empty() {
+                write!(f, "{}:{}: {}", self.file, e.pos, e.message)?;
+            } else {
+                write!(f, "{}:{}: `{}`: {}", self.file, e.pos, e.key, e.message)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A compiled fault, ready for the engine.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub id: String,
+    pub id_hash: u64,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub select: Selector,
+    pub correlation: Option<Correlation>,
+    pub effect: Effect,
+    /// The side of a call the effect lands on.
+    pub direction: crate::select::Direction,
+}
+
+/// A compiled plan.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub seed: u64,
+    pub name: Option<String>,
+    pub duration: Option<Time>,
+    pub faults: Vec<Fault>,
+}
+
+impl Plan {
+    /// The empty plan: every message passes untouched.
+    pub fn empty() -> Plan {
+        Plan::default()
+    }
+
+    /// Load a plan from text; `file` names it in errors and picks the format by extension.
+    pub fn from_str_named(text: &str, file: &str) -> Result<Plan, PlanErrors> {
+        Plan::from_str_format(text, file, Format::from_path(file))
+    }
+
+    pub fn from_str_format(text: &str, file: &str, format: Format) -> Result<Plan, PlanErrors> {
+        let fail = |errors: Vec<PlanError>| PlanErrors { file: file.to_string(), errors };
+        let mut root = source::parse(text, format)
+            .map_err(|e| fail(vec![PlanError { pos: e.pos, key: String::new(), message: format!("syntax error: {}", e.message) }]))?;
+        if root.value == NodeValue::Null {
+            root.value = NodeValue::Map(Vec::new());
+        }
+        compat::translate(&mut root);
+        compile(&root).map_err(fail)
+    }
+
+    /// The restart policy for a stdio server, from the first `process` fault that has one.
+    pub fn restart_policy(&self) -> RestartPolicy {
+        self.faults
+            .iter()
+            .find_map(|f| match &f.effect {
+                Effect::Process(p) => Some(RestartPolicy::from_fault(p)),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn fault(&self, id: &str) -> Option<&Fault> {
+        self.faults.iter().find(|f| f.id == id)
+    }
+}
+
+/// A JSON pointer → the `faults[2].added_ms` style path users read.
+pub fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for part in pointer.trim_start_matches('/').split('/').filter(|p| !p.is_empty()) {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if part.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&part);
+        }
+    }
+    out
+}
+
+fn error_at(root: &Node, pointer: &str, key_pos: bool, message: impl Into<String>) -> PlanError {
+    PlanError { pos: root.locate(pointer, key_pos), key: display_path(pointer), message: message.into() }
+}
+
+/// The closest known name, for "did you mean" hints.
+pub fn suggest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|k| (strsim_distance(word, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance; plan keys are short, so the quadratic version is fine.
+fn strsim_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
+    let mut errors = Vec::new();
+    let json = root.to_json();
+    if !json.is_object() {
+        return Err(vec![error_at(root, "", false, "a plan is a mapping with `seed` and `faults`")]);
+    }
+    errors.extend(schema::check_top(&json).into_iter().map(|(p, key, m)| error_at(root, &p, key, m)));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let top: PlanSpec = serde_json::from_value(json.clone()).map_err(|e| vec![error_at(root, "", false, e.to_string())])?;
+    let duration = top.duration.as_ref().and_then(|d| d.resolve(None));
+    let seed = top.seed.unwrap_or(0);
+    let mut faults = Vec::new();
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    for (i, raw) in top.faults.into_iter().enumerate() {
+        let base = format!("/faults/{i}");
+        match compile_fault(root, &base, raw, duration) {
+            Ok(mut f) => {
+                if f.id.is_empty() {
+                    let n = counts.entry(f.effect.kind().to_string()).or_default();
+                    f.id = format!("{}-{n}", f.effect.kind());
+                    *n += 1;
+                }
+                f.id_hash = hash_str(&f.id);
+                if faults.iter().any(|g: &Fault| g.id == f.id) {
+                    errors.push(error_at(root, &format!("{base}/id"), false, format!("duplicate fault id `{}`", f.id)));
+                }
+                faults.push(f);
+            }
+            Err(es) => errors.extend(es),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Plan { seed, name: top.name, duration, faults })
+}
+
+fn compile_fault(root: &Node, base: &str, raw: serde_json::Value, run: Option<Time>) -> Result<Fault, Vec<PlanError>> {
+    let at = |p: &str, key: bool, m: String| error_at(root, &format!("{base}{p}"), key, m);
+    let Some(obj) = raw.as_object() else {
+        return Err(vec![at("", false, "a fault is a mapping with at least `kind`".into())]);
+    };
+    let Some(kind_name) = obj.get("kind").and_then(|k| k.as_str()) else {
+        let msg = if obj.contains_key("kind") { "`kind` must be a string" } else { "missing `kind` (or `type`)" };
+        return Err(vec![at(if obj.contains_key("kind") { "/kind" } else { "" }, false, msg.into())]);
+    };
+    let Some(info) = kind_info(kind_name) else {
+        let names = crate::faults::kind_names();
+        let hint = suggest(kind_name, names.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+        return Err(vec![at("/kind", false, format!("unknown kind `{kind_name}`{hint}; known kinds: {}", names.join(", ")))]);
+    };
+    let schema_errors = schema::check_fault(info, &raw);
+    if !schema_errors.is_empty() {
+        return Err(schema_errors.into_iter().map(|(p, key, m)| at(&p, key, m)).collect());
+    }
+    let parse_err = |e: serde_json::Error| vec![at("", false, e.to_string())];
+    let head: HeadSpec = serde_json::from_value(raw.clone()).map_err(parse_err)?;
+    let sel: SelectorSpec = serde_json::from_value(raw.clone()).map_err(parse_err)?;
+    let effect = info.compile(raw).map_err(parse_err)?;
+    let mut errors = Vec::new();
+    let select = match Selector::compile(&sel, info.default_methods, run) {
+        Ok(s) => Some(s),
+        Err(es) => {
+            errors.extend(es.into_iter().map(|(p, m)| at(&format!("/{p}"), false, m)));
+            None
+        }
+    };
+    let probability = sel.probability.unwrap_or(1.0);
+    let correlation = match &sel.correlation {
+        Some(c) => match Correlation::compile(c, probability) {
+            Ok(c) => Some(c),
+            Err((p, m)) => {
+                errors.push(at(&format!("/{p}"), false, m));
+                None
+            }
+        },
+        None => None,
+    };
+    match &effect {
+        Effect::Latency(l) => errors.extend(l.check().into_iter().map(|(k, m)| at(&format!("/{k}"), false, m))),
+        Effect::ColdStart(c) => errors.extend(c.delay.check().into_iter().map(|(k, m)| at(&format!("/{k}"), false, m))),
+        _ => {}
+    }
+    let (Some(mut select), true) = (select, errors.is_empty()) else { return Err(errors) };
+    if let Effect::Process(_) = effect {
+        // Killing a server is an event, not a rate: once per session unless told otherwise.
+        select.max_injections = select.max_injections.or(Some(1));
+    }
+    let direction = select.direction.unwrap_or(info.default_direction);
+    Ok(Fault {
+        id: head.id.unwrap_or_default(),
+        id_hash: 0,
+        description: head.description,
+        enabled: head.enabled.unwrap_or(true),
+        select,
+        correlation,
+        effect,
+        direction,
+    })
+}
+
+#[cfg(test)]
+mod tests;

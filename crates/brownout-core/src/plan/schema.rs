@@ -1,0 +1,164 @@
+//! The plan's JSON Schema, built from the spec types, and validation against it.
+//!
+//! Each fault kind's schema is the union of the head keys, the selector keys and the kind's
+//! own keys, closed with `additionalProperties: false` so a typo is an error. The same
+//! schemas are printed by `brownout plan schema` and used to validate, so they agree.
+
+use super::spec::{HeadSpec, PlanSpec, SelectorSpec};
+use crate::faults::{KindInfo, KINDS};
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::Validator;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+use std::sync::OnceLock;
+
+/// (JSON pointer, point at the key rather than the value, message)
+pub type SchemaError = (String, bool, String);
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12().into_generator()
+}
+
+fn properties_of(schema: &Schema) -> (Map<String, Value>, Vec<Value>) {
+    let v = schema.as_value();
+    let props = v.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let req = v.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    (props, req)
+}
+
+/// The closed object schema of one kind (without `$defs`).
+fn kind_object(info: &KindInfo, g: &mut SchemaGenerator) -> Value {
+    let mut props = Map::new();
+    let mut required = vec![Value::String("kind".into())];
+    for s in [HeadSpec::json_schema(g), SelectorSpec::json_schema(g), info.params_schema(g)] {
+        let (p, r) = properties_of(&s);
+        props.extend(p);
+        for x in r {
+            if !required.contains(&x) {
+                required.push(x);
+            }
+        }
+    }
+    if let Some(k) = props.get_mut("kind") {
+        *k = json!({"const": info.name, "description": info.summary});
+    }
+    json!({
+        "type": "object",
+        "title": info.name,
+        "description": info.summary,
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn with_defs(mut schema: Value, g: &SchemaGenerator) -> Value {
+    let defs: Map<String, Value> = g.definitions().clone().into_iter().collect();
+    if !defs.is_empty() {
+        schema["$defs"] = Value::Object(defs);
+    }
+    schema["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+    schema
+}
+
+/// The full JSON Schema of a plan file.
+pub fn plan_schema() -> Value {
+    let mut g = generator();
+    let top = PlanSpec::json_schema(&mut g);
+    let kinds: Vec<Value> = KINDS.iter().map(|k| kind_object(k, &mut g)).collect();
+    let mut schema = top.as_value().clone();
+    schema["title"] = json!("brownout fault plan");
+    schema["properties"]["faults"] = json!({
+        "type": "array",
+        "description": "The faults, applied in this order.",
+        "items": {"oneOf": kinds},
+    });
+    with_defs(schema, &g)
+}
+
+struct Validators {
+    top: Validator,
+    kinds: Vec<(&'static str, Validator)>,
+}
+
+fn validators() -> &'static Validators {
+    static V: OnceLock<Validators> = OnceLock::new();
+    V.get_or_init(|| {
+        let mut g = generator();
+        let mut top = PlanSpec::json_schema(&mut g).as_value().clone();
+        top["properties"]["faults"] = json!({"type": "array", "items": {"type": "object"}});
+        let top = with_defs(top, &g);
+        let kinds = KINDS
+            .iter()
+            .map(|k| {
+                let mut g = generator();
+                let obj = kind_object(k, &mut g);
+                let schema = with_defs(obj, &g);
+                (k.name, compile(&schema))
+            })
+            .collect();
+        Validators { top: compile(&top), kinds }
+    })
+}
+
+fn compile(schema: &Value) -> Validator {
+    // The schemas are built from our own types: failing to compile one is a bug in brownout,
+    // caught by the unit tests below, not something a plan can cause.
+    jsonschema::options()
+        .should_validate_formats(false)
+        .build(schema)
+        .unwrap_or_else(|e| panic!("internal plan schema does not compile: {e}"))
+}
+
+fn describe(err: &jsonschema::ValidationError<'_>, known: &[String]) -> Vec<SchemaError> {
+    let path = err.instance_path().as_str().to_string();
+    match err.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|k| {
+                let hint = super::suggest(k, known.iter().map(String::as_str)).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                (format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")), true, format!("unknown key `{k}`{hint}"))
+            })
+            .collect(),
+        ValidationErrorKind::Required { property } => {
+            vec![(path, false, format!("missing required key {property}"))]
+        }
+        _ => vec![(path, false, err.to_string())],
+    }
+}
+
+fn known_keys(schema: &Value) -> Vec<String> {
+    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Check the top level of a plan (fault bodies are checked per kind).
+pub fn check_top(doc: &Value) -> Vec<SchemaError> {
+    let mut g = generator();
+    let known = known_keys(PlanSpec::json_schema(&mut g).as_value());
+    validators().top.iter_errors(doc).flat_map(|e| describe(&e, &known)).collect()
+}
+
+/// Check one fault against its kind's closed schema. Paths are relative to the fault.
+pub fn check_fault(info: &KindInfo, fault: &Value) -> Vec<SchemaError> {
+    let Some((_, v)) = validators().kinds.iter().find(|(n, _)| *n == info.name) else { return Vec::new() };
+    let mut g = generator();
+    let known = known_keys(&kind_object(info, &mut g));
+    v.iter_errors(fault).flat_map(|e| describe(&e, &known)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_compile_and_are_closed() {
+        let s = plan_schema();
+        let items = &s["properties"]["faults"]["items"]["oneOf"];
+        assert_eq!(items.as_array().map(Vec::len), Some(KINDS.len()));
+        assert!(jsonschema::validator_for(&s).is_ok());
+        for k in KINDS {
+            assert!(check_fault(k, &json!({"kind": k.name, "no_such_key": 1})).iter().any(|e| e.2.contains("no_such_key")), "{}", k.name);
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Plan text → a position-carrying document tree, for YAML, JSON and TOML alike.
+//!
+//! Plans are validated on a tree that remembers where each key and value sat in the file, so
+//! every error can name `file:line:column` and the offending key. YAML and JSON (a subset of
+//! YAML 1.2) are read with the event parser of `yaml-rust2`; TOML with the spanned parser of
+//! `toml`. The tree converts to `serde_json::Value` for schema validation and typed
+//! deserialization.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A document node and where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: NodeValue,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+/// A mapping entry: the key, where the key sits, and the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: String,
+    pub key_pos: Pos,
+    pub value: Node,
+}
+
+/// A syntax error: where, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntaxError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+/// Which text format a plan is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Yaml,
+    Json,
+    Toml,
+}
+
+impl Format {
+    /// Guess the format from a file name; YAML when unsure (JSON is valid YAML 1.2).
+    pub fn from_path(path: &str) -> Format {
+        let lower = path.to_ascii_lowercase();
+        if lower.ends_with(".toml") {
+            Format::Toml
+        } else if lower.ends_with(".json") {
+            Format::Json
+        } else {
+            Format::Yaml
+        }
+    }
+}
+
+/// Parse plan text into a tree.
+pub fn parse(text: &str, format: Format) -> Result<Node, SyntaxError> {
+    match format {
+        Format::Yaml | Format::Json => yaml::parse(text),
+        Format::Toml => toml_src::parse(text),
+    }
+}
+
+impl Node {
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|e| &e.value)
+    }
+
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        match &self.value {
+            NodeValue::Map(entries) => entries.iter().find(|e| e.key == key),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            NodeValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The plain JSON value of this node.
+    pub fn to_json(&self) -> Value {
+        match &self.value {
+            NodeValue::Null => Value::Null,
+            NodeValue::Bool(b) => Value::Bool(*b),
+            NodeValue::Int(i) => Value::from(*i),
+            NodeValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            NodeValue::Str(s) => Value::String(s.clone()),
+            NodeValue::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            NodeValue::Map(entries) => {
+                let mut m = Map::new();
+                for e in entries {
+                    m.insert(e.key.clone(), e.value.to_json());
+                }
+                Value::Object(m)
+            }
+        }
+    }
+
+    /// Where the thing a JSON pointer names sits. With `key` true and a pointer that ends in
+    /// a mapping key, the key's own position (for "unknown key" errors).
+    pub fn locate(&self, pointer: &str, key: bool) -> Pos {
+        let mut node = self;
+        let mut pos = self.pos;
+        if pointer.is_empty() {
+            return pos;
+        }
+        for raw in pointer.trim_start_matches('/').split('/') {
+            let part = raw.replace("~1", "/").replace("~0", "~");
+            match &node.value {
+                NodeValue::Map(entries) => match entries.iter().find(|e| e.key == part) {
+                    Some(e) => {
+                        pos = if key { e.key_pos } else { e.value.pos };
+                        node = &e.value;
+                    }
+                    None => return pos,
+                },
+                NodeValue::Seq(items) => match part.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                    Some(n) => {
+                        pos = n.pos;
+                        node = n;
+                    }
+                    None => return pos,
+                },
+                _ => return pos,
+            }
+        }
+        pos
+    }
+}
+
+mod yaml {
+    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
+    use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+    use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+    fn pos(m: &Marker) -> Pos {
+        // yaml-rust2 markers: 1-based lines, 0-based columns.
+        Pos { line: m.line(), column: m.col() + 1 }
+    }
+
+    enum Frame {
+        Seq(Pos, Vec<Node>),
+        Map(Pos, Vec<Entry>, Option<(String, Pos)>),
+    }
+
+    #[derive(Default)]
+    struct Builder {
+        stack: Vec<Frame>,
+        root: Option<Node>,
+        error: Option<SyntaxError>,
+        documents: usize,
+    }
+
+    impl Builder {
+        fn push(&mut self, node: Node) {
+            match self.stack.last_mut() {
+                None => self.root = Some(node),
+                Some(Frame::Seq(_, items)) => items.push(node),
+                Some(Frame::Map(_, entries, pending)) => match pending.take() {
+                    None => {
+                        let key = match &node.value {
+                            NodeValue::Str(s) => s.clone(),
+                            NodeValue::Int(i) => i.to_string(),
+                            NodeValue::Bool(b) => b.to_string(),
+                            NodeValue::Float(f) => f.to_string(),
+                            NodeValue::Null => "null".to_string(),
+                            _ => {
+                                self.error.get_or_insert(SyntaxError {
+                                    pos: node.pos,
+                                    message: "mapping keys must be plain strings".into(),
+                                });
+                                String::new()
+                            }
+                        };
+                        if entries.iter().any(|e| e.key == key) {
+                            self.error.get_or_insert(SyntaxError {
+                                pos: node.pos,
+                                message: format!("duplicate key `{key}`"),
+                            });
+                        }
+                        *pending = Some((key, node.pos));
+                    }
+                    Some((key, key_pos)) => entries.push(Entry { key, key_pos, value: node }),
+                },
+            }
+        }
+    }
+
+    impl MarkedEventReceiver for Builder {
+        fn on_event(&mut self, ev: Event, mark: Marker) {
+            let p = pos(&mark);
+            match ev {
+                Event::DocumentStart => {
+                    self.documents += 1;
+                    if self.documents > 1 {
+                        self.error.get_or_insert(SyntaxError {
+                            pos: p,
+                            message: "a plan file holds one document".into(),
+                        });
+                    }
+                }
+                Event::Alias(_) => {
+                    self.error.get_or_insert(SyntaxError {
+                        pos: p,
+                        message: "YAML aliases are not supported in plans".into(),
+                    });
+                    self.push(Node { value: NodeValue::Null, pos: p });
+                }
+                Event::Scalar(s, style, _, _) => {
+                    let value = if style == TScalarStyle::Plain { plain(&s) } else { NodeValue::Str(s) };
+                    self.push(Node { value, pos: p });
+                }
+                Event::SequenceStart(..) => self.stack.push(Frame::Seq(p, Vec::new())),
+                Event::MappingStart(..) => self.stack.push(Frame::Map(p, Vec::new(), None)),
+                Event::SequenceEnd | Event::MappingEnd => {
+                    let node = match self.stack.pop() {
+                        Some(Frame::Seq(p, items)) => Node { value: NodeValue::Seq(items), pos: p },
+                        Some(Frame::Map(p, entries, _)) => Node { value: NodeValue::Map(entries), pos: p },
+                        None => return,
+                    };
+                    self.push(node);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Resolve a plain scalar per the YAML 1.2 core schema.
+    fn plain(s: &str) -> NodeValue {
+        match s {
+            "" | "~" | "null" | "Null" | "NULL" => return NodeValue::Null,
+            "true" | "True" | "TRUE" => return NodeValue::Bool(true),
+            "false" | "False" | "FALSE" => return NodeValue::Bool(false),
+            _ => {}
+        }
+        if let Ok(i) = s.parse::<i64>() {
+            return NodeValue::Int(i);
+        }
+        if let Some(hex) = s.strip_prefix("0x") {
+            if let Ok(i) = i64::from_str_radix(hex, 16) {
+                return NodeValue::Int(i);
+            }
+        }
+        let looks_numeric = s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
+        if looks_numeric {
+            if let Ok(f) = s.parse::<f64>() {
+                if f.is_finite() {
+                    return NodeValue::Float(f);
+                }
+            }
+        }
+        NodeValue::Str(s.to_string())
+    }
+
+    pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+        let mut b = Builder::default();
+        let mut parser = Parser::new_from_str(text);
+        if let Err(e) = parser.load(&mut b, true) {
+            return Err(SyntaxError { pos: pos(e.marker()), message: e.info().to_string() });
+        }
+        if let Some(e) = b.error {
+            return Err(e);
+        }
+        Ok(b.root.unwrap_or(Node { value: NodeValue::Null, pos: Pos { line: 1, column: 1 } }))
+    }
+}
+
+mod toml_src {
+    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
+    use toml::de::{DeTable, DeValue};
+    use toml::Spanned;
+
+    struct Lines<'a> {
+        text: &'a str,
+    }
+
+    impl Lines<'_> {
+        fn pos(&self, offset: usize) -> Pos {
+            let before = &self.text[..offset.min(self.text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            Pos { line, column }
+        }
+    }
+
+    fn convert(lines: &Lines<'_>, v: &Spanned<DeValue<'_>>) -> Node {
+        let pos = lines.pos(v.span().start);
+        let value = match v.get_ref() {
+            DeValue::String(s) => NodeValue::Str(s.to_string()),
+            DeValue::Integer(i) => {
+                let digits = i.as_str().replace('_', "");
+                let digits = digits.trim_start_matches("0x").trim_start_matches("0o").trim_start_matches("0b");
+                match i64::from_str_radix(digits, i.radix()) {
+                    Ok(n) => NodeValue::Int(n),
+                    Err(_) => NodeValue::Str(i.as_str().to_string()),
+                }
+            }
+            DeValue::Float(f) => match f.as_str().replace('_', "").parse::<f64>() {
+                Ok(x) => NodeValue::Float(x),
+                Err(_) => NodeValue::Str(f.as_str().to_string()),
+            },
+            DeValue::Boolean(b) => NodeValue::Bool(*b),
+            DeValue::Datetime(d) => NodeValue::Str(d.to_string()),
+            DeValue::Array(items) => NodeValue::Seq(items.iter().map(|i| convert(lines, i)).collect()),
+            DeValue::Table(t) => NodeValue::Map(table(lines, t)),
+        };
+        Node { value, pos }
+    }
+
+    fn table(lines: &Lines<'_>, t: &DeTable<'_>) -> Vec<Entry> {
+        t.iter()
+            .map(|(k, v)| Entry {
+                key: k.get_ref().to_string(),
+                key_pos: lines.pos(k.span().start),
+                value: convert(lines, v),
+            })
+            .collect()
+    }
+
+    pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+        let lines = Lines { text };
+        match DeTable::parse(text) {
+            Ok(root) => Ok(Node {
+                value: NodeValue::Map(table(&lines, root.get_ref())),
+                pos: Pos { line: 1, column: 1 },
+            }),
+            Err(e) => Err(SyntaxError {
+                pos: e.span().map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start)),
+                message: e.message().to_string(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_positions_point_at_keys_and_values() {
+        let text = "seed: 42\nfaults:\n  - kind: latency\n    added_ms: 40\n";
+        let n = parse(text, Format::Yaml).expect("parses");
+        assert_eq!(n.locate("/faults/0/added_ms", true), Pos { line: 4, column: 5 });
+        assert_eq!(n.locate("/faults/0/added_ms", false), Pos { line: 4, column: 15 });
+        assert_eq!(n.to_json()["faults"][0]["added_ms"], 40);
+        assert_eq!(n.to_json()["seed"], 42);
+    }
+
+    #[test]
+    fn json_is_read_as_yaml() {
+        let n = parse("{\"seed\": 1,\n \"faults\": [{\"kind\": \"drop\", \"probability\": 0.5}]}", Format::Json)
+            .expect("parses");
+        assert_eq!(n.to_json()["faults"][0]["probability"], 0.5);
+        assert_eq!(n.locate("/faults/0/probability", true).line, 2);
+    }
+
+    #[test]
+    fn toml_positions() {
+        let text = "seed = 7\n\n[[faults]]\nkind = \"error\"\ncode = -32000\n";
+        let n = parse(text, Format::Toml).expect("parses");
+        assert_eq!(n.to_json()["faults"][0]["code"], -32000);
+        assert_eq!(n.locate("/faults/0/code", true), Pos { line: 5, column: 1 });
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let e = parse("faults:\n  - kind: [oops\n", Format::Yaml).expect_err("bad yaml");
+        assert!(e.pos.line >= 2, "{e:?}");
+        let e = parse("seed = \n", Format::Toml).expect_err("bad toml");
+        assert_eq!(e.pos.line, 1);
+        let e = parse("a: 1\na: 2\n", Format::Yaml).expect_err("duplicate");
+        assert!(e.message.contains("duplicate"));
+    }
+
+    #[test]
+    fn quoted_numbers_stay_strings() {
+        let n = parse("a: '42'\nb: 42\nc: 1.5\nd: yes\n", Format::Yaml).expect("parses");
+        let j = n.to_json();
+        assert_eq!(j["a"], "42");
+        assert_eq!(j["b"], 42);
+        assert_eq!(j["c"], 1.5);
+        assert_eq!(j["d"], "yes");
+    }
+}
