@@ -59,12 +59,20 @@ impl<T> Pending<T> {
         let gen = self.next_gen;
         self.next_gen += 1;
         if let Some((t, _, old)) = self.map.insert(id.clone(), (sent_at, gen, entry)) {
-            out.push(Unanswered { id: id.clone(), sent_at: t, entry: old, reason: "id reused" });
+            out.push(Unanswered {
+                id: id.clone(),
+                sent_at: t,
+                entry: old,
+                reason: "id reused",
+            });
         }
         self.order.push_back((id, gen));
         while self.map.len() > self.capacity {
             match self.pop_oldest() {
-                Some(u) => out.push(Unanswered { reason: "evicted", ..u }),
+                Some(u) => out.push(Unanswered {
+                    reason: "evicted",
+                    ..u
+                }),
                 None => break,
             }
         }
@@ -93,7 +101,10 @@ impl<T> Pending<T> {
                         break;
                     }
                     if let Some(u) = self.pop_oldest() {
-                        out.push(Unanswered { reason: "expired", ..u });
+                        out.push(Unanswered {
+                            reason: "expired",
+                            ..u
+                        });
                     }
                 }
                 _ => {
@@ -118,7 +129,12 @@ impl<T> Pending<T> {
         while let Some((id, gen)) = self.order.pop_front() {
             if matches!(self.map.get(&id), Some((_, g, _)) if *g == gen) {
                 let (sent_at, _, entry) = self.map.remove(&id)?;
-                return Some(Unanswered { id, sent_at, entry, reason: "closed" });
+                return Some(Unanswered {
+                    id,
+                    sent_at,
+                    entry,
+                    reason: "closed",
+                });
             }
         }
         None
@@ -128,7 +144,8 @@ impl<T> Pending<T> {
     fn compact(&mut self) {
         if self.order.len() > 2 * self.map.len() + 64 {
             let map = &self.map;
-            self.order.retain(|(id, gen)| matches!(map.get(id), Some((_, g, _)) if g == gen));
+            self.order
+                .retain(|(id, gen)| matches!(map.get(id), Some((_, g, _)) if g == gen));
         }
     }
 }
@@ -163,7 +180,11 @@ mod tests {
             p.insert(id(9), Time(0), 9);
             p.take(&id(9));
         }
-        assert!(p.order.len() < 200, "order queue stays compact: {}", p.order.len());
+        assert!(
+            p.order.len() < 200,
+            "order queue stays compact: {}",
+            p.order.len()
+        );
     }
 
     #[test]

@@ -52,7 +52,11 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { max_pending: DEFAULT_CAPACITY, pending_ttl: DEFAULT_TTL, record_events: true }
+        EngineConfig {
+            max_pending: DEFAULT_CAPACITY,
+            pending_ttl: DEFAULT_TTL,
+            record_events: true,
+        }
     }
 }
 
@@ -178,7 +182,10 @@ impl Engine {
             self.sessions.insert(key.to_string(), s);
         }
         let n = self.plan.faults.len();
-        let s = self.sessions.get_mut(key).unwrap_or_else(|| unreachable!("inserted above"));
+        let s = self
+            .sessions
+            .get_mut(key)
+            .unwrap_or_else(|| unreachable!("inserted above"));
         if s.counters.len() != n {
             s.counters.resize_with(n, Counters::default);
         }
@@ -195,20 +202,35 @@ impl Engine {
         }
     }
 
-    fn on_view(&mut self, side: Side, session: &str, v: &View<'_>, bytes: &[u8], now: Time) -> Verdict {
+    fn on_view(
+        &mut self,
+        side: Side,
+        session: &str,
+        v: &View<'_>,
+        bytes: &[u8],
+        now: Time,
+    ) -> Verdict {
         match (side, v.kind) {
             (Side::Client, Kind::Request) => self.on_request(session, v, bytes, now),
-            (Side::Server, Kind::Response | Kind::Error) => self.on_response(session, v, bytes, now),
+            (Side::Server, Kind::Response | Kind::Error) => {
+                self.on_response(session, v, bytes, now)
+            }
             (Side::Server, Kind::Request) => {
                 if let Some(id) = &v.id {
                     let method = v.method.as_deref().unwrap_or_default().to_string();
-                    self.session(session).server_pending.insert(id.clone(), now, method);
+                    self.session(session)
+                        .server_pending
+                        .insert(id.clone(), now, method);
                 }
                 let method = v.method.as_deref().unwrap_or_default().to_string();
                 self.on_loose(side, session, &method, bytes, now)
             }
             (Side::Client, Kind::Response | Kind::Error) => {
-                let method = v.id.as_ref().and_then(|id| self.session(session).server_pending.take(id)).map(|(_, m)| m).unwrap_or_default();
+                let method =
+                    v.id.as_ref()
+                        .and_then(|id| self.session(session).server_pending.take(id))
+                        .map(|(_, m)| m)
+                        .unwrap_or_default();
                 self.on_loose(side, session, &method, bytes, now)
             }
             (_, Kind::Notification) => {
@@ -220,7 +242,16 @@ impl Engine {
 
     /// Whether fault `i` hits this message; advances the fault's counters.
     #[allow(clippy::too_many_arguments)]
-    fn decide(&mut self, i: usize, session: &str, seq: u64, method: &str, tool: Option<&str>, args: &mut dyn FnMut() -> Option<serde_json::Value>, now: Time) -> bool {
+    fn decide(
+        &mut self,
+        i: usize,
+        session: &str,
+        seq: u64,
+        method: &str,
+        tool: Option<&str>,
+        args: &mut dyn FnMut() -> Option<serde_json::Value>,
+        now: Time,
+    ) -> bool {
         let plan = Arc::clone(&self.plan);
         let f: &Fault = &plan.faults[i];
         if !f.enabled {
@@ -282,7 +313,14 @@ impl Engine {
         }
         let p = sel.probability;
         let fire = match &f.correlation {
-            Some(corr) => corr.fires(p, key, StreamKey::new(seed, f.id_hash, 0), seq, now, &mut c.bad),
+            Some(corr) => corr.fires(
+                p,
+                key,
+                StreamKey::new(seed, f.id_hash, 0),
+                seq,
+                now,
+                &mut c.bad,
+            ),
             None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
         };
         if fire {
@@ -308,7 +346,14 @@ impl Engine {
         let id = v.id.clone();
         if hits.is_empty() {
             if let Some(id) = id {
-                let call = Call { seq, method: method.to_string(), tool: tool.map(String::from), response_hits: Vec::new(), applied: Vec::new(), generation: self.generation };
+                let call = Call {
+                    seq,
+                    method: method.to_string(),
+                    tool: tool.map(String::from),
+                    response_hits: Vec::new(),
+                    applied: Vec::new(),
+                    generation: self.generation,
+                };
                 self.track(session, id, now, call);
             }
             return Verdict::pass();
@@ -325,24 +370,64 @@ impl Engine {
             if !f.effect.acts_on_request(f.direction) || shaping.reply.is_some() {
                 continue;
             }
-            if let Some(action) = self.apply(f, i, session, seq, method, tool, id.as_ref(), now, &mut shaping, Phase::Request) {
+            if let Some(action) = self.apply(
+                f,
+                i,
+                session,
+                seq,
+                method,
+                tool,
+                id.as_ref(),
+                now,
+                &mut shaping,
+                Phase::Request,
+            ) {
                 applied.push(f.id.clone());
-                self.fault_event(session, seq, id.as_ref(), method, tool, f, Direction::ToServer, action, now);
+                self.fault_event(
+                    session,
+                    seq,
+                    id.as_ref(),
+                    method,
+                    tool,
+                    f,
+                    Direction::ToServer,
+                    action,
+                    now,
+                );
             }
         }
         let mut verdict = verdict_of(&shaping);
-        let call = Call { seq, method: method.to_string(), tool: tool.map(String::from), response_hits, applied, generation: self.generation };
+        let call = Call {
+            seq,
+            method: method.to_string(),
+            tool: tool.map(String::from),
+            response_hits,
+            applied,
+            generation: self.generation,
+        };
         match (shaping.reply.take(), id) {
             (Some(reply), Some(id)) => {
                 // Short-circuit: the answer is made here; response effects still shape it.
-                let (out, delay) = self.finish_call(session, &id, call, &reply, now, now + shaping.delay);
-                verdict.reply.extend(out.map(|bytes| Outgoing { bytes, delay }));
+                let (out, delay) =
+                    self.finish_call(session, &id, call, &reply, now, now + shaping.delay);
+                verdict
+                    .reply
+                    .extend(out.map(|bytes| Outgoing { bytes, delay }));
                 verdict.forward = Forward::Drop;
             }
             (Some(_), None) => verdict.forward = Forward::Drop,
             (None, Some(id)) => {
                 if shaping.drop {
-                    self.call_event(session, &id, &call, Time::ZERO, Outcome::Dropped, None, now, false);
+                    self.call_event(
+                        session,
+                        &id,
+                        &call,
+                        Time::ZERO,
+                        Outcome::Dropped,
+                        None,
+                        now,
+                        false,
+                    );
                 } else {
                     self.track(session, id, now, call);
                 }
@@ -358,14 +443,27 @@ impl Engine {
     }
 
     fn on_response(&mut self, session: &str, v: &View<'_>, bytes: &[u8], now: Time) -> Verdict {
-        let taken = v.id.as_ref().and_then(|id| self.session(session).pending.take(id));
+        let taken =
+            v.id.as_ref()
+                .and_then(|id| self.session(session).pending.take(id));
         let Some((sent_at, call)) = taken else {
             return self.on_loose(Side::Server, session, "", bytes, now);
         };
-        let Some(id) = v.id.clone() else { return Verdict::pass() };
+        let Some(id) = v.id.clone() else {
+            return Verdict::pass();
+        };
         if call.response_hits.is_empty() {
             let (outcome, code) = outcome_of(v);
-            self.call_event(session, &id, &call, now.saturating_sub(sent_at), outcome, code, now, false);
+            self.call_event(
+                session,
+                &id,
+                &call,
+                now.saturating_sub(sent_at),
+                outcome,
+                code,
+                now,
+                false,
+            );
             return Verdict::pass();
         }
         let mut shaping = Shaping::new(bytes);
@@ -378,22 +476,58 @@ impl Engine {
     }
 
     /// Apply the response-side effects of a call's hits.
-    fn shape_response(&mut self, session: &str, id: &Id, call: &mut Call, now: Time, shaping: &mut Shaping<'_>) {
+    fn shape_response(
+        &mut self,
+        session: &str,
+        id: &Id,
+        call: &mut Call,
+        now: Time,
+        shaping: &mut Shaping<'_>,
+    ) {
         if call.generation != self.generation {
             return;
         }
         let plan = Arc::clone(&self.plan);
         for &i in &call.response_hits.clone() {
             let f = &plan.faults[i];
-            if let Some(action) = self.apply(f, i, session, call.seq, &call.method, call.tool.as_deref(), Some(id), now, shaping, Phase::Response) {
+            if let Some(action) = self.apply(
+                f,
+                i,
+                session,
+                call.seq,
+                &call.method,
+                call.tool.as_deref(),
+                Some(id),
+                now,
+                shaping,
+                Phase::Response,
+            ) {
                 call.applied.push(f.id.clone());
-                self.fault_event(session, call.seq, Some(id), &call.method, call.tool.as_deref(), f, Direction::ToClient, action, now);
+                self.fault_event(
+                    session,
+                    call.seq,
+                    Some(id),
+                    &call.method,
+                    call.tool.as_deref(),
+                    f,
+                    Direction::ToClient,
+                    action,
+                    now,
+                );
             }
         }
     }
 
     /// Make a short-circuit answer pass through the response effects and record the call.
-    fn finish_call(&mut self, session: &str, id: &Id, mut call: Call, reply: &[u8], now: Time, ready: Time) -> (Option<Vec<u8>>, Time) {
+    fn finish_call(
+        &mut self,
+        session: &str,
+        id: &Id,
+        mut call: Call,
+        reply: &[u8],
+        now: Time,
+        ready: Time,
+    ) -> (Option<Vec<u8>>, Time) {
         let mut shaping = Shaping::new(reply);
         self.shape_response(session, id, &mut call, now, &mut shaping);
         let delay = ready.saturating_sub(now) + shaping.delay;
@@ -401,10 +535,21 @@ impl Engine {
         if shaping.drop {
             return (None, delay);
         }
-        (Some(shaping.output().unwrap_or_else(|| reply.to_vec())), delay)
+        (
+            Some(shaping.output().unwrap_or_else(|| reply.to_vec())),
+            delay,
+        )
     }
 
-    fn complete(&mut self, session: &str, id: &Id, call: &Call, shaping: &Shaping<'_>, sent_at: Time, delivered: Time) {
+    fn complete(
+        &mut self,
+        session: &str,
+        id: &Id,
+        call: &Call,
+        shaping: &Shaping<'_>,
+        sent_at: Time,
+        delivered: Time,
+    ) {
         let (outcome, code) = if shaping.drop {
             (Outcome::Dropped, None)
         } else {
@@ -415,17 +560,36 @@ impl Engine {
                 _ => (Outcome::Malformed, None),
             }
         };
-        self.call_event(session, id, call, delivered.saturating_sub(sent_at), outcome, code, delivered, shaping.mutated);
+        self.call_event(
+            session,
+            id,
+            call,
+            delivered.saturating_sub(sent_at),
+            outcome,
+            code,
+            delivered,
+            shaping.mutated,
+        );
     }
 
     /// A message outside any call: notifications, server requests and their answers.
-    fn on_loose(&mut self, side: Side, session: &str, method: &str, bytes: &[u8], now: Time) -> Verdict {
+    fn on_loose(
+        &mut self,
+        side: Side,
+        session: &str,
+        method: &str,
+        bytes: &[u8],
+        now: Time,
+    ) -> Verdict {
         let dir = side.direction();
         let plan = Arc::clone(&self.plan);
         let candidates: Vec<usize> = (0..plan.faults.len())
             .filter(|&i| {
                 let f = &plan.faults[i];
-                f.effect.acts_on_loose_messages() && f.direction == dir && f.select.method_matches(method) && f.select.tools.is_none()
+                f.effect.acts_on_loose_messages()
+                    && f.direction == dir
+                    && f.select.method_matches(method)
+                    && f.select.tools.is_none()
             })
             .collect();
         if candidates.is_empty() {
@@ -442,8 +606,23 @@ impl Engine {
                 continue;
             }
             let f = &plan.faults[i];
-            let phase = if dir == Direction::ToServer { Phase::Request } else { Phase::Response };
-            if let Some(action) = self.apply(f, i, session, seq, method, None, None, now, &mut shaping, phase) {
+            let phase = if dir == Direction::ToServer {
+                Phase::Request
+            } else {
+                Phase::Response
+            };
+            if let Some(action) = self.apply(
+                f,
+                i,
+                session,
+                seq,
+                method,
+                None,
+                None,
+                now,
+                &mut shaping,
+                phase,
+            ) {
                 self.fault_event(session, seq, None, method, None, f, dir, action, now);
             }
         }
@@ -452,16 +631,41 @@ impl Engine {
 
     /// Let fault `f` shape the message.
     #[allow(clippy::too_many_arguments)]
-    fn apply(&mut self, f: &Fault, i: usize, session: &str, seq: u64, method: &str, tool: Option<&str>, id: Option<&Id>, now: Time, s: &mut Shaping<'_>, phase: Phase) -> Option<String> {
+    fn apply(
+        &mut self,
+        f: &Fault,
+        i: usize,
+        session: &str,
+        seq: u64,
+        method: &str,
+        tool: Option<&str>,
+        id: Option<&Id>,
+        now: Time,
+        s: &mut Shaping<'_>,
+        phase: Phase,
+    ) -> Option<String> {
         let seed = self.plan.seed;
         let global_bucket = match &f.effect {
-            Effect::RateLimit(r) if r.scope == Scope::Global => Some(self.global_buckets.entry(i).or_insert_with(|| Bucket::full(r.capacity(), now)).clone()),
+            Effect::RateLimit(r) if r.scope == Scope::Global => Some(
+                self.global_buckets
+                    .entry(i)
+                    .or_insert_with(|| Bucket::full(r.capacity(), now))
+                    .clone(),
+            ),
             _ => None,
         };
         let sess = self.session(session);
         let key = StreamKey::new(seed, f.id_hash, sess.hash);
         let counters = &mut sess.counters[i];
-        let mut c = Ctx { key, seq, now, method, tool, id, state: &mut counters.kind };
+        let mut c = Ctx {
+            key,
+            seq,
+            now,
+            method,
+            tool,
+            id,
+            state: &mut counters.kind,
+        };
         let result = match (&f.effect, phase) {
             (Effect::Latency(l), _) => Some(l.apply(&c, s)),
             (Effect::ColdStart(cs), Phase::Request) => cs.apply(&mut c, s),
@@ -475,7 +679,11 @@ impl Engine {
             (Effect::RateLimit(r), Phase::Request) => {
                 let mut bucket = match global_bucket {
                     Some(b) => b,
-                    None => c.state.bucket.take().unwrap_or_else(|| Bucket::full(r.capacity(), now)),
+                    None => c
+                        .state
+                        .bucket
+                        .take()
+                        .unwrap_or_else(|| Bucket::full(r.capacity(), now)),
                 };
                 let out = r.apply(&c, &mut bucket, s);
                 if r.scope == Scope::Global {
@@ -488,7 +696,9 @@ impl Engine {
             (Effect::SchemaDrift(d), Phase::Response) => d.apply(&c, s),
             (Effect::PartialResult(p), Phase::Response) => p.apply(&c, s),
             (Effect::Registry(r), Phase::Request) => r.apply_request(&c, s),
-            (Effect::Registry(r), Phase::Response) => r.apply_response(&c, f.select.tools.as_ref(), s),
+            (Effect::Registry(r), Phase::Response) => {
+                r.apply_response(&c, f.select.tools.as_ref(), s)
+            }
             (Effect::Process(p), Phase::Request) => Some(p.apply(&c, s)),
             _ => None,
         };
@@ -496,7 +706,18 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn fault_event(&mut self, session: &str, seq: u64, id: Option<&Id>, method: &str, tool: Option<&str>, f: &Fault, dir: Direction, action: String, now: Time) {
+    fn fault_event(
+        &mut self,
+        session: &str,
+        seq: u64,
+        id: Option<&Id>,
+        method: &str,
+        tool: Option<&str>,
+        f: &Fault,
+        dir: Direction,
+        action: String,
+        now: Time,
+    ) {
         self.emit(Event::Fault(FaultEvent {
             t_ms: now.as_millis_f64(),
             session: session.to_string(),
@@ -512,7 +733,17 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn call_event(&mut self, session: &str, id: &Id, call: &Call, latency: Time, outcome: Outcome, code: Option<i64>, at: Time, mutated: bool) {
+    fn call_event(
+        &mut self,
+        session: &str,
+        id: &Id,
+        call: &Call,
+        latency: Time,
+        outcome: Outcome,
+        code: Option<i64>,
+        at: Time,
+        mutated: bool,
+    ) {
         self.emit(Event::Call(CallEvent {
             t_ms: at.as_millis_f64(),
             session: session.to_string(),
@@ -530,7 +761,16 @@ impl Engine {
 
     fn unanswered(&mut self, session: &str, gone: Vec<Unanswered<Call>>, now: Time) {
         for u in gone {
-            self.call_event(session, &u.id, &u.entry, now.saturating_sub(u.sent_at), Outcome::Unanswered, None, now, false);
+            self.call_event(
+                session,
+                &u.id,
+                &u.entry,
+                now.saturating_sub(u.sent_at),
+                Outcome::Unanswered,
+                None,
+                now,
+                false,
+            );
         }
     }
 
@@ -551,7 +791,16 @@ impl Engine {
             let msg = format!("brownout: {reason}");
             let data = serde_json::json!({"brownout": true, "method": u.entry.method});
             let reply = jsonrpc::error_response(Some(&u.id), RELAY_ERROR, &msg, Some(&data));
-            self.call_event(session, &u.id, &u.entry, now.saturating_sub(u.sent_at), Outcome::Error, Some(RELAY_ERROR), now, false);
+            self.call_event(
+                session,
+                &u.id,
+                &u.entry,
+                now.saturating_sub(u.sent_at),
+                Outcome::Error,
+                Some(RELAY_ERROR),
+                now,
+                false,
+            );
             out.push(FailedCall { id: u.id, reply });
         }
         out
@@ -592,15 +841,29 @@ impl Engine {
         let plan = Arc::clone(&self.plan);
         let mut out = Vec::new();
         for (i, f) in plan.faults.iter().enumerate() {
-            let Effect::Process(p) = &f.effect else { continue };
-            let Some(at) = p.at_ms.map(|ms| Time((ms * 1000.0) as u64)) else { continue };
+            let Effect::Process(p) = &f.effect else {
+                continue;
+            };
+            let Some(at) = p.at_ms.map(|ms| Time((ms * 1000.0) as u64)) else {
+                continue;
+            };
             if !f.enabled || at > now || self.timers_fired.get(i).copied().unwrap_or(true) {
                 continue;
             }
             self.timers_fired[i] = true;
             let action = p.action();
             out.push(action);
-            self.fault_event(session, 0, None, "(timer)", None, f, Direction::ToServer, action.to_string(), now);
+            self.fault_event(
+                session,
+                0,
+                None,
+                "(timer)",
+                None,
+                f,
+                Direction::ToServer,
+                action.to_string(),
+                now,
+            );
         }
         out
     }
@@ -609,7 +872,9 @@ impl Engine {
     /// the elements that still go on, short-circuit answers go back as one batch, and the
     /// longest delay applies to the whole batch.
     fn on_batch(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
-        let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(bytes) else { return Verdict::pass() };
+        let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(bytes) else {
+            return Verdict::pass();
+        };
         let mut verdict = Verdict::pass();
         let mut forward: Vec<Vec<u8>> = Vec::new();
         let mut replies: Vec<Vec<u8>> = Vec::new();
@@ -638,9 +903,16 @@ impl Engine {
         if !changed {
             return Verdict::pass();
         }
-        verdict.forward = if forward.is_empty() { Forward::Drop } else { Forward::Replace(join_batch(&forward)) };
+        verdict.forward = if forward.is_empty() {
+            Forward::Drop
+        } else {
+            Forward::Replace(join_batch(&forward))
+        };
         if !replies.is_empty() {
-            verdict.reply.push(Outgoing { bytes: join_batch(&replies), delay: reply_delay });
+            verdict.reply.push(Outgoing {
+                bytes: join_batch(&replies),
+                delay: reply_delay,
+            });
         }
         verdict
     }
@@ -689,7 +961,14 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
         duplicate_gap: s.duplicate_gap,
         hold: s.hold,
         reply: Vec::new(),
-        extra: s.extra.iter().map(|b| Outgoing { bytes: b.clone(), delay: s.delay }).collect(),
+        extra: s
+            .extra
+            .iter()
+            .map(|b| Outgoing {
+                bytes: b.clone(),
+                delay: s.delay,
+            })
+            .collect(),
         process: s.process.clone(),
     }
 }

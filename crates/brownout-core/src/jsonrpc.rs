@@ -259,7 +259,9 @@ mod tests {
 
     #[test]
     fn classifies_every_kind() {
-        let r = single(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}"#);
+        let r = single(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}"#,
+        );
         assert_eq!(r.kind, Kind::Request);
         assert_eq!(r.id, Some(Id::Num("1".into())));
         assert_eq!(r.tool.as_deref(), Some("echo"));
@@ -287,18 +289,26 @@ mod tests {
 
     #[test]
     fn escaped_tool_names_are_read() {
-        let r = single(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b"}}"#);
+        let r =
+            single(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b"}}"#);
         assert_eq!(r.tool.as_deref(), Some("a\"b"));
     }
 
     #[test]
     fn batches_classify_each_element() {
-        let m = classify(br#" [{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"x"}]"#);
-        let Message::Batch(items) = m else { panic!("not a batch") };
+        let m = classify(
+            br#" [{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"x"}]"#,
+        );
+        let Message::Batch(items) = m else {
+            panic!("not a batch")
+        };
         assert_eq!(items.len(), 3);
         assert!(items[0].is_ok());
         assert!(items[1].is_err());
-        assert_eq!(items[2].as_ref().map(|v| v.kind).ok(), Some(Kind::Notification));
+        assert_eq!(
+            items[2].as_ref().map(|v| v.kind).ok(),
+            Some(Kind::Notification)
+        );
     }
 
     #[test]
@@ -315,7 +325,11 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
             br#"{"jsonrpc":"2.0"}"#,
         ] {
-            assert!(matches!(classify(bad), Message::Invalid(_)), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                matches!(classify(bad), Message::Invalid(_)),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

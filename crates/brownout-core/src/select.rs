@@ -46,7 +46,10 @@ impl Globs {
             b.add(Glob::new(p).map_err(|e| (i, format!("bad glob `{p}`: {}", e.kind())))?);
         }
         let set = b.build().map_err(|e| (0, format!("bad glob: {e}")))?;
-        Ok(Globs { set, patterns: patterns.to_vec() })
+        Ok(Globs {
+            set,
+            patterns: patterns.to_vec(),
+        })
     }
 
     pub fn is_match(&self, s: &str) -> bool {
@@ -69,7 +72,9 @@ pub struct ArgCondition {
 
 impl ArgCondition {
     fn holds(&self, args: &Value) -> bool {
-        let Some(v) = args.pointer(&self.pointer) else { return false };
+        let Some(v) = args.pointer(&self.pointer) else {
+            return false;
+        };
         match &self.test {
             ArgTest::Equals(want) => v == want,
             ArgTest::Regex(re) => match v {
@@ -147,7 +152,11 @@ impl Selector {
         };
         let mut arguments = Vec::new();
         for (key, m) in spec.arguments.iter().flatten() {
-            let pointer = if key.starts_with('/') { key.clone() } else { format!("/{key}") };
+            let pointer = if key.starts_with('/') {
+                key.clone()
+            } else {
+                format!("/{key}")
+            };
             let test = match m {
                 ArgMatcher::Regex { regex } => match Regex::new(regex) {
                     Ok(re) => ArgTest::Regex(re),
@@ -251,11 +260,23 @@ mod tests {
     #[test]
     fn blast_radius_is_stable_and_nested() {
         let sessions: Vec<String> = (0..2000).map(|i| format!("s{i}")).collect();
-        let ten: Vec<&String> = sessions.iter().filter(|s| session_selected(9, s, 0.1)).collect();
-        let twenty: Vec<&String> = sessions.iter().filter(|s| session_selected(9, s, 0.2)).collect();
+        let ten: Vec<&String> = sessions
+            .iter()
+            .filter(|s| session_selected(9, s, 0.1))
+            .collect();
+        let twenty: Vec<&String> = sessions
+            .iter()
+            .filter(|s| session_selected(9, s, 0.2))
+            .collect();
         assert!(ten.iter().all(|s| twenty.contains(s)), "10% is inside 20%");
         assert!((150..250).contains(&ten.len()), "about 10%: {}", ten.len());
-        assert_eq!(ten, sessions.iter().filter(|s| session_selected(9, s, 0.1)).collect::<Vec<_>>());
+        assert_eq!(
+            ten,
+            sessions
+                .iter()
+                .filter(|s| session_selected(9, s, 0.1))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -265,7 +286,10 @@ mod tests {
         assert!(g.is_match("tools/call"));
         assert!(!g.is_match("echo"));
         assert!(Globs::new(&["a[".into()]).is_err());
-        let c = ArgCondition { pointer: "/env".into(), test: ArgTest::Regex(Regex::new("^prod").expect("re")) };
+        let c = ArgCondition {
+            pointer: "/env".into(),
+            test: ArgTest::Regex(Regex::new("^prod").expect("re")),
+        };
         assert!(c.holds(&serde_json::json!({"env": "production"})));
         assert!(!c.holds(&serde_json::json!({"env": "staging"})));
         assert!(!c.holds(&serde_json::json!({})));

@@ -25,7 +25,8 @@ impl Default for Summary {
             injections: BTreeMap::new(),
             mutated: 0,
             // 1 µs .. 1 hour, 3 significant digits: a fixed few hundred KiB at most.
-            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
+            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
         }
     }
 }
@@ -62,7 +63,10 @@ impl Summary {
     pub fn record(&mut self, e: &Event) {
         match e {
             Event::Fault(f) => {
-                self.injections.entry(f.fault.clone()).or_insert_with(|| (f.kind.to_string(), 0)).1 += 1;
+                self.injections
+                    .entry(f.fault.clone())
+                    .or_insert_with(|| (f.kind.to_string(), 0))
+                    .1 += 1;
             }
             Event::Call(c) => {
                 self.calls += 1;
@@ -89,21 +93,72 @@ impl Summary {
         let ok = self.outcomes.get("ok").copied().unwrap_or(0);
         Report {
             calls: self.calls,
-            outcomes: self.outcomes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            error_rate: if self.calls == 0 { 0.0 } else { (self.calls - ok) as f64 / self.calls as f64 },
+            outcomes: self
+                .outcomes
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            error_rate: if self.calls == 0 {
+                0.0
+            } else {
+                (self.calls - ok) as f64 / self.calls as f64
+            },
             mutated: self.mutated,
-            injections: self.injections.iter().map(|(k, (kind, n))| (k.clone(), Injections { kind: kind.clone(), count: *n })).collect(),
-            latency_ms: Percentiles { p50: q(0.5), p95: q(0.95), p99: q(0.99), max: if self.latency_us.is_empty() { 0.0 } else { self.latency_us.max() as f64 / 1000.0 } },
+            injections: self
+                .injections
+                .iter()
+                .map(|(k, (kind, n))| {
+                    (
+                        k.clone(),
+                        Injections {
+                            kind: kind.clone(),
+                            count: *n,
+                        },
+                    )
+                })
+                .collect(),
+            latency_ms: Percentiles {
+                p50: q(0.5),
+                p95: q(0.95),
+                p99: q(0.99),
+                max: if self.latency_us.is_empty() {
+                    0.0
+                } else {
+                    self.latency_us.max() as f64 / 1000.0
+                },
+            },
         }
     }
 }
 
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "calls: {}   error rate: {:.2}%   mutated payloads: {}", self.calls, self.error_rate * 100.0, self.mutated)?;
-        let outcomes: Vec<String> = self.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        writeln!(f, "outcomes: {}", if outcomes.is_empty() { "-".into() } else { outcomes.join(", ") })?;
-        writeln!(f, "latency ms: p50 {:.2}  p95 {:.2}  p99 {:.2}  max {:.2}", self.latency_ms.p50, self.latency_ms.p95, self.latency_ms.p99, self.latency_ms.max)?;
+        writeln!(
+            f,
+            "calls: {}   error rate: {:.2}%   mutated payloads: {}",
+            self.calls,
+            self.error_rate * 100.0,
+            self.mutated
+        )?;
+        let outcomes: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        writeln!(
+            f,
+            "outcomes: {}",
+            if outcomes.is_empty() {
+                "-".into()
+            } else {
+                outcomes.join(", ")
+            }
+        )?;
+        writeln!(
+            f,
+            "latency ms: p50 {:.2}  p95 {:.2}  p99 {:.2}  max {:.2}",
+            self.latency_ms.p50, self.latency_ms.p95, self.latency_ms.p99, self.latency_ms.max
+        )?;
         if self.injections.is_empty() {
             writeln!(f, "injections: none")?;
         } else {

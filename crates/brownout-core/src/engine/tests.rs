@@ -33,36 +33,56 @@ fn fault_events(e: &mut Engine) -> Vec<(String, String, u64)> {
 fn empty_plan_passes_everything_and_counts_calls() {
     let mut e = engine("faults: []");
     for i in 0..10 {
-        assert!(e.on_message(Side::Client, "s", &call(i, "echo"), Time(i * 10)).is_pass());
-        assert!(e.on_message(Side::Server, "s", &ok(i), Time(i * 10 + 5)).is_pass());
+        assert!(e
+            .on_message(Side::Client, "s", &call(i, "echo"), Time(i * 10))
+            .is_pass());
+        assert!(e
+            .on_message(Side::Server, "s", &ok(i), Time(i * 10 + 5))
+            .is_pass());
     }
-    assert!(e.on_message(Side::Client, "s", b"not json", Time(0)).is_pass());
+    assert!(e
+        .on_message(Side::Client, "s", b"not json", Time(0))
+        .is_pass());
     let r = e.summary().report();
     assert_eq!(r.calls, 10);
     assert_eq!(r.outcomes.get("ok"), Some(&10));
-    assert!((r.latency_ms.p50 - 0.005).abs() < 0.001, "{:?}", r.latency_ms);
+    assert!(
+        (r.latency_ms.p50 - 0.005).abs() < 0.001,
+        "{:?}",
+        r.latency_ms
+    );
     assert_eq!(e.pending_count(), 0);
 }
 
 #[test]
 fn request_errors_short_circuit() {
-    let mut e = engine("faults:\n  - kind: error\n    tools: [restart_*]\n    code: -32050\n    message: nope\n");
+    let mut e = engine(
+        "faults:\n  - kind: error\n    tools: [restart_*]\n    code: -32050\n    message: nope\n",
+    );
     let v = e.on_message(Side::Client, "s", &call(1, "restart_service"), Time(0));
     assert_eq!(v.forward, Forward::Drop, "the server never sees it");
     let reply: serde_json::Value = serde_json::from_slice(&v.reply[0].bytes).expect("json");
     assert_eq!(reply["error"]["code"], -32050);
     assert_eq!(reply["id"], 1);
-    assert!(e.on_message(Side::Client, "s", &call(2, "echo"), Time(0)).is_pass());
+    assert!(e
+        .on_message(Side::Client, "s", &call(2, "echo"), Time(0))
+        .is_pass());
     assert_eq!(e.summary().report().outcomes.get("error"), Some(&1));
 }
 
 #[test]
 fn latency_lands_on_the_response_and_is_counted() {
     let mut e = engine("faults:\n  - kind: latency\n    added_ms: 250\n");
-    assert!(e.on_message(Side::Client, "s", &call(1, "echo"), Time(0)).is_pass());
+    assert!(e
+        .on_message(Side::Client, "s", &call(1, "echo"), Time(0))
+        .is_pass());
     let v = e.on_message(Side::Server, "s", &ok(1), Time(1000));
     assert_eq!(v.delay, Time::from_millis(250));
-    assert_eq!(v.forward, Forward::Original, "a delayed message keeps its bytes");
+    assert_eq!(
+        v.forward,
+        Forward::Original,
+        "a delayed message keeps its bytes"
+    );
     let r = e.summary().report();
     assert!((r.latency_ms.p50 - 251.0).abs() < 1.0, "{:?}", r.latency_ms);
 }
@@ -72,41 +92,80 @@ fn response_faults_mutate_what_the_client_gets() {
     let mut e = engine("faults:\n  - kind: schema_drift\n    mutation: retype\n    path: /a\n");
     e.on_message(Side::Client, "s", &call(1, "get"), Time(0));
     let v = e.on_message(Side::Server, "s", &ok(1), Time(1));
-    let Forward::Replace(bytes) = v.forward else { panic!("mutated") };
+    let Forward::Replace(bytes) = v.forward else {
+        panic!("mutated")
+    };
     let out: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
     assert_eq!(out["result"]["structuredContent"]["a"], "1");
-    assert_eq!(out["result"]["content"][0]["text"], r#"{"a":"1","b":[1,2,3]}"#);
-    let calls: Vec<_> = e.drain_events().filter_map(|ev| if let Event::Call(c) = ev { Some(c) } else { None }).collect();
+    assert_eq!(
+        out["result"]["content"][0]["text"],
+        r#"{"a":"1","b":[1,2,3]}"#
+    );
+    let calls: Vec<_> = e
+        .drain_events()
+        .filter_map(|ev| {
+            if let Event::Call(c) = ev {
+                Some(c)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert!(calls[0].mutated);
     assert_eq!(calls[0].faults, vec!["schema_drift-0"]);
 }
 
 #[test]
 fn phantom_tools_are_listed_and_fail() {
-    let mut e = engine("faults:\n  - kind: registry\n    action: phantom\n    phantom_name: ghost\n");
-    e.on_message(Side::Client, "s", br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, Time(0));
-    let v = e.on_message(Side::Server, "s", br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Time(1));
-    let Forward::Replace(bytes) = v.forward else { panic!("list rewritten") };
+    let mut e =
+        engine("faults:\n  - kind: registry\n    action: phantom\n    phantom_name: ghost\n");
+    e.on_message(
+        Side::Client,
+        "s",
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        Time(0),
+    );
+    let v = e.on_message(
+        Side::Server,
+        "s",
+        br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
+        Time(1),
+    );
+    let Forward::Replace(bytes) = v.forward else {
+        panic!("list rewritten")
+    };
     assert!(String::from_utf8_lossy(&bytes).contains("\"ghost\""));
     let v = e.on_message(Side::Client, "s", &call(2, "ghost"), Time(2));
     assert_eq!(v.forward, Forward::Drop);
     assert!(String::from_utf8_lossy(&v.reply[0].bytes).contains("Unknown tool: ghost"));
-    assert!(e.on_message(Side::Client, "s", &call(3, "echo"), Time(2)).is_pass());
+    assert!(e
+        .on_message(Side::Client, "s", &call(3, "echo"), Time(2))
+        .is_pass());
 }
 
 #[test]
 fn process_kill_after_calls_fires_once() {
     let mut e = engine("faults:\n  - kind: process\n    after_calls: 2\n    signal: KILL\n");
-    let kills: Vec<usize> = (0..6).map(|i| e.on_message(Side::Client, "s", &call(i, "echo"), Time(0)).process.len()).collect();
+    let kills: Vec<usize> = (0..6)
+        .map(|i| {
+            e.on_message(Side::Client, "s", &call(i, "echo"), Time(0))
+                .process
+                .len()
+        })
+        .collect();
     assert_eq!(kills, vec![0, 0, 1, 0, 0, 0]);
 }
 
 #[test]
 fn timed_process_faults() {
-    let mut e = engine("faults:\n  - kind: process\n    action: pause\n    at_ms: 500\n    pause_ms: 20\n");
+    let mut e =
+        engine("faults:\n  - kind: process\n    action: pause\n    at_ms: 500\n    pause_ms: 20\n");
     assert_eq!(e.next_timer(), Some(Time::from_millis(500)));
     assert!(e.on_timer("s", Time::from_millis(100)).is_empty());
-    assert_eq!(e.on_timer("s", Time::from_millis(500)), vec![ProcessAction::Pause(Time::from_millis(20))]);
+    assert_eq!(
+        e.on_timer("s", Time::from_millis(500)),
+        vec![ProcessAction::Pause(Time::from_millis(20))]
+    );
     assert_eq!(e.next_timer(), None);
 }
 
@@ -119,16 +178,25 @@ fn dying_servers_fail_calls_in_flight() {
     assert_eq!(failed.len(), 2);
     let v: serde_json::Value = serde_json::from_slice(&failed[0].reply).expect("json");
     assert_eq!(v["id"], 7);
-    assert!(v["error"]["message"].as_str().unwrap_or_default().contains("server exited"));
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("server exited"));
     assert_eq!(e.pending_count(), 0);
 }
 
 #[test]
 fn batches_are_split_and_rejoined() {
     let mut e = engine("faults:\n  - kind: error\n    tools: [bad]\n");
-    let batch = format!("[{},{}]", String::from_utf8_lossy(&call(1, "bad")), String::from_utf8_lossy(&call(2, "good")));
+    let batch = format!(
+        "[{},{}]",
+        String::from_utf8_lossy(&call(1, "bad")),
+        String::from_utf8_lossy(&call(2, "good"))
+    );
     let v = e.on_message(Side::Client, "s", batch.as_bytes(), Time(0));
-    let Forward::Replace(fwd) = v.forward else { panic!("rebuilt batch") };
+    let Forward::Replace(fwd) = v.forward else {
+        panic!("rebuilt batch")
+    };
     let fwd: serde_json::Value = serde_json::from_slice(&fwd).expect("json");
     assert_eq!(fwd.as_array().map(Vec::len), Some(1));
     assert_eq!(fwd[0]["params"]["name"], "good");
@@ -145,7 +213,12 @@ fn selectors_count_per_session() {
             e.on_message(Side::Server, "s", &ok(i), Time(0)).forward == Forward::Drop
         })
         .collect();
-    let hits: Vec<usize> = dropped.iter().enumerate().filter(|(_, d)| **d).map(|(i, _)| i).collect();
+    let hits: Vec<usize> = dropped
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d)
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!(hits, vec![2, 5]);
 }
 
@@ -153,7 +226,13 @@ fn selectors_count_per_session() {
 fn probability_is_honoured_statistically() {
     let mut e = engine("seed: 11\nfaults:\n  - kind: error\n    probability: 0.1\n");
     let n = 20_000u64;
-    let hit = (0..n).filter(|i| e.on_message(Side::Client, "s", &call(*i, "echo"), Time(0)).forward == Forward::Drop).count();
+    let hit = (0..n)
+        .filter(|i| {
+            e.on_message(Side::Client, "s", &call(*i, "echo"), Time(0))
+                .forward
+                == Forward::Drop
+        })
+        .count();
     // σ = sqrt(n p (1-p)) ≈ 42; allow 5σ.
     assert!((hit as f64 - 2000.0).abs() < 212.0, "{hit}");
 }
@@ -164,7 +243,16 @@ fn rate_limit_is_a_token_bucket() {
     let limited: Vec<bool> = [0u64, 0, 0, 50, 100, 100]
         .iter()
         .enumerate()
-        .map(|(i, ms)| !e.on_message(Side::Client, "s", &call(i as u64, "echo"), Time::from_millis(*ms)).reply.is_empty())
+        .map(|(i, ms)| {
+            !e.on_message(
+                Side::Client,
+                "s",
+                &call(i as u64, "echo"),
+                Time::from_millis(*ms),
+            )
+            .reply
+            .is_empty()
+        })
         .collect();
     assert_eq!(limited, vec![false, false, true, true, false, true]);
 }
@@ -172,9 +260,19 @@ fn rate_limit_is_a_token_bucket() {
 #[test]
 fn notifications_can_be_dropped() {
     let mut e = engine("faults:\n  - kind: drop\n    methods: ['notifications/progress']\n");
-    let v = e.on_message(Side::Server, "s", br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#, Time(0));
+    let v = e.on_message(
+        Side::Server,
+        "s",
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        Time(0),
+    );
     assert_eq!(v.forward, Forward::Drop);
-    let v = e.on_message(Side::Server, "s", br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#, Time(0));
+    let v = e.on_message(
+        Side::Server,
+        "s",
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        Time(0),
+    );
     assert!(v.is_pass());
 }
 

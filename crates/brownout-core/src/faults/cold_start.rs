@@ -33,11 +33,20 @@ mod tests {
 
     #[test]
     fn only_the_first_call_of_a_tool_is_slow() {
-        let cs: ColdStart = serde_json::from_value(serde_json::json!({"added_ms": 500})).expect("valid");
+        let cs: ColdStart =
+            serde_json::from_value(serde_json::json!({"added_ms": 500})).expect("valid");
         let mut state = KindState::default();
         let mut delays = Vec::new();
         for (seq, tool) in ["a", "a", "b", "a", "b"].iter().enumerate() {
-            let mut c = Ctx { key: StreamKey::new(1, 2, 3), seq: seq as u64, now: Time::ZERO, method: "tools/call", tool: Some(tool), id: None, state: &mut state };
+            let mut c = Ctx {
+                key: StreamKey::new(1, 2, 3),
+                seq: seq as u64,
+                now: Time::ZERO,
+                method: "tools/call",
+                tool: Some(tool),
+                id: None,
+                state: &mut state,
+            };
             let mut s = Shaping::new(b"{}");
             cs.apply(&mut c, &mut s);
             delays.push(s.delay.as_micros() / 1000);

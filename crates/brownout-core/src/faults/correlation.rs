@@ -26,7 +26,10 @@ impl Correlation {
                 if p < 1.0 && p / (l * (1.0 - p)) > 1.0 {
                     return Err((
                         "correlation/mean_burst_calls".into(),
-                        format!("a rate of {p} needs mean_burst_calls of at least {:.2}", p / (1.0 - p)),
+                        format!(
+                            "a rate of {p} needs mean_burst_calls of at least {:.2}",
+                            p / (1.0 - p)
+                        ),
                     ));
                 }
                 Ok(Correlation::Burst { mean_burst: l })
@@ -34,17 +37,31 @@ impl Correlation {
             CorrelationMode::Episodes => {
                 let intensity = spec.intensity.unwrap_or(0.5);
                 if intensity < p {
-                    return Err(("correlation/intensity".into(), format!("intensity {intensity} is below the probability {p}")));
+                    return Err((
+                        "correlation/intensity".into(),
+                        format!("intensity {intensity} is below the probability {p}"),
+                    ));
                 }
                 let ms = spec.episode_ms.unwrap_or(10_000.0);
-                Ok(Correlation::Episodes { episode: Time((ms * 1000.0) as u64), intensity })
+                Ok(Correlation::Episodes {
+                    episode: Time((ms * 1000.0) as u64),
+                    intensity,
+                })
             }
         }
     }
 
     /// Decide one call. `bad` is the session's chain state (burst mode); `episode_key` is a
     /// session-independent stream (episodes mode).
-    pub fn fires(&self, p: f64, key: StreamKey, episode_key: StreamKey, seq: u64, now: Time, bad: &mut bool) -> bool {
+    pub fn fires(
+        &self,
+        p: f64,
+        key: StreamKey,
+        episode_key: StreamKey,
+        seq: u64,
+        now: Time,
+        bad: &mut bool,
+    ) -> bool {
         match *self {
             Correlation::Burst { mean_burst } => {
                 if p >= 1.0 {
@@ -98,7 +115,9 @@ mod tests {
         let p = 0.05;
         let n = 400_000u64;
         let mut bad = false;
-        let hits: Vec<bool> = (0..n).map(|i| c.fires(p, key("s"), key(""), i, Time::ZERO, &mut bad)).collect();
+        let hits: Vec<bool> = (0..n)
+            .map(|i| c.fires(p, key("s"), key(""), i, Time::ZERO, &mut bad))
+            .collect();
         let rate = hits.iter().filter(|h| **h).count() as f64 / n as f64;
         // Burstiness inflates variance: allow a band several times the binomial σ (3.4e-4).
         assert!((rate - p).abs() < 0.004, "rate {rate}");
@@ -109,7 +128,10 @@ mod tests {
 
     #[test]
     fn episodes_keep_the_long_run_rate() {
-        let c = Correlation::Episodes { episode: Time::from_millis(1000), intensity: 0.5 };
+        let c = Correlation::Episodes {
+            episode: Time::from_millis(1000),
+            intensity: 0.5,
+        };
         let p = 0.1;
         let mut total = 0usize;
         let n = 200_000u64;
@@ -127,7 +149,12 @@ mod tests {
 
     #[test]
     fn impossible_bursts_are_rejected() {
-        let spec = CorrelationSpec { mode: CorrelationMode::Burst, mean_burst_calls: Some(1.0), episode_ms: None, intensity: None };
+        let spec = CorrelationSpec {
+            mode: CorrelationMode::Burst,
+            mean_burst_calls: Some(1.0),
+            episode_ms: None,
+            intensity: None,
+        };
         assert!(Correlation::compile(&spec, 0.9).is_err());
         assert!(Correlation::compile(&spec, 0.3).is_ok());
     }

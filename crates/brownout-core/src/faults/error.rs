@@ -45,7 +45,9 @@ pub struct ErrorFault {
 
 impl ErrorFault {
     fn message(&self) -> &str {
-        self.message.as_deref().unwrap_or("brownout: injected error")
+        self.message
+            .as_deref()
+            .unwrap_or("brownout: injected error")
     }
 
     /// The JSON-RPC answer this fault gives to call `id`.
@@ -88,12 +90,16 @@ mod tests {
 
     #[test]
     fn answers_are_valid_jsonrpc() {
-        let e: ErrorFault = serde_json::from_value(json!({"code": -32001, "message": "down", "data": {"x": 1}})).expect("valid");
+        let e: ErrorFault =
+            serde_json::from_value(json!({"code": -32001, "message": "down", "data": {"x": 1}}))
+                .expect("valid");
         let a = e.answer(Some(&jsonrpc::Id::Num("4".into())));
         assert_eq!(a["error"]["code"], -32001);
         assert_eq!(a["error"]["data"]["x"], 1);
         assert_eq!(a["id"], 4);
-        let t: ErrorFault = serde_json::from_value(json!({"tool_error": true, "text": "disk full"})).expect("valid");
+        let t: ErrorFault =
+            serde_json::from_value(json!({"tool_error": true, "text": "disk full"}))
+                .expect("valid");
         let a = t.answer(Some(&jsonrpc::Id::Str("x".into())));
         assert_eq!(a["result"]["isError"], true);
         assert_eq!(a["result"]["content"][0]["text"], "disk full");

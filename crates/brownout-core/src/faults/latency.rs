@@ -67,13 +67,19 @@ impl Latency {
         let mut errs = Vec::new();
         let need = |errs: &mut Vec<(String, String)>, v: Option<f64>, key: &str| {
             if v.is_none() {
-                errs.push((key.to_string(), format!("distribution `{:?}` needs `{key}`", self.distribution).to_lowercase()));
+                errs.push((
+                    key.to_string(),
+                    format!("distribution `{:?}` needs `{key}`", self.distribution).to_lowercase(),
+                ));
             }
         };
         match self.distribution {
             Distribution::Fixed => {
                 if self.added_ms.is_none() && self.jitter_ms.is_none() {
-                    errs.push(("added_ms".into(), "latency needs `added_ms` (or `jitter_ms`)".into()));
+                    errs.push((
+                        "added_ms".into(),
+                        "latency needs `added_ms` (or `jitter_ms`)".into(),
+                    ));
                 }
             }
             Distribution::Uniform => {
@@ -152,16 +158,20 @@ mod tests {
         let mean = |l: &Latency, k: &mut crate::rng::SplitMix| {
             (0..n).map(|_| l.sample_ms(k.unit(), k.unit())).sum::<f64>() / n as f64
         };
-        let normal = lat(serde_json::json!({"distribution": "normal", "mean_ms": 200, "stddev_ms": 10}));
+        let normal =
+            lat(serde_json::json!({"distribution": "normal", "mean_ms": 200, "stddev_ms": 10}));
         assert!((mean(&normal, &mut k) - 200.0).abs() < 1.0);
-        let uniform = lat(serde_json::json!({"distribution": "uniform", "min_ms": 10, "max_ms": 30}));
+        let uniform =
+            lat(serde_json::json!({"distribution": "uniform", "min_ms": 10, "max_ms": 30}));
         assert!((mean(&uniform, &mut k) - 20.0).abs() < 0.5);
         // Pareto mean = α x_m / (α − 1) = 3 * 10 / 2 = 15.
         let pareto = lat(serde_json::json!({"distribution": "pareto", "scale_ms": 10, "shape": 3}));
         let m = mean(&pareto, &mut k);
         assert!((m - 15.0).abs() < 0.7, "pareto mean {m}");
         assert!(pareto.sample_ms(0.0, 0.5) >= 10.0);
-        let capped = lat(serde_json::json!({"distribution": "pareto", "scale_ms": 10, "shape": 1, "max_ms": 50}));
+        let capped = lat(
+            serde_json::json!({"distribution": "pareto", "scale_ms": 10, "shape": 1, "max_ms": 50}),
+        );
         assert!(capped.sample_ms(0.999_999, 0.5) <= 50.0);
     }
 
@@ -171,6 +181,10 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].0, "stddev_ms");
         assert!(lat(serde_json::json!({})).check()[0].1.contains("added_ms"));
-        assert!(!lat(serde_json::json!({"distribution": "uniform", "min_ms": 5, "max_ms": 1})).check().is_empty());
+        assert!(
+            !lat(serde_json::json!({"distribution": "uniform", "min_ms": 5, "max_ms": 1}))
+                .check()
+                .is_empty()
+        );
     }
 }

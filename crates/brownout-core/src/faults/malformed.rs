@@ -34,7 +34,13 @@ pub struct Malformed {
 impl Malformed {
     pub fn apply(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
         s.corrupt = Some((self.mode, c.mutation_seed()));
-        format!("malformed: {}", serde_json::to_value(self.mode).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+        format!(
+            "malformed: {}",
+            serde_json::to_value(self.mode)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        )
     }
 }
 
@@ -54,7 +60,11 @@ pub fn corrupt(bytes: &[u8], mode: Mode, seed: u64) -> Vec<u8> {
         }
         Mode::InvalidUtf8 => {
             let mut out = bytes.to_vec();
-            let at = if out.is_empty() { 0 } else { rng.below(out.len()) };
+            let at = if out.is_empty() {
+                0
+            } else {
+                rng.below(out.len())
+            };
             out.splice(at..at, [0xC3, 0x28, 0xFF, 0xFE]);
             return out;
         }
@@ -65,13 +75,20 @@ pub fn corrupt(bytes: &[u8], mode: Mode, seed: u64) -> Vec<u8> {
             o.insert("jsonrpc".into(), Value::String("1.0".into()));
         }),
         Mode::MismatchedId => json_edit(&|o| {
-            o.insert("id".into(), Value::String(format!("brownout-mismatch-{seed:x}")));
+            o.insert(
+                "id".into(),
+                Value::String(format!("brownout-mismatch-{seed:x}")),
+            );
         }),
     };
     out.unwrap_or_else(|| {
         // Truncate: keep between a quarter and three quarters of the message.
         let len = bytes.len();
-        let keep = if len < 2 { 0 } else { len / 4 + rng.below(len / 2 + 1) };
+        let keep = if len < 2 {
+            0
+        } else {
+            len / 4 + rng.below(len / 2 + 1)
+        };
         bytes[..keep.min(len.saturating_sub(1))].to_vec()
     })
 }
@@ -81,23 +98,42 @@ mod tests {
     use super::*;
     use crate::jsonrpc::{classify, Message};
 
-    const MSG: &[u8] = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello world"}]}}"#;
+    const MSG: &[u8] =
+        br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello world"}]}}"#;
 
     #[test]
     fn every_mode_breaks_the_message_and_keeps_one_line() {
-        for mode in [Mode::Truncate, Mode::Garbage, Mode::InvalidUtf8, Mode::MissingId, Mode::WrongVersion] {
+        for mode in [
+            Mode::Truncate,
+            Mode::Garbage,
+            Mode::InvalidUtf8,
+            Mode::MissingId,
+            Mode::WrongVersion,
+        ] {
             let out = corrupt(MSG, mode, 99);
-            assert!(matches!(classify(&out), Message::Invalid(_)), "{mode:?}: {}", String::from_utf8_lossy(&out));
+            assert!(
+                matches!(classify(&out), Message::Invalid(_)),
+                "{mode:?}: {}",
+                String::from_utf8_lossy(&out)
+            );
             assert!(!out.contains(&b'\n'), "{mode:?} added a newline");
         }
         let out = corrupt(MSG, Mode::MismatchedId, 99);
-        let Message::Single(v) = classify(&out) else { panic!("still JSON-RPC") };
+        let Message::Single(v) = classify(&out) else {
+            panic!("still JSON-RPC")
+        };
         assert_ne!(v.id, Some(crate::jsonrpc::Id::Num("3".into())));
     }
 
     #[test]
     fn corruption_is_deterministic() {
-        assert_eq!(corrupt(MSG, Mode::Garbage, 5), corrupt(MSG, Mode::Garbage, 5));
-        assert_eq!(corrupt(MSG, Mode::Truncate, 5), corrupt(MSG, Mode::Truncate, 5));
+        assert_eq!(
+            corrupt(MSG, Mode::Garbage, 5),
+            corrupt(MSG, Mode::Garbage, 5)
+        );
+        assert_eq!(
+            corrupt(MSG, Mode::Truncate, 5),
+            corrupt(MSG, Mode::Truncate, 5)
+        );
     }
 }

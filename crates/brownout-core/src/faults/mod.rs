@@ -99,19 +99,110 @@ macro_rules! kind {
 
 /// Every fault kind brownout knows, in the order the docs list them.
 pub static KINDS: &[KindInfo] = &[
-    kind!("latency", "delay a request or its response (fixed, uniform, normal, pareto; jitter)", CALLS, Direction::ToClient, latency::Latency, Latency),
-    kind!("cold_start", "extra latency on the first call of each tool in a session", CALLS, Direction::ToServer, cold_start::ColdStart, ColdStart),
-    kind!("error", "answer with a JSON-RPC error or an isError tool result", CALLS, Direction::ToServer, error::ErrorFault, Error),
-    kind!("timeout", "withhold the response forever, or for a while then drop or deliver it", CALLS, Direction::ToClient, timeout::Timeout, Timeout),
-    kind!("malformed", "corrupt the bytes: truncated JSON, garbage, invalid UTF-8, JSON-RPC violations", CALLS, Direction::ToClient, malformed::Malformed, Malformed),
-    kind!("drop", "drop the message", CALLS, Direction::ToClient, drop::Drop, Drop),
-    kind!("duplicate", "deliver the message more than once", CALLS, Direction::ToClient, duplicate::Duplicate, Duplicate),
-    kind!("reorder", "hold the message behind the next one", CALLS, Direction::ToClient, reorder::Reorder, Reorder),
-    kind!("rate_limit", "a token bucket per session or global; calls over it get an error", CALLS, Direction::ToServer, rate_limit::RateLimit, RateLimit),
-    kind!("schema_drift", "rename, retype, drop, null or add fields of structured and JSON text results", CALLS, Direction::ToClient, schema_drift::SchemaDrift, SchemaDrift),
-    kind!("partial_result", "truncate text, drop content items or array elements, drop nextCursor", CALLS, Direction::ToClient, partial_result::PartialResult, PartialResult),
-    kind!("registry", "hide, remove, fake or stale tools in tools/list; spurious list_changed", LISTS, Direction::ToClient, registry::Registry, Registry),
-    kind!("process", "kill (TERM/KILL) or pause (STOP/CONT) the stdio server; restart policy", CALLS, Direction::ToServer, process::Process, Process),
+    kind!(
+        "latency",
+        "delay a request or its response (fixed, uniform, normal, pareto; jitter)",
+        CALLS,
+        Direction::ToClient,
+        latency::Latency,
+        Latency
+    ),
+    kind!(
+        "cold_start",
+        "extra latency on the first call of each tool in a session",
+        CALLS,
+        Direction::ToServer,
+        cold_start::ColdStart,
+        ColdStart
+    ),
+    kind!(
+        "error",
+        "answer with a JSON-RPC error or an isError tool result",
+        CALLS,
+        Direction::ToServer,
+        error::ErrorFault,
+        Error
+    ),
+    kind!(
+        "timeout",
+        "withhold the response forever, or for a while then drop or deliver it",
+        CALLS,
+        Direction::ToClient,
+        timeout::Timeout,
+        Timeout
+    ),
+    kind!(
+        "malformed",
+        "corrupt the bytes: truncated JSON, garbage, invalid UTF-8, JSON-RPC violations",
+        CALLS,
+        Direction::ToClient,
+        malformed::Malformed,
+        Malformed
+    ),
+    kind!(
+        "drop",
+        "drop the message",
+        CALLS,
+        Direction::ToClient,
+        drop::Drop,
+        Drop
+    ),
+    kind!(
+        "duplicate",
+        "deliver the message more than once",
+        CALLS,
+        Direction::ToClient,
+        duplicate::Duplicate,
+        Duplicate
+    ),
+    kind!(
+        "reorder",
+        "hold the message behind the next one",
+        CALLS,
+        Direction::ToClient,
+        reorder::Reorder,
+        Reorder
+    ),
+    kind!(
+        "rate_limit",
+        "a token bucket per session or global; calls over it get an error",
+        CALLS,
+        Direction::ToServer,
+        rate_limit::RateLimit,
+        RateLimit
+    ),
+    kind!(
+        "schema_drift",
+        "rename, retype, drop, null or add fields of structured and JSON text results",
+        CALLS,
+        Direction::ToClient,
+        schema_drift::SchemaDrift,
+        SchemaDrift
+    ),
+    kind!(
+        "partial_result",
+        "truncate text, drop content items or array elements, drop nextCursor",
+        CALLS,
+        Direction::ToClient,
+        partial_result::PartialResult,
+        PartialResult
+    ),
+    kind!(
+        "registry",
+        "hide, remove, fake or stale tools in tools/list; spurious list_changed",
+        LISTS,
+        Direction::ToClient,
+        registry::Registry,
+        Registry
+    ),
+    kind!(
+        "process",
+        "kill (TERM/KILL) or pause (STOP/CONT) the stdio server; restart policy",
+        CALLS,
+        Direction::ToServer,
+        process::Process,
+        Process
+    ),
 ];
 
 /// Look a kind up by name.
@@ -170,7 +261,11 @@ impl Effect {
     pub fn acts_on_loose_messages(&self) -> bool {
         matches!(
             self,
-            Effect::Latency(_) | Effect::Drop(_) | Effect::Duplicate(_) | Effect::Reorder(_) | Effect::Malformed(_)
+            Effect::Latency(_)
+                | Effect::Drop(_)
+                | Effect::Duplicate(_)
+                | Effect::Reorder(_)
+                | Effect::Malformed(_)
         )
     }
 }
@@ -281,7 +376,6 @@ impl<'a> Shaping<'a> {
             None => base,
         }
     }
-
 }
 
 #[cfg(test)]
@@ -305,6 +399,10 @@ mod tests {
     fn unchanged_messages_keep_their_bytes() {
         let raw = br#"{"jsonrpc":"2.0", "id":1, "result":{"b":1,"a":2}}"#;
         let s = Shaping::new(raw);
-        assert_eq!(s.output(), None, "no output means: forward the original bytes");
+        assert_eq!(
+            s.output(),
+            None,
+            "no output means: forward the original bytes"
+        );
     }
 }

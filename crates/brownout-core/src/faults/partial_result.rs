@@ -43,7 +43,9 @@ impl PartialResult {
         let result = s.value_mut()?.get_mut("result")?;
         let detail = match self.mode {
             Mode::TruncateText => {
-                let Some(Value::Array(items)) = result.get_mut("content") else { return None };
+                let Some(Value::Array(items)) = result.get_mut("content") else {
+                    return None;
+                };
                 let mut cut = 0usize;
                 for item in items {
                     if let Some(Value::String(t)) = item.get_mut("text") {
@@ -58,7 +60,9 @@ impl PartialResult {
                 (cut > 0).then(|| format!("truncated text by {cut} chars"))?
             }
             Mode::DropContent => {
-                let Some(Value::Array(items)) = result.get_mut("content") else { return None };
+                let Some(Value::Array(items)) = result.get_mut("content") else {
+                    return None;
+                };
                 let n = items.len();
                 let k = kept(n, keep);
                 if k == n {
@@ -74,8 +78,12 @@ impl PartialResult {
                 }
                 if let Some(Value::Array(items)) = result.get_mut("content") {
                     for item in items {
-                        let Some(Value::String(t)) = item.get_mut("text") else { continue };
-                        let Ok(mut v) = serde_json::from_str::<Value>(t) else { continue };
+                        let Some(Value::String(t)) = item.get_mut("text") else {
+                            continue;
+                        };
+                        let Ok(mut v) = serde_json::from_str::<Value>(t) else {
+                            continue;
+                        };
                         let d = shorten_arrays(&mut v, keep);
                         if d > 0 {
                             dropped += d;
@@ -102,7 +110,11 @@ fn shorten_arrays(v: &mut Value, keep: f64) -> usize {
             let n = items.len();
             let k = kept(n, keep);
             items.truncate(k);
-            n - k + items.iter_mut().map(|i| shorten_arrays(i, keep)).sum::<usize>()
+            n - k
+                + items
+                    .iter_mut()
+                    .map(|i| shorten_arrays(i, keep))
+                    .sum::<usize>()
         }
         Value::Object(m) => m.values_mut().map(|i| shorten_arrays(i, keep)).sum(),
         _ => 0,
@@ -120,10 +132,21 @@ mod tests {
     fn run(mode: Mode, msg: Value) -> (Value, Option<String>) {
         let raw = serde_json::to_vec(&msg).expect("json");
         let mut state = KindState::default();
-        let c = Ctx { key: StreamKey::new(0, 0, 0), seq: 0, now: Time::ZERO, method: "tools/call", tool: None, id: None, state: &mut state };
+        let c = Ctx {
+            key: StreamKey::new(0, 0, 0),
+            seq: 0,
+            now: Time::ZERO,
+            method: "tools/call",
+            tool: None,
+            id: None,
+            state: &mut state,
+        };
         let mut s = Shaping::new(&raw);
         let d = PartialResult { mode, keep: None }.apply(&c, &mut s);
-        let out = s.output().map(|b| serde_json::from_slice(&b).expect("json")).unwrap_or(msg);
+        let out = s
+            .output()
+            .map(|b| serde_json::from_slice(&b).expect("json"))
+            .unwrap_or(msg);
         (out, d)
     }
 
@@ -132,13 +155,26 @@ mod tests {
         let msg = json!({"jsonrpc": "2.0", "id": 1, "result": {
             "content": [{"type": "text", "text": "0123456789"}, {"type": "text", "text": "[1,2,3,4]"}],
             "structuredContent": {"rows": [1, 2, 3, 4]}, "nextCursor": "abc"}});
-        assert_eq!(run(Mode::TruncateText, msg.clone()).0["result"]["content"][0]["text"], "01234");
-        assert_eq!(run(Mode::DropContent, msg.clone()).0["result"]["content"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            run(Mode::TruncateText, msg.clone()).0["result"]["content"][0]["text"],
+            "01234"
+        );
+        assert_eq!(
+            run(Mode::DropContent, msg.clone()).0["result"]["content"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
         let (v, _) = run(Mode::DropElements, msg.clone());
         assert_eq!(v["result"]["structuredContent"]["rows"], json!([1, 2]));
         assert_eq!(v["result"]["content"][1]["text"], "[1,2]");
-        assert!(run(Mode::DropCursor, msg.clone()).0["result"].get("nextCursor").is_none());
-        let (_, d) = run(Mode::DropCursor, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        assert!(run(Mode::DropCursor, msg.clone()).0["result"]
+            .get("nextCursor")
+            .is_none());
+        let (_, d) = run(
+            Mode::DropCursor,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        );
         assert_eq!(d, None, "nothing to drop is not an injection");
     }
 }

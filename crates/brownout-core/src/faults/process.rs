@@ -72,7 +72,9 @@ impl Process {
                 SignalSpec::Term => Signal::Term,
                 SignalSpec::Kill => Signal::Kill,
             }),
-            Action::Pause => ProcessAction::Pause(Time((self.pause_ms.unwrap_or(1000.0) * 1000.0) as u64)),
+            Action::Pause => {
+                ProcessAction::Pause(Time((self.pause_ms.unwrap_or(1000.0) * 1000.0) as u64))
+            }
         }
     }
 
@@ -93,7 +95,11 @@ pub struct RestartPolicy {
 
 impl Default for RestartPolicy {
     fn default() -> Self {
-        RestartPolicy { on_failure: false, backoff: Time::from_millis(500), max_restarts: 5 }
+        RestartPolicy {
+            on_failure: false,
+            backoff: Time::from_millis(500),
+            max_restarts: 5,
+        }
     }
 }
 
@@ -108,7 +114,12 @@ impl RestartPolicy {
 
     /// Delay before restart number `n` (0-based): exponential backoff, capped at 30 s.
     pub fn delay(&self, n: u32) -> Time {
-        Time(self.backoff.0.saturating_mul(1u64 << n.min(16)).min(30_000_000))
+        Time(
+            self.backoff
+                .0
+                .saturating_mul(1u64 << n.min(16))
+                .min(30_000_000),
+        )
     }
 }
 
@@ -118,7 +129,11 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_caps() {
-        let p = RestartPolicy { on_failure: true, backoff: Time::from_millis(100), max_restarts: 3 };
+        let p = RestartPolicy {
+            on_failure: true,
+            backoff: Time::from_millis(100),
+            max_restarts: 3,
+        };
         assert_eq!(p.delay(0), Time::from_millis(100));
         assert_eq!(p.delay(2), Time::from_millis(400));
         assert_eq!(p.delay(40), Time::from_millis(30_000));

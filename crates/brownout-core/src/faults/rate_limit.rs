@@ -48,7 +48,10 @@ pub struct Bucket {
 
 impl Bucket {
     pub fn full(capacity: f64, now: Time) -> Bucket {
-        Bucket { tokens: capacity, last: now }
+        Bucket {
+            tokens: capacity,
+            last: now,
+        }
     }
 
     /// Refill for the time since the last call, then take a token if there is one.
@@ -77,9 +80,17 @@ impl RateLimit {
     pub fn apply(&self, c: &Ctx<'_>, bucket: &mut Bucket, s: &mut Shaping<'_>) -> Option<String> {
         let wait = bucket.take(self.rate, self.capacity(), c.now).err()?;
         let retry_after_ms = wait.as_micros().div_ceil(1000);
-        let msg = self.message.as_deref().unwrap_or("brownout: rate limit exceeded");
+        let msg = self
+            .message
+            .as_deref()
+            .unwrap_or("brownout: rate limit exceeded");
         let data = json!({"retry_after_ms": retry_after_ms});
-        s.reply = Some(jsonrpc::error_response(c.id, self.code.unwrap_or(-32000), msg, Some(&data)));
+        s.reply = Some(jsonrpc::error_response(
+            c.id,
+            self.code.unwrap_or(-32000),
+            msg,
+            Some(&data),
+        ));
         Some(format!("rate limited (retry after {retry_after_ms}ms)"))
     }
 }
@@ -98,7 +109,9 @@ mod tests {
         assert!(allowed(&mut b, 100_000), "one token after 100ms");
         // Over one simulated minute at 100 calls/s, about rate*60 + burst get through.
         let mut b = Bucket::full(3.0, Time::ZERO);
-        let ok = (0..6000).filter(|i| b.take(10.0, 3.0, Time(i * 10_000)).is_ok()).count();
+        let ok = (0..6000)
+            .filter(|i| b.take(10.0, 3.0, Time(i * 10_000)).is_ok())
+            .count();
         assert!((600..=604).contains(&ok), "{ok}");
     }
 

@@ -51,7 +51,10 @@ impl Registry {
     }
 
     pub fn acts_on_request(&self) -> bool {
-        matches!(self.action, Action::Remove | Action::Dangling | Action::Phantom)
+        matches!(
+            self.action,
+            Action::Remove | Action::Dangling | Action::Phantom
+        )
     }
 
     pub fn acts_on_response(&self) -> bool {
@@ -62,7 +65,9 @@ impl Registry {
     pub fn fails_call(&self, tool: Option<&str>, targets: Option<&Globs>) -> bool {
         match self.action {
             Action::Phantom => tool == Some(self.phantom_name()),
-            Action::Remove | Action::Dangling => tool.is_some_and(|t| targets.is_none_or(|g| g.is_match(t))),
+            Action::Remove | Action::Dangling => {
+                tool.is_some_and(|t| targets.is_none_or(|g| g.is_match(t)))
+            }
             _ => false,
         }
     }
@@ -75,13 +80,25 @@ impl Registry {
         let tool = c.tool.unwrap_or_default();
         let msg = format!("Unknown tool: {tool}");
         s.reply = Some(jsonrpc::error_response(c.id, UNKNOWN_TOOL, &msg, None));
-        Some(format!("registry {:?}: call of `{tool}` answered \"{msg}\"", self.action).to_lowercase())
+        Some(
+            format!(
+                "registry {:?}: call of `{tool}` answered \"{msg}\"",
+                self.action
+            )
+            .to_lowercase(),
+        )
     }
 
     /// Rewrite a `tools/list` result, or queue a spurious `list_changed`.
-    pub fn apply_response(&self, c: &Ctx<'_>, targets: Option<&Globs>, s: &mut Shaping<'_>) -> Option<String> {
+    pub fn apply_response(
+        &self,
+        c: &Ctx<'_>,
+        targets: Option<&Globs>,
+        s: &mut Shaping<'_>,
+    ) -> Option<String> {
         if self.action == Action::ListChanged {
-            s.extra.push(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec());
+            s.extra
+                .push(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec());
             return Some("spurious notifications/tools/list_changed".into());
         }
         if c.method != "tools/list" {
@@ -89,7 +106,11 @@ impl Registry {
         }
         let seed = c.mutation_seed();
         let hit = |name: &str| targets.is_none_or(|g| g.is_match(name));
-        let tools = s.value_mut()?.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
+        let tools = s
+            .value_mut()?
+            .get_mut("result")?
+            .get_mut("tools")?
+            .as_array_mut()?;
         let detail = match self.action {
             Action::Hide | Action::Remove => {
                 let before = tools.len();
@@ -112,7 +133,9 @@ impl Registry {
                 let mut rng = SplitMix::new(seed);
                 let mut changed = Vec::new();
                 for t in tools.iter_mut() {
-                    let Some(name) = t.get("name").and_then(Value::as_str).map(String::from) else { continue };
+                    let Some(name) = t.get("name").and_then(Value::as_str).map(String::from) else {
+                        continue;
+                    };
                     if !hit(&name) {
                         continue;
                     }
@@ -177,11 +200,25 @@ mod tests {
     fn run(action: Action, targets: Option<&Globs>) -> (Value, Option<String>) {
         let raw = list();
         let mut state = KindState::default();
-        let c = Ctx { key: StreamKey::new(0, 0, 0), seq: 0, now: Time::ZERO, method: "tools/list", tool: None, id: None, state: &mut state };
+        let c = Ctx {
+            key: StreamKey::new(0, 0, 0),
+            seq: 0,
+            now: Time::ZERO,
+            method: "tools/list",
+            tool: None,
+            id: None,
+            state: &mut state,
+        };
         let mut s = Shaping::new(&raw);
-        let r = Registry { action, ..Default::default() };
+        let r = Registry {
+            action,
+            ..Default::default()
+        };
         let d = r.apply_response(&c, targets, &mut s);
-        let out = s.output().map(|b| serde_json::from_slice(&b).expect("json")).unwrap_or_else(|| serde_json::from_slice(&raw).expect("json"));
+        let out = s
+            .output()
+            .map(|b| serde_json::from_slice(&b).expect("json"))
+            .unwrap_or_else(|| serde_json::from_slice(&raw).expect("json"));
         (out, d)
     }
 
@@ -194,17 +231,26 @@ mod tests {
         assert_eq!(v["result"]["tools"][2]["name"], "phantom_tool");
         let e = Globs::new(&["echo".into()]).expect("glob");
         let (v, _) = run(Action::StaleSchema, Some(&e));
-        assert_eq!(v["result"]["tools"][0]["inputSchema"]["required"][0], "message_legacy");
+        assert_eq!(
+            v["result"]["tools"][0]["inputSchema"]["required"][0],
+            "message_legacy"
+        );
         assert!(run(Action::Dangling, None).1.is_none());
     }
 
     #[test]
     fn which_calls_fail() {
         let g = Globs::new(&["restart_*".into()]).expect("glob");
-        let r = Registry { action: Action::Remove, ..Default::default() };
+        let r = Registry {
+            action: Action::Remove,
+            ..Default::default()
+        };
         assert!(r.fails_call(Some("restart_service"), Some(&g)));
         assert!(!r.fails_call(Some("echo"), Some(&g)));
-        let p = Registry { action: Action::Phantom, ..Default::default() };
+        let p = Registry {
+            action: Action::Phantom,
+            ..Default::default()
+        };
         assert!(p.fails_call(Some("phantom_tool"), Some(&g)));
         assert!(!p.fails_call(Some("restart_service"), Some(&g)));
     }

@@ -52,7 +52,13 @@ pub struct SchemaDrift {
     pub new_name: Option<String>,
 }
 
-const MUTATIONS: [Mutation; 5] = [Mutation::Rename, Mutation::Retype, Mutation::Drop, Mutation::Null, Mutation::Add];
+const MUTATIONS: [Mutation; 5] = [
+    Mutation::Rename,
+    Mutation::Retype,
+    Mutation::Drop,
+    Mutation::Null,
+    Mutation::Add,
+];
 
 impl SchemaDrift {
     pub fn apply(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
@@ -73,8 +79,12 @@ impl SchemaDrift {
         if self.target != Target::Structured {
             if let Some(Value::Array(items)) = result.get_mut("content") {
                 for item in items.iter_mut() {
-                    let Some(Value::String(text)) = item.get_mut("text") else { continue };
-                    let Ok(mut parsed) = serde_json::from_str::<Value>(text) else { continue };
+                    let Some(Value::String(text)) = item.get_mut("text") else {
+                        continue;
+                    };
+                    let Ok(mut parsed) = serde_json::from_str::<Value>(text) else {
+                        continue;
+                    };
                     if !(parsed.is_object() || parsed.is_array()) {
                         continue;
                     }
@@ -111,10 +121,20 @@ impl SchemaDrift {
             }
         };
         if mutation == Mutation::Add {
-            let target = if pointer.is_empty() { Some(&mut *doc) } else { parent_of(doc, &pointer).map(|(p, _)| p) };
+            let target = if pointer.is_empty() {
+                Some(&mut *doc)
+            } else {
+                parent_of(doc, &pointer).map(|(p, _)| p)
+            };
             let obj = target?.as_object_mut()?;
-            obj.insert("brownout_unexpected".into(), Value::String("drifted".into()));
-            return Some(format!("added `brownout_unexpected` beside {}", display(&pointer)));
+            obj.insert(
+                "brownout_unexpected".into(),
+                Value::String("drifted".into()),
+            );
+            return Some(format!(
+                "added `brownout_unexpected` beside {}",
+                display(&pointer)
+            ));
         }
         let (parent, key) = parent_of(doc, &pointer)?;
         let obj: &mut Map<String, Value> = parent.as_object_mut()?;
@@ -129,7 +149,12 @@ impl SchemaDrift {
             Mutation::Retype => {
                 let new = retype(&old);
                 obj.insert(key, new.clone());
-                Some(format!("retyped {} from {} to {}", display(&pointer), type_name(&old), type_name(&new)))
+                Some(format!(
+                    "retyped {} from {} to {}",
+                    display(&pointer),
+                    type_name(&old),
+                    type_name(&new)
+                ))
             }
             Mutation::Drop => {
                 obj.remove(&key);
@@ -170,13 +195,21 @@ fn collect_fields(v: &Value, at: String, out: &mut Vec<String>) {
 fn parent_of<'v>(doc: &'v mut Value, pointer: &str) -> Option<(&'v mut Value, String)> {
     let cut = pointer.rfind('/')?;
     let key = pointer[cut + 1..].replace("~1", "/").replace("~0", "~");
-    let parent = if cut == 0 { doc } else { doc.pointer_mut(&pointer[..cut])? };
+    let parent = if cut == 0 {
+        doc
+    } else {
+        doc.pointer_mut(&pointer[..cut])?
+    };
     Some((parent, key))
 }
 
 fn retype(v: &Value) -> Value {
     match v {
-        Value::String(s) => s.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::from(s.len()), Value::Number),
+        Value::String(s) => s
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::from(s.len()), Value::Number),
         Value::Number(n) => Value::String(n.to_string()),
         Value::Bool(b) => Value::String(b.to_string()),
         Value::Array(a) => Value::String(Value::Array(a.clone()).to_string()),
@@ -202,7 +235,11 @@ mod tests {
     use serde_json::json;
 
     fn drift(m: Mutation, path: Option<&str>, doc: Value) -> (Value, Option<String>) {
-        let sd = SchemaDrift { mutation: m, path: path.map(String::from), ..Default::default() };
+        let sd = SchemaDrift {
+            mutation: m,
+            path: path.map(String::from),
+            ..Default::default()
+        };
         let mut d = doc;
         let out = sd.drift(&mut d, m, &mut SplitMix::new(3));
         (d, out)
@@ -211,12 +248,30 @@ mod tests {
     #[test]
     fn each_mutation_changes_the_shape() {
         let doc = json!({"id": "INC-1", "severity": 2, "tags": ["a"]});
-        assert_eq!(drift(Mutation::Rename, Some("/id"), doc.clone()).0, json!({"id_v2": "INC-1", "severity": 2, "tags": ["a"]}));
-        assert_eq!(drift(Mutation::Retype, Some("/severity"), doc.clone()).0["severity"], json!("2"));
-        assert_eq!(drift(Mutation::Retype, Some("/id"), doc.clone()).0["id"], json!(5));
-        assert!(drift(Mutation::Drop, Some("/tags"), doc.clone()).0.get("tags").is_none());
-        assert_eq!(drift(Mutation::Null, Some("/id"), doc.clone()).0["id"], Value::Null);
-        assert_eq!(drift(Mutation::Add, None, json!({})).0["brownout_unexpected"], "drifted");
+        assert_eq!(
+            drift(Mutation::Rename, Some("/id"), doc.clone()).0,
+            json!({"id_v2": "INC-1", "severity": 2, "tags": ["a"]})
+        );
+        assert_eq!(
+            drift(Mutation::Retype, Some("/severity"), doc.clone()).0["severity"],
+            json!("2")
+        );
+        assert_eq!(
+            drift(Mutation::Retype, Some("/id"), doc.clone()).0["id"],
+            json!(5)
+        );
+        assert!(drift(Mutation::Drop, Some("/tags"), doc.clone())
+            .0
+            .get("tags")
+            .is_none());
+        assert_eq!(
+            drift(Mutation::Null, Some("/id"), doc.clone()).0["id"],
+            Value::Null
+        );
+        assert_eq!(
+            drift(Mutation::Add, None, json!({})).0["brownout_unexpected"],
+            "drifted"
+        );
         assert_eq!(drift(Mutation::Drop, Some("/missing"), doc.clone()).1, None);
     }
 

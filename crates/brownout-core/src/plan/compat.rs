@@ -19,7 +19,14 @@ fn set(entries: &mut Vec<Entry>, key: &str, value: NodeValue, near: &Node) {
     if entries.iter().any(|e| e.key == key) {
         return;
     }
-    entries.push(Entry { key: key.to_string(), key_pos: near.pos, value: Node { value, pos: near.pos } });
+    entries.push(Entry {
+        key: key.to_string(),
+        key_pos: near.pos,
+        value: Node {
+            value,
+            pos: near.pos,
+        },
+    });
 }
 
 fn str_node(s: &str) -> NodeValue {
@@ -31,7 +38,10 @@ fn num(x: f64) -> NodeValue {
 }
 
 fn remove(entries: &mut Vec<Entry>, key: &str) -> Option<Entry> {
-    entries.iter().position(|e| e.key == key).map(|i| entries.remove(i))
+    entries
+        .iter()
+        .position(|e| e.key == key)
+        .map(|i| entries.remove(i))
 }
 
 fn float_of(e: &Entry) -> Option<f64> {
@@ -65,7 +75,14 @@ fn mcp_chaos_error(entries: &mut Vec<Entry>, message: &str, at: &Node) {
     set(entries, "message", str_node(message), at);
 }
 
-fn burst(entries: &mut Vec<Entry>, rate_key: &str, len_key: &str, default_rate: f64, default_len: f64, at: &Node) {
+fn burst(
+    entries: &mut Vec<Entry>,
+    rate_key: &str,
+    len_key: &str,
+    default_rate: f64,
+    default_len: f64,
+    at: &Node,
+) {
     match remove(entries, rate_key) {
         Some(mut e) => {
             e.key = "probability".into();
@@ -74,11 +91,28 @@ fn burst(entries: &mut Vec<Entry>, rate_key: &str, len_key: &str, default_rate: 
         None => set(entries, "probability", num(default_rate), at),
     }
     let len = remove(entries, len_key);
-    let len_value = len.as_ref().and_then(float_of).map_or(default_len, |l| l.max(1.0));
+    let len_value = len
+        .as_ref()
+        .and_then(float_of)
+        .map_or(default_len, |l| l.max(1.0));
     let len_pos = len.as_ref().map_or(at.pos, |e| e.key_pos);
     let corr = vec![
-        Entry { key: "mode".into(), key_pos: at.pos, value: Node { value: str_node("burst"), pos: at.pos } },
-        Entry { key: "mean_burst_calls".into(), key_pos: len_pos, value: Node { value: num(len_value), pos: len_pos } },
+        Entry {
+            key: "mode".into(),
+            key_pos: at.pos,
+            value: Node {
+                value: str_node("burst"),
+                pos: at.pos,
+            },
+        },
+        Entry {
+            key: "mean_burst_calls".into(),
+            key_pos: len_pos,
+            value: Node {
+                value: num(len_value),
+                pos: len_pos,
+            },
+        },
     ];
     set(entries, "correlation", NodeValue::Map(corr), at);
 }
@@ -86,16 +120,24 @@ fn burst(entries: &mut Vec<Entry>, rate_key: &str, len_key: &str, default_rate: 
 /// Rewrite every fault of the plan tree in place. A fault written with `type:` is an
 /// mcp-chaos fault: its keys keep their mcp-chaos meaning and defaults.
 pub fn translate(root: &mut Node) {
-    let Some(faults) = root_faults(root) else { return };
+    let Some(faults) = root_faults(root) else {
+        return;
+    };
     for fault in faults.iter_mut() {
         let at = fault.clone();
-        let NodeValue::Map(entries) = &mut fault.value else { continue };
+        let NodeValue::Map(entries) = &mut fault.value else {
+            continue;
+        };
         if entries.iter().any(|e| e.key == "kind") || !entries.iter().any(|e| e.key == "type") {
             continue;
         }
         rename_key(entries, "type", "kind");
-        let Some(kind_entry) = entries.iter_mut().find(|e| e.key == "kind") else { continue };
-        let NodeValue::Str(kind) = &kind_entry.value.value else { continue };
+        let Some(kind_entry) = entries.iter_mut().find(|e| e.key == "kind") else {
+            continue;
+        };
+        let NodeValue::Str(kind) = &kind_entry.value.value else {
+            continue;
+        };
         let kind = kind.clone();
         let native = match kind.as_str() {
             "drop_tool" | "registry_inconsistency" => "registry",
@@ -106,7 +148,11 @@ pub fn translate(root: &mut Node) {
         match kind.as_str() {
             "latency" => {
                 // mcp-chaos adds uniform [0, jitter]; brownout adds ±jitter around added_ms.
-                let added = entries.iter().find(|e| e.key == "added_ms").and_then(float_of).unwrap_or(250.0);
+                let added = entries
+                    .iter()
+                    .find(|e| e.key == "added_ms")
+                    .and_then(float_of)
+                    .unwrap_or(250.0);
                 let jitter = remove(entries, "jitter_ms");
                 let j = jitter.as_ref().and_then(float_of).unwrap_or(0.0);
                 remove(entries, "added_ms");
@@ -152,7 +198,9 @@ pub fn translate(root: &mut Node) {
 }
 
 fn root_faults(root: &mut Node) -> Option<&mut Vec<Node>> {
-    let NodeValue::Map(entries) = &mut root.value else { return None };
+    let NodeValue::Map(entries) = &mut root.value else {
+        return None;
+    };
     let e = entries.iter_mut().find(|e| e.key == "faults")?;
     match &mut e.value.value {
         NodeValue::Seq(items) => Some(items),

@@ -90,9 +90,17 @@ impl Plan {
     }
 
     pub fn from_str_format(text: &str, file: &str, format: Format) -> Result<Plan, PlanErrors> {
-        let fail = |errors: Vec<PlanError>| PlanErrors { file: file.to_string(), errors };
-        let mut root = source::parse(text, format)
-            .map_err(|e| fail(vec![PlanError { pos: e.pos, key: String::new(), message: format!("syntax error: {}", e.message) }]))?;
+        let fail = |errors: Vec<PlanError>| PlanErrors {
+            file: file.to_string(),
+            errors,
+        };
+        let mut root = source::parse(text, format).map_err(|e| {
+            fail(vec![PlanError {
+                pos: e.pos,
+                key: String::new(),
+                message: format!("syntax error: {}", e.message),
+            }])
+        })?;
         if root.value == NodeValue::Null {
             root.value = NodeValue::Map(Vec::new());
         }
@@ -119,7 +127,11 @@ impl Plan {
 /// A JSON pointer → the `faults[2].added_ms` style path users read.
 pub fn display_path(pointer: &str) -> String {
     let mut out = String::new();
-    for part in pointer.trim_start_matches('/').split('/').filter(|p| !p.is_empty()) {
+    for part in pointer
+        .trim_start_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty())
+    {
         let part = part.replace("~1", "/").replace("~0", "~");
         if part.parse::<usize>().is_ok() {
             out.push_str(&format!("[{part}]"));
@@ -134,7 +146,11 @@ pub fn display_path(pointer: &str) -> String {
 }
 
 fn error_at(root: &Node, pointer: &str, key_pos: bool, message: impl Into<String>) -> PlanError {
-    PlanError { pos: root.locate(pointer, key_pos), key: display_path(pointer), message: message.into() }
+    PlanError {
+        pos: root.locate(pointer, key_pos),
+        key: display_path(pointer),
+        message: message.into(),
+    }
 }
 
 /// The closest known name, for "did you mean" hints.
@@ -154,7 +170,9 @@ fn strsim_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -165,13 +183,23 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
     let mut errors = Vec::new();
     let json = root.to_json();
     if !json.is_object() {
-        return Err(vec![error_at(root, "", false, "a plan is a mapping with `seed` and `faults`")]);
+        return Err(vec![error_at(
+            root,
+            "",
+            false,
+            "a plan is a mapping with `seed` and `faults`",
+        )]);
     }
-    errors.extend(schema::check_top(&json).into_iter().map(|(p, key, m)| error_at(root, &p, key, m)));
+    errors.extend(
+        schema::check_top(&json)
+            .into_iter()
+            .map(|(p, key, m)| error_at(root, &p, key, m)),
+    );
     if !errors.is_empty() {
         return Err(errors);
     }
-    let top: PlanSpec = serde_json::from_value(json.clone()).map_err(|e| vec![error_at(root, "", false, e.to_string())])?;
+    let top: PlanSpec = serde_json::from_value(json.clone())
+        .map_err(|e| vec![error_at(root, "", false, e.to_string())])?;
     let duration = top.duration.as_ref().and_then(|d| d.resolve(None));
     let seed = top.seed.unwrap_or(0);
     let mut faults = Vec::new();
@@ -187,7 +215,12 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
                 }
                 f.id_hash = hash_str(&f.id);
                 if faults.iter().any(|g: &Fault| g.id == f.id) {
-                    errors.push(error_at(root, &format!("{base}/id"), false, format!("duplicate fault id `{}`", f.id)));
+                    errors.push(error_at(
+                        root,
+                        &format!("{base}/id"),
+                        false,
+                        format!("duplicate fault id `{}`", f.id),
+                    ));
                 }
                 faults.push(f);
             }
@@ -197,26 +230,64 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Plan { seed, name: top.name, duration, faults })
+    Ok(Plan {
+        seed,
+        name: top.name,
+        duration,
+        faults,
+    })
 }
 
-fn compile_fault(root: &Node, base: &str, raw: serde_json::Value, run: Option<Time>) -> Result<Fault, Vec<PlanError>> {
+fn compile_fault(
+    root: &Node,
+    base: &str,
+    raw: serde_json::Value,
+    run: Option<Time>,
+) -> Result<Fault, Vec<PlanError>> {
     let at = |p: &str, key: bool, m: String| error_at(root, &format!("{base}{p}"), key, m);
     let Some(obj) = raw.as_object() else {
-        return Err(vec![at("", false, "a fault is a mapping with at least `kind`".into())]);
+        return Err(vec![at(
+            "",
+            false,
+            "a fault is a mapping with at least `kind`".into(),
+        )]);
     };
     let Some(kind_name) = obj.get("kind").and_then(|k| k.as_str()) else {
-        let msg = if obj.contains_key("kind") { "`kind` must be a string" } else { "missing `kind` (or `type`)" };
-        return Err(vec![at(if obj.contains_key("kind") { "/kind" } else { "" }, false, msg.into())]);
+        let msg = if obj.contains_key("kind") {
+            "`kind` must be a string"
+        } else {
+            "missing `kind` (or `type`)"
+        };
+        return Err(vec![at(
+            if obj.contains_key("kind") {
+                "/kind"
+            } else {
+                ""
+            },
+            false,
+            msg.into(),
+        )]);
     };
     let Some(info) = kind_info(kind_name) else {
         let names = crate::faults::kind_names();
-        let hint = suggest(kind_name, names.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-        return Err(vec![at("/kind", false, format!("unknown kind `{kind_name}`{hint}; known kinds: {}", names.join(", ")))]);
+        let hint = suggest(kind_name, names.iter().copied())
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        return Err(vec![at(
+            "/kind",
+            false,
+            format!(
+                "unknown kind `{kind_name}`{hint}; known kinds: {}",
+                names.join(", ")
+            ),
+        )]);
     };
     let schema_errors = schema::check_fault(info, &raw);
     if !schema_errors.is_empty() {
-        return Err(schema_errors.into_iter().map(|(p, key, m)| at(&p, key, m)).collect());
+        return Err(schema_errors
+            .into_iter()
+            .map(|(p, key, m)| at(&p, key, m))
+            .collect());
     }
     let parse_err = |e: serde_json::Error| vec![at("", false, e.to_string())];
     let head: HeadSpec = serde_json::from_value(raw.clone()).map_err(parse_err)?;
@@ -242,11 +313,22 @@ fn compile_fault(root: &Node, base: &str, raw: serde_json::Value, run: Option<Ti
         None => None,
     };
     match &effect {
-        Effect::Latency(l) => errors.extend(l.check().into_iter().map(|(k, m)| at(&format!("/{k}"), false, m))),
-        Effect::ColdStart(c) => errors.extend(c.delay.check().into_iter().map(|(k, m)| at(&format!("/{k}"), false, m))),
+        Effect::Latency(l) => errors.extend(
+            l.check()
+                .into_iter()
+                .map(|(k, m)| at(&format!("/{k}"), false, m)),
+        ),
+        Effect::ColdStart(c) => errors.extend(
+            c.delay
+                .check()
+                .into_iter()
+                .map(|(k, m)| at(&format!("/{k}"), false, m)),
+        ),
         _ => {}
     }
-    let (Some(mut select), true) = (select, errors.is_empty()) else { return Err(errors) };
+    let (Some(mut select), true) = (select, errors.is_empty()) else {
+        return Err(errors);
+    };
     if let Effect::Process(_) = effect {
         // Killing a server is an event, not a rate: once per session unless told otherwise.
         select.max_injections = select.max_injections.or(Some(1));

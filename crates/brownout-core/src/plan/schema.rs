@@ -22,8 +22,16 @@ fn generator() -> SchemaGenerator {
 
 fn properties_of(schema: &Schema) -> (Map<String, Value>, Vec<Value>) {
     let v = schema.as_value();
-    let props = v.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-    let req = v.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let props = v
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let req = v
+        .get("required")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     (props, req)
 }
 
@@ -31,7 +39,11 @@ fn properties_of(schema: &Schema) -> (Map<String, Value>, Vec<Value>) {
 fn kind_object(info: &KindInfo, g: &mut SchemaGenerator) -> Value {
     let mut props = Map::new();
     let mut required = vec![Value::String("kind".into())];
-    for s in [HeadSpec::json_schema(g), SelectorSpec::json_schema(g), info.params_schema(g)] {
+    for s in [
+        HeadSpec::json_schema(g),
+        SelectorSpec::json_schema(g),
+        info.params_schema(g),
+    ] {
         let (p, r) = properties_of(&s);
         props.extend(p);
         for x in r {
@@ -98,7 +110,10 @@ fn validators() -> &'static Validators {
                 (k.name, compile(&schema))
             })
             .collect();
-        Validators { top: compile(&top), kinds }
+        Validators {
+            top: compile(&top),
+            kinds,
+        }
     })
 }
 
@@ -117,8 +132,14 @@ fn describe(err: &jsonschema::ValidationError<'_>, known: &[String]) -> Vec<Sche
         ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
             .iter()
             .map(|k| {
-                let hint = super::suggest(k, known.iter().map(String::as_str)).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-                (format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")), true, format!("unknown key `{k}`{hint}"))
+                let hint = super::suggest(k, known.iter().map(String::as_str))
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                (
+                    format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    true,
+                    format!("unknown key `{k}`{hint}"),
+                )
             })
             .collect(),
         ValidationErrorKind::Required { property } => {
@@ -129,22 +150,34 @@ fn describe(err: &jsonschema::ValidationError<'_>, known: &[String]) -> Vec<Sche
 }
 
 fn known_keys(schema: &Value) -> Vec<String> {
-    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// Check the top level of a plan (fault bodies are checked per kind).
 pub fn check_top(doc: &Value) -> Vec<SchemaError> {
     let mut g = generator();
     let known = known_keys(PlanSpec::json_schema(&mut g).as_value());
-    validators().top.iter_errors(doc).flat_map(|e| describe(&e, &known)).collect()
+    validators()
+        .top
+        .iter_errors(doc)
+        .flat_map(|e| describe(&e, &known))
+        .collect()
 }
 
 /// Check one fault against its kind's closed schema. Paths are relative to the fault.
 pub fn check_fault(info: &KindInfo, fault: &Value) -> Vec<SchemaError> {
-    let Some((_, v)) = validators().kinds.iter().find(|(n, _)| *n == info.name) else { return Vec::new() };
+    let Some((_, v)) = validators().kinds.iter().find(|(n, _)| *n == info.name) else {
+        return Vec::new();
+    };
     let mut g = generator();
     let known = known_keys(&kind_object(info, &mut g));
-    v.iter_errors(fault).flat_map(|e| describe(&e, &known)).collect()
+    v.iter_errors(fault)
+        .flat_map(|e| describe(&e, &known))
+        .collect()
 }
 
 #[cfg(test)]
@@ -158,7 +191,13 @@ mod tests {
         assert_eq!(items.as_array().map(Vec::len), Some(KINDS.len()));
         assert!(jsonschema::validator_for(&s).is_ok());
         for k in KINDS {
-            assert!(check_fault(k, &json!({"kind": k.name, "no_such_key": 1})).iter().any(|e| e.2.contains("no_such_key")), "{}", k.name);
+            assert!(
+                check_fault(k, &json!({"kind": k.name, "no_such_key": 1}))
+                    .iter()
+                    .any(|e| e.2.contains("no_such_key")),
+                "{}",
+                k.name
+            );
         }
     }
 }

@@ -110,7 +110,9 @@ impl Node {
             NodeValue::Null => Value::Null,
             NodeValue::Bool(b) => Value::Bool(*b),
             NodeValue::Int(i) => Value::from(*i),
-            NodeValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            NodeValue::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+            }
             NodeValue::Str(s) => Value::String(s.clone()),
             NodeValue::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
             NodeValue::Map(entries) => {
@@ -141,13 +143,15 @@ impl Node {
                     }
                     None => return pos,
                 },
-                NodeValue::Seq(items) => match part.parse::<usize>().ok().and_then(|i| items.get(i)) {
-                    Some(n) => {
-                        pos = n.pos;
-                        node = n;
+                NodeValue::Seq(items) => {
+                    match part.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                        Some(n) => {
+                            pos = n.pos;
+                            node = n;
+                        }
+                        None => return pos,
                     }
-                    None => return pos,
-                },
+                }
                 _ => return pos,
             }
         }
@@ -162,7 +166,10 @@ mod yaml {
 
     fn pos(m: &Marker) -> Pos {
         // yaml-rust2 markers: 1-based lines, 0-based columns.
-        Pos { line: m.line(), column: m.col() + 1 }
+        Pos {
+            line: m.line(),
+            column: m.col() + 1,
+        }
     }
 
     enum Frame {
@@ -207,7 +214,11 @@ mod yaml {
                         }
                         *pending = Some((key, node.pos));
                     }
-                    Some((key, key_pos)) => entries.push(Entry { key, key_pos, value: node }),
+                    Some((key, key_pos)) => entries.push(Entry {
+                        key,
+                        key_pos,
+                        value: node,
+                    }),
                 },
             }
         }
@@ -231,18 +242,31 @@ mod yaml {
                         pos: p,
                         message: "YAML aliases are not supported in plans".into(),
                     });
-                    self.push(Node { value: NodeValue::Null, pos: p });
+                    self.push(Node {
+                        value: NodeValue::Null,
+                        pos: p,
+                    });
                 }
                 Event::Scalar(s, style, _, _) => {
-                    let value = if style == TScalarStyle::Plain { plain(&s) } else { NodeValue::Str(s) };
+                    let value = if style == TScalarStyle::Plain {
+                        plain(&s)
+                    } else {
+                        NodeValue::Str(s)
+                    };
                     self.push(Node { value, pos: p });
                 }
                 Event::SequenceStart(..) => self.stack.push(Frame::Seq(p, Vec::new())),
                 Event::MappingStart(..) => self.stack.push(Frame::Map(p, Vec::new(), None)),
                 Event::SequenceEnd | Event::MappingEnd => {
                     let node = match self.stack.pop() {
-                        Some(Frame::Seq(p, items)) => Node { value: NodeValue::Seq(items), pos: p },
-                        Some(Frame::Map(p, entries, _)) => Node { value: NodeValue::Map(entries), pos: p },
+                        Some(Frame::Seq(p, items)) => Node {
+                            value: NodeValue::Seq(items),
+                            pos: p,
+                        },
+                        Some(Frame::Map(p, entries, _)) => Node {
+                            value: NodeValue::Map(entries),
+                            pos: p,
+                        },
                         None => return,
                     };
                     self.push(node);
@@ -268,7 +292,8 @@ mod yaml {
                 return NodeValue::Int(i);
             }
         }
-        let looks_numeric = s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
+        let looks_numeric =
+            s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
         if looks_numeric {
             if let Ok(f) = s.parse::<f64>() {
                 if f.is_finite() {
@@ -283,12 +308,18 @@ mod yaml {
         let mut b = Builder::default();
         let mut parser = Parser::new_from_str(text);
         if let Err(e) = parser.load(&mut b, true) {
-            return Err(SyntaxError { pos: pos(e.marker()), message: e.info().to_string() });
+            return Err(SyntaxError {
+                pos: pos(e.marker()),
+                message: e.info().to_string(),
+            });
         }
         if let Some(e) = b.error {
             return Err(e);
         }
-        Ok(b.root.unwrap_or(Node { value: NodeValue::Null, pos: Pos { line: 1, column: 1 } }))
+        Ok(b.root.unwrap_or(Node {
+            value: NodeValue::Null,
+            pos: Pos { line: 1, column: 1 },
+        }))
     }
 }
 
@@ -316,7 +347,10 @@ mod toml_src {
             DeValue::String(s) => NodeValue::Str(s.to_string()),
             DeValue::Integer(i) => {
                 let digits = i.as_str().replace('_', "");
-                let digits = digits.trim_start_matches("0x").trim_start_matches("0o").trim_start_matches("0b");
+                let digits = digits
+                    .trim_start_matches("0x")
+                    .trim_start_matches("0o")
+                    .trim_start_matches("0b");
                 match i64::from_str_radix(digits, i.radix()) {
                     Ok(n) => NodeValue::Int(n),
                     Err(_) => NodeValue::Str(i.as_str().to_string()),
@@ -328,7 +362,9 @@ mod toml_src {
             },
             DeValue::Boolean(b) => NodeValue::Bool(*b),
             DeValue::Datetime(d) => NodeValue::Str(d.to_string()),
-            DeValue::Array(items) => NodeValue::Seq(items.iter().map(|i| convert(lines, i)).collect()),
+            DeValue::Array(items) => {
+                NodeValue::Seq(items.iter().map(|i| convert(lines, i)).collect())
+            }
             DeValue::Table(t) => NodeValue::Map(table(lines, t)),
         };
         Node { value, pos }
@@ -352,7 +388,9 @@ mod toml_src {
                 pos: Pos { line: 1, column: 1 },
             }),
             Err(e) => Err(SyntaxError {
-                pos: e.span().map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start)),
+                pos: e
+                    .span()
+                    .map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start)),
                 message: e.message().to_string(),
             }),
         }
@@ -367,16 +405,28 @@ mod tests {
     fn yaml_positions_point_at_keys_and_values() {
         let text = "seed: 42\nfaults:\n  - kind: latency\n    added_ms: 40\n";
         let n = parse(text, Format::Yaml).expect("parses");
-        assert_eq!(n.locate("/faults/0/added_ms", true), Pos { line: 4, column: 5 });
-        assert_eq!(n.locate("/faults/0/added_ms", false), Pos { line: 4, column: 15 });
+        assert_eq!(
+            n.locate("/faults/0/added_ms", true),
+            Pos { line: 4, column: 5 }
+        );
+        assert_eq!(
+            n.locate("/faults/0/added_ms", false),
+            Pos {
+                line: 4,
+                column: 15
+            }
+        );
         assert_eq!(n.to_json()["faults"][0]["added_ms"], 40);
         assert_eq!(n.to_json()["seed"], 42);
     }
 
     #[test]
     fn json_is_read_as_yaml() {
-        let n = parse("{\"seed\": 1,\n \"faults\": [{\"kind\": \"drop\", \"probability\": 0.5}]}", Format::Json)
-            .expect("parses");
+        let n = parse(
+            "{\"seed\": 1,\n \"faults\": [{\"kind\": \"drop\", \"probability\": 0.5}]}",
+            Format::Json,
+        )
+        .expect("parses");
         assert_eq!(n.to_json()["faults"][0]["probability"], 0.5);
         assert_eq!(n.locate("/faults/0/probability", true).line, 2);
     }

@@ -192,9 +192,18 @@ mod tests {
     #[test]
     fn spans_resolve() {
         assert_eq!(Span::Seconds(1.5).resolve(None), Some(Time(1_500_000)));
-        assert_eq!(Span::Text("250ms".into()).resolve(None), Some(Time(250_000)));
-        assert_eq!(Span::Text("2m".into()).resolve(None), Some(Time(120_000_000)));
+        assert_eq!(
+            Span::Text("250ms".into()).resolve(None),
+            Some(Time(250_000))
+        );
+        assert_eq!(
+            Span::Text("2m".into()).resolve(None),
+            Some(Time(120_000_000))
+        );
         assert_eq!(Span::Text("50%".into()).resolve(None), None);
-        assert_eq!(Span::Text("50%".into()).resolve(Some(Time(10))), Some(Time(5)));
+        assert_eq!(
+            Span::Text("50%".into()).resolve(Some(Time(10))),
+            Some(Time(5))
+        );
     }
 }

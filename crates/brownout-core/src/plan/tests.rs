@@ -30,50 +30,114 @@ fn every_error_is_reported_with_position_and_key() {
     let errs = errors(text, "plan.yaml");
     assert_eq!(errs.len(), 5, "{errs:#?}");
     assert!(errs[0].starts_with("plan.yaml:4:5: `faults[0].addded_ms`: unknown key `addded_ms` (did you mean `added_ms`?)"), "{}", errs[0]);
-    assert!(errs[1].starts_with("plan.yaml:5:11: `faults[1].kind`: unknown kind `latncy` (did you mean `latency`?)"), "{}", errs[1]);
-    assert!(errs[2].starts_with("plan.yaml:7:18: `faults[2].probability`"), "{}", errs[2]);
-    assert!(errs[3].starts_with("plan.yaml:9:15: `faults[3].added_ms`"), "{}", errs[3]);
-    assert!(errs[4].starts_with("plan.yaml:11:13: `faults[4].tools[0]`: bad glob"), "{}", errs[4]);
+    assert!(
+        errs[1].starts_with(
+            "plan.yaml:5:11: `faults[1].kind`: unknown kind `latncy` (did you mean `latency`?)"
+        ),
+        "{}",
+        errs[1]
+    );
+    assert!(
+        errs[2].starts_with("plan.yaml:7:18: `faults[2].probability`"),
+        "{}",
+        errs[2]
+    );
+    assert!(
+        errs[3].starts_with("plan.yaml:9:15: `faults[3].added_ms`"),
+        "{}",
+        errs[3]
+    );
+    assert!(
+        errs[4].starts_with("plan.yaml:11:13: `faults[4].tools[0]`: bad glob"),
+        "{}",
+        errs[4]
+    );
 }
 
 #[test]
 fn top_level_typos_and_syntax_errors() {
     let errs = errors("sed: 1\nfaults: []\n", "p.yaml");
-    assert_eq!(errs, vec!["p.yaml:1:1: `sed`: unknown key `sed` (did you mean `seed`?)"]);
+    assert_eq!(
+        errs,
+        vec!["p.yaml:1:1: `sed`: unknown key `sed` (did you mean `seed`?)"]
+    );
     let errs = errors("faults:\n  - kind: [\n", "p.yaml");
-    assert!(errs[0].starts_with("p.yaml:") && errs[0].contains("syntax error"), "{errs:?}");
+    assert!(
+        errs[0].starts_with("p.yaml:") && errs[0].contains("syntax error"),
+        "{errs:?}"
+    );
     let errs = errors("faults:\n  - probability: 0.5\n", "p.yaml");
     assert!(errs[0].contains("missing `kind`"), "{errs:?}");
 }
 
 #[test]
 fn json_and_toml_plans() {
-    let j = Plan::from_str_named(r#"{"seed": 3, "faults": [{"kind": "error", "code": -32001, "tool_error": false}]}"#, "p.json").expect("json");
+    let j = Plan::from_str_named(
+        r#"{"seed": 3, "faults": [{"kind": "error", "code": -32001, "tool_error": false}]}"#,
+        "p.json",
+    )
+    .expect("json");
     assert_eq!(j.faults[0].id, "error-0");
-    let errs = errors("{\"faults\": [\n  {\"kind\": \"drop\", \"probabilty\": 1}\n]}", "p.json");
-    assert!(errs[0].starts_with("p.json:2:20: `faults[0].probabilty`"), "{errs:?}");
-    let t = Plan::from_str_named("seed = 9\n[[faults]]\nkind = \"timeout\"\nhold_ms = 100\nthen = \"deliver\"\n", "p.toml").expect("toml");
+    let errs = errors(
+        "{\"faults\": [\n  {\"kind\": \"drop\", \"probabilty\": 1}\n]}",
+        "p.json",
+    );
+    assert!(
+        errs[0].starts_with("p.json:2:20: `faults[0].probabilty`"),
+        "{errs:?}"
+    );
+    let t = Plan::from_str_named(
+        "seed = 9\n[[faults]]\nkind = \"timeout\"\nhold_ms = 100\nthen = \"deliver\"\n",
+        "p.toml",
+    )
+    .expect("toml");
     assert_eq!(t.seed, 9);
-    let errs = errors("[[faults]]\nkind = \"timeout\"\nthen = \"later\"\n", "p.toml");
-    assert!(errs[0].starts_with("p.toml:3:8: `faults[0].then`"), "{errs:?}");
+    let errs = errors(
+        "[[faults]]\nkind = \"timeout\"\nthen = \"later\"\n",
+        "p.toml",
+    );
+    assert!(
+        errs[0].starts_with("p.toml:3:8: `faults[0].then`"),
+        "{errs:?}"
+    );
 }
 
 #[test]
 fn semantic_checks() {
-    let errs = errors("faults:\n  - kind: latency\n    distribution: normal\n    mean_ms: 5\n", "p.yaml");
+    let errs = errors(
+        "faults:\n  - kind: latency\n    distribution: normal\n    mean_ms: 5\n",
+        "p.yaml",
+    );
     assert!(errs[0].contains("stddev_ms"), "{errs:?}");
-    let errs = errors("faults:\n  - kind: drop\n    window: {start: '10%'}\n", "p.yaml");
+    let errs = errors(
+        "faults:\n  - kind: drop\n    window: {start: '10%'}\n",
+        "p.yaml",
+    );
     assert!(errs[0].contains("duration"), "{errs:?}");
-    assert!(errors("duration: 60s\nfaults:\n  - kind: drop\n    window: {start: '10%', duration: '50%'}\n", "p.yaml").is_empty());
-    let errs = errors("faults:\n  - {id: a, kind: drop}\n  - {id: a, kind: drop}\n", "p.yaml");
+    assert!(errors(
+        "duration: 60s\nfaults:\n  - kind: drop\n    window: {start: '10%', duration: '50%'}\n",
+        "p.yaml"
+    )
+    .is_empty());
+    let errs = errors(
+        "faults:\n  - {id: a, kind: drop}\n  - {id: a, kind: drop}\n",
+        "p.yaml",
+    );
     assert!(errs[0].contains("duplicate fault id"), "{errs:?}");
-    let errs = errors("faults:\n  - kind: error\n    arguments: {env: {regex: '('}}\n", "p.yaml");
+    let errs = errors(
+        "faults:\n  - kind: error\n    arguments: {env: {regex: '('}}\n",
+        "p.yaml",
+    );
     assert!(errs[0].contains("bad regex"), "{errs:?}");
 }
 
 #[test]
 fn default_ids_count_per_kind() {
-    let p = Plan::from_str_named("faults:\n  - kind: drop\n  - kind: error\n  - kind: drop\n", "p.yaml").expect("valid");
+    let p = Plan::from_str_named(
+        "faults:\n  - kind: drop\n  - kind: error\n  - kind: drop\n",
+        "p.yaml",
+    )
+    .expect("valid");
     let ids: Vec<&str> = p.faults.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, vec!["drop-0", "error-0", "drop-1"]);
 }
@@ -81,21 +145,41 @@ fn default_ids_count_per_kind() {
 #[test]
 fn mcp_chaos_plans_load_unchanged() {
     let text = include_str!("../../../../examples/mcp-chaos-plan.yaml");
-    let p = Plan::from_str_named(text, "examples/mcp-chaos-plan.yaml").expect("mcp-chaos plan loads");
+    let p =
+        Plan::from_str_named(text, "examples/mcp-chaos-plan.yaml").expect("mcp-chaos plan loads");
     let kinds: Vec<&str> = p.faults.iter().map(|f| f.effect.kind()).collect();
-    assert_eq!(kinds, vec!["latency", "schema_drift", "partial_result", "registry", "error", "registry", "error", "error"]);
+    assert_eq!(
+        kinds,
+        vec![
+            "latency",
+            "schema_drift",
+            "partial_result",
+            "registry",
+            "error",
+            "registry",
+            "error",
+            "error"
+        ]
+    );
     // error_injection's `rate` is the probability, answered as mcp-chaos's proxy does.
     let e = &p.faults[4];
     assert!((e.select.probability - 0.02).abs() < 1e-12);
-    let Effect::Error(err) = &e.effect else { panic!("error") };
+    let Effect::Error(err) = &e.effect else {
+        panic!("error")
+    };
     assert_eq!(err.code, Some(-32000));
     // latency jitter: uniform [0, 1500] in mcp-chaos is 4750 ± 750 here.
-    let Effect::Latency(l) = &p.faults[0].effect else { panic!("latency") };
+    let Effect::Latency(l) = &p.faults[0].effect else {
+        panic!("latency")
+    };
     assert_eq!((l.added_ms, l.jitter_ms), (Some(4750.0), Some(750.0)));
     // burst_error and server_degradation are correlated errors.
     assert!(p.faults[6].correlation.is_some() && p.faults[7].correlation.is_some());
     // drop_tool without tools drops nothing, as in mcp-chaos.
     assert!(!p.faults[5].select.tool_matches(Some("anything")));
-    let errs = errors("faults:\n  - type: error_injection\n    rat: 0.1\n", "p.yaml");
+    let errs = errors(
+        "faults:\n  - type: error_injection\n    rat: 0.1\n",
+        "p.yaml",
+    );
     assert!(errs[0].contains("unknown key `rat`"), "{errs:?}");
 }

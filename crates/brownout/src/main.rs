@@ -1,0 +1,195 @@
+//! The `brownout` binary: the command line over the relay, the fixture, the demo and plan
+//! tools. Errors are reported with `anyhow` here, at the edge; exit codes mean something:
+//! 0 success, 1 a check failed, 2 bad usage or input, otherwise the proxied server's status.
+
+mod client;
+mod demo;
+mod events;
+mod fixture;
+mod plan_cmd;
+mod relay;
+
+use clap::{Args, Parser, Subcommand};
+use relay::child::ChildSpec;
+use relay::framing::DEFAULT_MAX_MESSAGE;
+use relay::{Relay, RelayOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Chaos engineering for the MCP tool-call plane.
+///
+/// brownout sits between an MCP client and an MCP server and breaks the traffic on purpose,
+/// as a declarative, seeded fault plan says: slow tools, errors, timeouts, malformed bytes,
+/// drifted schemas, partial results, lying registries, dying servers. The same seed replays
+/// the same faults.
+///
+/// Start here:
+///   brownout demo                                  see it work, nothing to install
+///   brownout plan check examples/demo-plan.yaml    validate a plan
+///   brownout proxy stdio --plan PLAN -- CMD ARGS   put brownout in front of a server
+#[derive(Parser)]
+#[command(name = "brownout", version, about, long_about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Relay MCP traffic to a server, injecting the faults of a plan.
+    #[command(subcommand)]
+    Proxy(Proxy),
+    /// Validate plans, print the plan JSON Schema, list fault kinds.
+    #[command(subcommand)]
+    Plan(PlanCmd),
+    /// Run a short live session: the built-in fixture behind the relay, with a demo plan.
+    Demo {
+        /// Use this plan instead of examples/demo-plan.yaml.
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
+    /// get_incident, fetch_logs, restart_service).
+    Fixture {
+        /// Server-side latency for every tools/call, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        delay_ms: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum Proxy {
+    /// Speak MCP on stdin/stdout and run the server as a child process.
+    ///
+    /// A client starts `brownout proxy stdio --plan P -- CMD ARGS` where it would start
+    /// `CMD ARGS`. Unmodified messages pass byte for byte and in order; the server's stderr
+    /// passes through; brownout exits with the server's status.
+    ///
+    /// Example:
+    ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
+    Stdio(StdioArgs),
+}
+
+#[derive(Args)]
+struct StdioArgs {
+    /// The fault plan (YAML, JSON or TOML). Without one, traffic passes untouched.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Write one JSON line per fault decision and per completed call (see docs/events.md).
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Fail closed: if brownout errs on a message, drop it instead of passing it on.
+    #[arg(long)]
+    strict: bool,
+    /// Largest message accepted, in bytes; a larger one is answered with an error.
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE)]
+    max_message_bytes: usize,
+    /// Bound on requests awaiting an answer (oldest are given up first).
+    #[arg(long, default_value_t = 10_000)]
+    max_pending: usize,
+    /// Do not print the summary on exit.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum PlanCmd {
+    /// Validate plans; prints every error as FILE:LINE:COLUMN: `key`: message. Exit 1 if any is invalid.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of plan files.
+    Schema,
+    /// List the fault kinds.
+    Kinds {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("brownout: {e:#}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Plan(PlanCmd::Check { files, json }) => Ok(plan_cmd::check(&files, json)),
+        Command::Plan(PlanCmd::Schema) => {
+            plan_cmd::schema();
+            Ok(0)
+        }
+        Command::Plan(PlanCmd::Kinds { json }) => {
+            plan_cmd::kinds(json);
+            Ok(0)
+        }
+        Command::Fixture { delay_ms } => {
+            runtime()?.block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
+            Ok(0)
+        }
+        Command::Demo { plan, json } => runtime()?.block_on(demo::run(plan, json)),
+        Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
+    }
+}
+
+fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
+    // A plan that does not exist or does not parse stops brownout before the server starts.
+    let plan = match &a.plan {
+        Some(p) => plan_cmd::load(p)?,
+        None => brownout_core::Plan::empty(),
+    };
+    let (program, args) = a
+        .command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("no server command given after --"))?;
+    let spec = ChildSpec {
+        program: program.clone(),
+        args: args.to_vec(),
+    };
+    runtime()?.block_on(async move {
+        let events = match &a.events {
+            Some(p) => Some(events::EventSink::create(p).await?),
+            None => None,
+        };
+        let opts = RelayOptions {
+            strict: a.strict,
+            max_pending: Some(a.max_pending),
+        };
+        let relay = Arc::new(Relay::new(plan, &opts, events));
+        let code = relay::stdio::run(
+            spec,
+            Arc::clone(&relay),
+            relay::stdio::StdioOptions {
+                max_message: a.max_message_bytes,
+            },
+        )
+        .await?;
+        let report = relay.finish().await;
+        if !a.quiet {
+            eprint!("brownout summary\n{report}");
+        }
+        Ok(code)
+    })
+}

@@ -1,0 +1,84 @@
+//! The stdio back: the MCP server as a child process.
+//!
+//! Spawns the server with piped stdin/stdout and inherited stderr (the server's logs pass
+//! through), signals it (TERM, KILL, STOP/CONT) and describes how it ended.
+
+use brownout_core::verdict::Signal as KillSignal;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// The command that starts the server.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+/// A running server process.
+pub struct ServerProcess {
+    pub child: Child,
+    pub pid: Option<Pid>,
+}
+
+impl ServerProcess {
+    /// Start the server; its stdin and stdout are handed to the caller.
+    pub fn spawn(spec: &ChildSpec) -> std::io::Result<(ServerProcess, ChildStdin, ChildStdout)> {
+        let mut child = Command::new(&spec.program)
+            .args(&spec.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot start `{}`: {e}", spec.program))
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let pid = child.id().map(|p| Pid::from_raw(p as i32));
+        Ok((ServerProcess { child, pid }, stdin, stdout))
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        if let Some(pid) = self.pid {
+            if let Err(e) = kill(pid, sig) {
+                eprintln!("brownout: cannot send {sig} to the server (pid {pid}): {e}");
+            }
+        }
+    }
+
+    pub fn kill_with(&self, s: KillSignal) {
+        self.signal(match s {
+            KillSignal::Term => Signal::SIGTERM,
+            KillSignal::Kill => Signal::SIGKILL,
+        });
+    }
+}
+
+/// Words for how a process ended.
+pub fn describe(status: &ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => match Signal::try_from(s) {
+            Ok(sig) => format!("killed by {sig}"),
+            Err(_) => format!("killed by signal {s}"),
+        },
+        _ => "ended".into(),
+    }
+}
+
+/// The exit code brownout passes on: the child's code, or 128 + signal.
+pub fn exit_code(status: &ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}

@@ -1,0 +1,297 @@
+//! The relay: the engine between a front (how clients reach brownout) and a back (how
+//! brownout reaches the server).
+//!
+//! [`Relay`] owns the engine, the run clock and the event log, and turns each message into
+//! a verdict (fail-safe: if brownout itself fails on a message, the original passes and the
+//! error goes to stderr; `--strict` fails closed). [`Pipe`] carries a verdict out in one
+//! direction: forward now or after a delay, replace, drop, duplicate, hold behind the next
+//! message, answer the sender, signal the server. Fronts and backs only move bytes.
+
+pub mod child;
+pub mod framing;
+pub mod stdio;
+
+use crate::events::EventSink;
+use brownout_core::engine::FailedCall;
+use brownout_core::stats::Report;
+use brownout_core::verdict::{Forward, ProcessAction, Verdict};
+use brownout_core::{Engine, EngineConfig, Plan, Side, Time};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Where the bytes of one direction go: a writer task's queue.
+pub type Outbox = mpsc::Sender<Vec<u8>>;
+
+/// Queue depth per writer; a full queue slows the reader down (back-pressure).
+pub const OUTBOX_DEPTH: usize = 1024;
+
+/// Options every relay shares.
+#[derive(Debug, Clone, Default)]
+pub struct RelayOptions {
+    pub strict: bool,
+    pub max_pending: Option<usize>,
+}
+
+/// The engine, the clock and the event log of one relay.
+pub struct Relay {
+    engine: Mutex<Engine>,
+    start: Instant,
+    strict: bool,
+    events: Option<EventSink>,
+}
+
+impl Relay {
+    pub fn new(plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
+        let mut config = EngineConfig {
+            record_events: events.is_some(),
+            ..EngineConfig::default()
+        };
+        if let Some(n) = opts.max_pending {
+            config.max_pending = n;
+        }
+        Relay {
+            engine: Mutex::new(Engine::new(plan, config)),
+            start: Instant::now(),
+            strict: opts.strict,
+            events,
+        }
+    }
+
+    /// Run time: microseconds since the relay started.
+    pub fn now(&self) -> Time {
+        Time(self.start.elapsed().as_micros() as u64)
+    }
+
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A panic inside the engine is caught below; the state it left is still usable.
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Decide what happens to one message.
+    pub fn handle(&self, side: Side, session: &str, bytes: &[u8]) -> Verdict {
+        let now = self.now();
+        let mut engine = self.engine();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            engine.on_message(side, session, bytes, now)
+        }));
+        let verdict = match result {
+            Ok(v) => v,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                if self.strict {
+                    eprintln!("brownout: internal error on a message ({what}); --strict: not forwarding it");
+                    Verdict {
+                        forward: Forward::Drop,
+                        ..Verdict::pass()
+                    }
+                } else {
+                    eprintln!(
+                        "brownout: internal error on a message ({what}); forwarding it unchanged"
+                    );
+                    Verdict::pass()
+                }
+            }
+        };
+        self.flush_events(&mut engine);
+        verdict
+    }
+
+    fn flush_events(&self, engine: &mut Engine) {
+        if let Some(sink) = &self.events {
+            for e in engine.drain_events() {
+                sink.write(&e);
+            }
+        }
+    }
+
+    /// The server went away: clear errors for every call in flight.
+    pub fn fail_pending(&self, session: &str, reason: &str) -> Vec<FailedCall> {
+        let now = self.now();
+        let mut engine = self.engine();
+        let out = engine.fail_pending(session, reason, now);
+        self.flush_events(&mut engine);
+        out
+    }
+
+    pub fn next_timer(&self) -> Option<Time> {
+        self.engine().next_timer()
+    }
+
+    pub fn on_timer(&self, session: &str) -> Vec<ProcessAction> {
+        let now = self.now();
+        let mut engine = self.engine();
+        let out = engine.on_timer(session, now);
+        self.flush_events(&mut engine);
+        out
+    }
+
+    pub fn expire(&self) {
+        let now = self.now();
+        let mut engine = self.engine();
+        engine.expire(now);
+        self.flush_events(&mut engine);
+    }
+
+    /// End the run: calls still in flight are recorded as unanswered; returns the summary.
+    pub async fn finish(&self) -> Report {
+        let report = {
+            let now = self.now();
+            let mut engine = self.engine();
+            engine.finish(now);
+            self.flush_events(&mut engine);
+            engine.summary().report()
+        };
+        if let Some(sink) = &self.events {
+            sink.close().await;
+        }
+        report
+    }
+
+    pub fn restart_policy(&self) -> brownout_core::faults::process::RestartPolicy {
+        self.engine().plan().restart_policy()
+    }
+}
+
+/// One direction of a relay: carries out verdicts toward `dest`, answers toward `origin`.
+#[derive(Clone)]
+pub struct Pipe {
+    pub dest: Outbox,
+    pub origin: Outbox,
+    pub process: Option<mpsc::UnboundedSender<ProcessAction>>,
+    held: Arc<Mutex<Option<(u64, Vec<u8>)>>>,
+    hold_token: Arc<AtomicU64>,
+}
+
+impl Pipe {
+    pub fn new(
+        dest: Outbox,
+        origin: Outbox,
+        process: Option<mpsc::UnboundedSender<ProcessAction>>,
+    ) -> Pipe {
+        Pipe {
+            dest,
+            origin,
+            process,
+            held: Arc::new(Mutex::new(None)),
+            hold_token: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn take_held(&self) -> Option<Vec<u8>> {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .map(|(_, b)| b)
+    }
+
+    /// Carry out a verdict for `original`.
+    pub async fn execute(&self, v: Verdict, original: Vec<u8>) {
+        for a in &v.process {
+            if let Some(p) = &self.process {
+                let _ = p.send(*a);
+            }
+        }
+        for r in v.reply {
+            send_after(&self.origin, r.bytes, to_duration(r.delay)).await;
+        }
+        let bytes = match v.forward {
+            Forward::Original => original,
+            Forward::Replace(b) => b,
+            Forward::Drop => {
+                for e in v.extra {
+                    send_after(&self.dest, e.bytes, to_duration(e.delay)).await;
+                }
+                return;
+            }
+        };
+        let delay = to_duration(v.delay);
+        if let Some(max) = v.hold {
+            // Reorder: hold until the next message in this direction has gone, or `max`.
+            let token = self.hold_token.fetch_add(1, Ordering::Relaxed) + 1;
+            let previous = self
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .replace((token, bytes));
+            if let Some((_, prev)) = previous {
+                let _ = self.dest.send(prev).await;
+            }
+            let held = Arc::clone(&self.held);
+            let dest = self.dest.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay + to_duration(max)).await;
+                let mine = {
+                    let mut h = held.lock().unwrap_or_else(|p| p.into_inner());
+                    if h.as_ref().is_some_and(|(t, _)| *t == token) {
+                        h.take().map(|(_, b)| b)
+                    } else {
+                        None
+                    }
+                };
+                if let Some(b) = mine {
+                    let _ = dest.send(b).await;
+                }
+            });
+            return;
+        }
+        let copies = v.duplicates;
+        let gap = to_duration(v.duplicate_gap);
+        if delay.is_zero() && copies == 0 {
+            let _ = self.dest.send(bytes).await;
+            if let Some(h) = self.take_held() {
+                let _ = self.dest.send(h).await;
+            }
+        } else {
+            let dest = self.dest.clone();
+            let held = self.take_held();
+            let bytes2 = bytes.clone();
+            tokio::spawn(async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                let _ = dest.send(bytes2.clone()).await;
+                if let Some(h) = held {
+                    let _ = dest.send(h).await;
+                }
+                for _ in 0..copies {
+                    if !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let _ = dest.send(bytes2.clone()).await;
+                }
+            });
+        }
+        for e in v.extra {
+            send_after(
+                &self.dest,
+                e.bytes,
+                to_duration(e.delay) + Duration::from_millis(1),
+            )
+            .await;
+        }
+    }
+}
+
+fn to_duration(t: Time) -> Duration {
+    Duration::from_micros(t.as_micros())
+}
+
+async fn send_after(out: &Outbox, bytes: Vec<u8>, delay: Duration) {
+    if delay.is_zero() {
+        let _ = out.send(bytes).await;
+    } else {
+        let out = out.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = out.send(bytes).await;
+        });
+    }
+}

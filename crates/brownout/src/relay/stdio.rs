@@ -1,0 +1,306 @@
+//! `brownout proxy stdio`: a client speaks to brownout on stdin/stdout exactly as to the
+//! server, and brownout speaks to the server as a child process.
+//!
+//! Unmodified lines pass byte for byte and in order; a delayed line never blocks the others.
+//! When the server dies, every call in flight is answered with a clear JSON-RPC error; with
+//! `restart: on_failure` the server is started again (exponential backoff) and the client's
+//! `initialize` is replayed to it. EOF on stdin closes the server's stdin and waits for it;
+//! SIGINT/SIGTERM stop the server. brownout exits with the server's status.
+
+use super::child::{describe, exit_code, ChildSpec, ServerProcess};
+use super::framing::{sniff_id, Frame, LineReader};
+use super::{Pipe, Relay, OUTBOX_DEPTH};
+use brownout_core::jsonrpc::{self, classify, Kind, Message};
+use brownout_core::verdict::ProcessAction;
+use brownout_core::Side;
+use nix::sys::signal::Signal;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::ChildStdout;
+use tokio::sync::mpsc;
+
+/// The session key of the one stdio client.
+pub const SESSION: &str = "stdio";
+
+/// How long the server gets to exit after its stdin closes or it is sent SIGTERM.
+const GRACE: Duration = Duration::from_secs(5);
+
+pub struct StdioOptions {
+    pub max_message: usize,
+}
+
+/// Write frames from `rx` as lines, flushing whenever the queue runs dry.
+pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(first) = rx.recv().await {
+            let mut batch = first;
+            batch.push(b'\n');
+            while let Ok(mut more) = rx.try_recv() {
+                more.push(b'\n');
+                batch.extend_from_slice(&more);
+                if batch.len() > 1 << 20 {
+                    break;
+                }
+            }
+            if w.write_all(&batch).await.is_err() || w.flush().await.is_err() {
+                break;
+            }
+        }
+    })
+}
+
+fn oversized_error(size: usize, prefix: &[u8], max: usize) -> Vec<u8> {
+    let id = sniff_id(prefix);
+    let msg = format!(
+        "brownout: message of {size} bytes is over the limit of {max} bytes (--max-message-bytes)"
+    );
+    let v =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": msg}});
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// What the client side tells the supervisor.
+enum ClientEvent {
+    Closed,
+}
+
+/// Relay between our stdin/stdout and a server child process. Returns the exit code.
+pub async fn run(spec: ChildSpec, relay: Arc<Relay>, opts: StdioOptions) -> anyhow::Result<i32> {
+    run_with(spec, relay, opts, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+pub async fn run_with<R, W>(
+    spec: ChildSpec,
+    relay: Arc<Relay>,
+    opts: StdioOptions,
+    input: R,
+    output: W,
+) -> anyhow::Result<i32>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut server, stdin, stdout) = ServerProcess::spawn(&spec)?;
+    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    let client_writer = spawn_writer(output, to_client_rx);
+    let (to_server, mut to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    let (proc_tx, mut proc_rx) = mpsc::unbounded_channel::<ProcessAction>();
+    let (client_tx, mut client_rx) = mpsc::unbounded_channel::<ClientEvent>();
+    let (server_lines_tx, mut server_lines) = mpsc::channel::<Option<Frame>>(OUTBOX_DEPTH);
+
+    let c2s = Pipe::new(to_server.clone(), to_client.clone(), Some(proc_tx.clone()));
+    let s2c = Pipe::new(to_client.clone(), to_server.clone(), Some(proc_tx.clone()));
+    let init: Arc<Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>> = Arc::new(Mutex::new(None));
+
+    // Client → server.
+    {
+        let relay = Arc::clone(&relay);
+        let init = Arc::clone(&init);
+        let to_client = to_client.clone();
+        let max = opts.max_message;
+        tokio::spawn(async move {
+            let mut reader = LineReader::new(BufReader::new(input), max);
+            loop {
+                match reader.next().await {
+                    Ok(Some(Frame::Line(bytes))) => {
+                        remember_initialize(&init, &bytes);
+                        let v = relay.handle(Side::Client, SESSION, &bytes);
+                        c2s.execute(v, bytes).await;
+                    }
+                    Ok(Some(Frame::Oversized { size, prefix })) => {
+                        eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
+                        let _ = to_client.send(oversized_error(size, &prefix, max)).await;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("brownout: reading the client failed: {e}");
+                        break;
+                    }
+                }
+            }
+            let _ = client_tx.send(ClientEvent::Closed);
+        });
+    }
+
+    let mut stdin = Some(stdin);
+    spawn_server_reader(stdout, opts.max_message, server_lines_tx.clone());
+    let mut client_closed = false;
+    let mut stopping = false;
+    let mut restarts = 0u32;
+    let mut swallow: Option<jsonrpc::Id> = None;
+    let policy = relay.restart_policy();
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut expiry = tokio::time::interval(Duration::from_secs(1));
+
+    let code = loop {
+        let timer = relay.next_timer().map(|t| t.saturating_sub(relay.now()));
+        tokio::select! {
+            Some(bytes) = to_server_rx.recv() => {
+                if let Some(w) = stdin.as_mut() {
+                    let mut line = bytes;
+                    line.push(b'\n');
+                    if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
+                        stdin = None;
+                    }
+                }
+            }
+            Some(frame) = server_lines.recv() => match frame {
+                Some(Frame::Line(bytes)) => {
+                    if let Some(id) = &swallow {
+                        if is_response_to(&bytes, id) {
+                            swallow = None;
+                            continue;
+                        }
+                    }
+                    let v = relay.handle(Side::Server, SESSION, &bytes);
+                    s2c.execute(v, bytes).await;
+                }
+                Some(Frame::Oversized { size, prefix }) => {
+                    eprintln!("brownout: a server message of {size} bytes is over the limit of {}; its caller gets an error", opts.max_message);
+                    let err = oversized_error(size, &prefix, opts.max_message);
+                    let v = relay.handle(Side::Server, SESSION, &err);
+                    s2c.execute(v, err).await;
+                }
+                None => {} // stdout closed; the exit status arrives through wait()
+            },
+            status = server.child.wait() => {
+                let status = status?;
+                let how = describe(&status);
+                let failed = relay.fail_pending(SESSION, &format!("the MCP server exited before answering ({how})"));
+                if !failed.is_empty() {
+                    eprintln!("brownout: the server ended ({how}); {} call(s) in flight answered with an error", failed.len());
+                }
+                for f in failed {
+                    let _ = to_client.send(f.reply).await;
+                }
+                let failure = !status.success();
+                if client_closed || stopping || !failure || !policy.on_failure || restarts >= policy.max_restarts {
+                    if failure && !client_closed && !stopping {
+                        eprintln!("brownout: the server ended ({how}); not restarting");
+                    }
+                    break exit_code(&status);
+                }
+                let delay = policy.delay(restarts);
+                restarts += 1;
+                eprintln!("brownout: the server ended ({how}); restart {restarts}/{} in {}ms", policy.max_restarts, delay.as_micros() / 1000);
+                tokio::time::sleep(Duration::from_micros(delay.as_micros())).await;
+                let (p, new_in, new_out) = ServerProcess::spawn(&spec)?;
+                server = p;
+                stdin = Some(new_in);
+                spawn_server_reader(new_out, opts.max_message, server_lines_tx.clone());
+                swallow = replay_initialize(&init, restarts, stdin.as_mut()).await;
+            }
+            Some(action) = proc_rx.recv() => {
+                eprintln!("brownout: fault: {action}");
+                match action {
+                    ProcessAction::Kill(s) => server.kill_with(s),
+                    ProcessAction::Pause(d) => {
+                        server.signal(Signal::SIGSTOP);
+                        let pid = server.pid;
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_micros(d.as_micros())).await;
+                            if let Some(pid) = pid {
+                                let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
+                            }
+                        });
+                    }
+                }
+            }
+            Some(ClientEvent::Closed) = client_rx.recv(), if !client_closed => {
+                client_closed = true;
+                stdin = None; // EOF to the server: the polite way to ask it to exit
+                stop_after(server.pid, GRACE);
+            }
+            _ = sigterm.recv() => { stopping = true; server.signal(Signal::SIGTERM); stop_after(server.pid, GRACE); }
+            _ = sigint.recv() => { stopping = true; server.signal(Signal::SIGTERM); stop_after(server.pid, GRACE); }
+            _ = tokio::time::sleep(timer.map_or(Duration::from_secs(3600), |t| Duration::from_micros(t.as_micros()))), if timer.is_some() => {
+                for a in relay.on_timer(SESSION) {
+                    let _ = proc_tx.send(a);
+                }
+            }
+            _ = expiry.tick() => relay.expire(),
+        }
+    };
+    drop((to_server, to_client, s2c_keepalive(s2c)));
+    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+    Ok(code)
+}
+
+/// The server-to-client pipe holds a sender of the client queue: release it so the
+/// client writer can drain and finish.
+fn s2c_keepalive(p: Pipe) -> Pipe {
+    p
+}
+
+fn spawn_server_reader(stdout: ChildStdout, max: usize, tx: mpsc::Sender<Option<Frame>>) {
+    tokio::spawn(async move {
+        let mut reader = LineReader::new(BufReader::new(stdout), max);
+        while let Ok(Some(frame)) = reader.next().await {
+            if tx.send(Some(frame)).await.is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(None).await;
+    });
+}
+
+/// If the server has not exited `grace` after being asked, SIGTERM then SIGKILL it.
+fn stop_after(pid: Option<nix::unistd::Pid>, grace: Duration) {
+    let Some(pid) = pid else { return };
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        if nix::sys::signal::kill(pid, Signal::SIGTERM).is_ok() {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    });
+}
+
+/// Keep the client's `initialize` request and `initialized` notification for a restart.
+fn remember_initialize(init: &Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>, bytes: &[u8]) {
+    let Message::Single(v) = classify(bytes) else {
+        return;
+    };
+    let mut slot = init.lock().unwrap_or_else(|p| p.into_inner());
+    match (v.kind, v.method.as_deref()) {
+        (Kind::Request, Some("initialize")) => *slot = Some((bytes.to_vec(), None)),
+        (Kind::Notification, Some("notifications/initialized")) => {
+            if let Some((_, n)) = slot.as_mut() {
+                *n = Some(bytes.to_vec());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replay the client's handshake to a restarted server under a fresh id, so the server is
+/// in the state the client believes it is in. Returns the id whose answer is swallowed.
+async fn replay_initialize(
+    init: &Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>,
+    n: u32,
+    stdin: Option<&mut tokio::process::ChildStdin>,
+) -> Option<jsonrpc::Id> {
+    let (req, note) = init.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+    let stdin = stdin?;
+    let mut v: serde_json::Value = serde_json::from_slice(&req).ok()?;
+    let id = format!("brownout-restart-{n}");
+    v["id"] = serde_json::Value::String(id.clone());
+    let mut line = serde_json::to_vec(&v).ok()?;
+    line.push(b'\n');
+    if let Some(mut n) = note {
+        n.push(b'\n');
+        line.extend_from_slice(&n);
+    }
+    stdin.write_all(&line).await.ok()?;
+    stdin.flush().await.ok()?;
+    Some(jsonrpc::Id::Str(id))
+}
+
+fn is_response_to(bytes: &[u8], id: &jsonrpc::Id) -> bool {
+    matches!(classify(bytes), Message::Single(v) if matches!(v.kind, Kind::Response | Kind::Error) && v.id.as_ref() == Some(id))
+}
