@@ -164,6 +164,11 @@ impl StdioClient {
         r
     }
 
+    /// The process id of the command the client started.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Lines that were not an answer to anything we asked (malformed, mismatched ids).
     pub fn stray_count(&self) -> usize {
         self.lock().stray.len()

@@ -2,17 +2,11 @@
 //! tools. Errors are reported with `anyhow` here, at the edge; exit codes mean something:
 //! 0 success, 1 a check failed, 2 bad usage or input, otherwise the proxied server's status.
 
-mod client;
-mod demo;
-mod events;
-mod fixture;
-mod plan_cmd;
-mod relay;
-
+use brownout::relay::child::ChildSpec;
+use brownout::relay::framing::DEFAULT_MAX_MESSAGE;
+use brownout::relay::{self, Relay, RelayOptions};
+use brownout::{demo, events, fixture, plan_cmd};
 use clap::{Args, Parser, Subcommand};
-use relay::child::ChildSpec;
-use relay::framing::DEFAULT_MAX_MESSAGE;
-use relay::{Relay, RelayOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 

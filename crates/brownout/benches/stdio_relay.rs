@@ -1,0 +1,151 @@
+//! Benchmark: what the stdio relay adds to a `tools/call` round trip.
+//!
+//! Run: `cargo bench -p brownout --bench stdio_relay` (release build). Against the built-in
+//! fixture, in the same run and in alternating rounds, it measures the direct path and the
+//! relay with an empty plan and with a plan whose faults never match: per-call round trip
+//! (p50, p99) with one call in flight, throughput with 1 and 16 calls in flight, and the
+//! relay's peak RSS. It prints a table and writes `target/bench/stdio_relay.json`.
+//! Medians over rounds are reported; these machines are noisy.
+
+use brownout::client::{Reply, StdioClient};
+use serde_json::json;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 5;
+const LATENCY_CALLS: usize = 4000;
+const THROUGHPUT_CALLS: usize = 8000;
+
+const NEVER_MATCHES: &str = "seed: 1\nfaults:\n  - {kind: latency, tools: [no_such_tool], added_ms: 100}\n  - {kind: error, methods: [no/such/method]}\n  - {kind: schema_drift, tools: [nothing_*], probability: 0.5}\n  - {kind: drop, arguments: {message: never}}\n";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Direct,
+    Empty,
+    NoMatch,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Direct => "direct",
+            Path::Empty => "relay, empty plan",
+            Path::NoMatch => "relay, non-matching plan",
+        }
+    }
+}
+
+struct Sample {
+    p50_us: f64,
+    p99_us: f64,
+    tput1: f64,
+    tput16: f64,
+    rss_kib: u64,
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+async fn call(c: &StdioClient, i: usize) {
+    let r = c.request("tools/call", json!({"name": "echo", "arguments": {"message": format!("m{i}")}}), Duration::from_secs(10)).await;
+    assert!(matches!(r, Reply::Result(_)), "call failed: {r:?}");
+}
+
+async fn throughput(c: Arc<StdioClient>, in_flight: usize) -> f64 {
+    let t = Instant::now();
+    let per = THROUGHPUT_CALLS / in_flight;
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|w| {
+            let c = Arc::clone(&c);
+            tokio::spawn(async move {
+                for i in 0..per {
+                    call(&c, w * per + i).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    (per * in_flight) as f64 / t.elapsed().as_secs_f64()
+}
+
+async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
+    let args: Vec<String> = match path {
+        Path::Direct => vec!["fixture".into()],
+        Path::Empty => vec!["proxy".into(), "stdio".into(), "--quiet".into(), "--".into(), exe.into(), "fixture".into()],
+        Path::NoMatch => vec!["proxy".into(), "stdio".into(), "--quiet".into(), "--plan".into(), plan.display().to_string(), "--".into(), exe.into(), "fixture".into()],
+    };
+    let c = StdioClient::spawn(exe, &args, Stdio::inherit()).await.expect("spawn");
+    assert!(matches!(c.initialize(Duration::from_secs(10)).await, Reply::Result(_)));
+    for i in 0..200 {
+        call(&c, i).await; // warm-up
+    }
+    let mut rtts = Vec::with_capacity(LATENCY_CALLS);
+    for i in 0..LATENCY_CALLS {
+        let t = Instant::now();
+        call(&c, i).await;
+        rtts.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    rtts.sort_by(f64::total_cmp);
+    let pid = c.pid();
+    let c = Arc::new(c);
+    let tput1 = throughput(Arc::clone(&c), 1).await;
+    let tput16 = throughput(Arc::clone(&c), 16).await;
+    let rss_kib = if path == Path::Direct { 0 } else { pid.map_or(0, peak_rss_kib) };
+    if let Ok(c) = Arc::try_unwrap(c) {
+        let _ = c.close(Duration::from_secs(5)).await;
+    }
+    Sample { p50_us: pct(&rtts, 0.5), p99_us: pct(&rtts, 0.99), tput1, tput16, rss_kib }
+}
+
+fn main() {
+    let exe = env!("CARGO_BIN_EXE_brownout");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let dir = std::env::temp_dir().join(format!("brownout-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let plan = dir.join("never.yaml");
+    std::fs::write(&plan, NEVER_MATCHES).expect("plan");
+    let paths = [Path::Direct, Path::Empty, Path::NoMatch];
+    let mut samples: Vec<Vec<Sample>> = paths.iter().map(|_| Vec::new()).collect();
+    for round in 0..ROUNDS {
+        for (i, p) in paths.iter().enumerate() {
+            let s = rt.block_on(sample(exe, *p, &plan));
+            eprintln!("round {}/{ROUNDS} {:<26} p50 {:>7.1}µs p99 {:>7.1}µs  1 in flight {:>7.0}/s  16 in flight {:>7.0}/s", round + 1, p.name(), s.p50_us, s.p99_us, s.tput1, s.tput16);
+            samples[i].push(s);
+        }
+    }
+    let med = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().map(f).collect());
+    // Added latency: the per-round difference to the direct path, then the median of rounds.
+    let added = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().zip(&samples[0]).map(|(r, d)| f(r) - f(d)).collect());
+    println!("\nstdio relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} sequential calls per round for latency, {THROUGHPUT_CALLS} for throughput)");
+    println!("{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9}", "path", "p50 µs", "p99 µs", "+p50 µs", "+p99 µs", "tput 1/s", "tput 16/s", "RSS MiB");
+    let mut json_rows = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let (p50, p99, t1, t16) = (med(i, |s| s.p50_us), med(i, |s| s.p99_us), med(i, |s| s.tput1), med(i, |s| s.tput16));
+        let (a50, a99) = if i == 0 { (0.0, 0.0) } else { (added(i, |s| s.p50_us), added(i, |s| s.p99_us)) };
+        let rss = med(i, |s| s.rss_kib as f64) / 1024.0;
+        let r1 = t1 / med(0, |s| s.tput1) * 100.0;
+        let r16 = t16 / med(0, |s| s.tput16) * 100.0;
+        println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1}", p.name());
+        json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss}));
+    }
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(out.join("stdio_relay.json"), serde_json::to_string_pretty(&json_rows).unwrap_or_default());
+    let _ = std::fs::remove_dir_all(&dir);
+}

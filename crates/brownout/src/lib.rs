@@ -1,0 +1,13 @@
+//! brownout, the binary's library: the drivers around `brownout-core`.
+//!
+//! - [`relay`]: the live relay (fronts, backs, carrying out verdicts);
+//! - [`fixture`]: the built-in example MCP server;
+//! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
+//! - [`demo`], [`plan_cmd`], [`events`]: commands and the event log.
+
+pub mod client;
+pub mod demo;
+pub mod events;
+pub mod fixture;
+pub mod plan_cmd;
+pub mod relay;
