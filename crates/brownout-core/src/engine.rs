@@ -162,13 +162,6 @@ impl Engine {
         self.sessions.values().map(|s| s.pending.len()).sum()
     }
 
-    fn emit(&mut self, e: Event) {
-        self.summary.record(&e);
-        if self.config.record_events {
-            self.events.push(e);
-        }
-    }
-
     fn session(&mut self, key: &str) -> &mut Session {
         if !self.sessions.contains_key(key) {
             let s = Session {
@@ -718,7 +711,11 @@ impl Engine {
         action: String,
         now: Time,
     ) {
-        self.emit(Event::Fault(FaultEvent {
+        self.summary.record_fault(&f.id, f.effect.kind());
+        if !self.config.record_events {
+            return;
+        }
+        self.events.push(Event::Fault(FaultEvent {
             t_ms: now.as_millis_f64(),
             session: session.to_string(),
             seq,
@@ -744,7 +741,13 @@ impl Engine {
         at: Time,
         mutated: bool,
     ) {
-        self.emit(Event::Call(CallEvent {
+        // The summary is always kept; the event itself is built only when someone reads it.
+        self.summary
+            .record_call(outcome, latency.as_micros(), mutated);
+        if !self.config.record_events {
+            return;
+        }
+        self.events.push(Event::Call(CallEvent {
             t_ms: at.as_millis_f64(),
             session: session.to_string(),
             seq: call.seq,

@@ -62,23 +62,33 @@ pub struct Percentiles {
 impl Summary {
     pub fn record(&mut self, e: &Event) {
         match e {
-            Event::Fault(f) => {
-                self.injections
-                    .entry(f.fault.clone())
-                    .or_insert_with(|| (f.kind.to_string(), 0))
-                    .1 += 1;
-            }
+            Event::Fault(f) => self.record_fault(&f.fault, f.kind),
             Event::Call(c) => {
-                self.calls += 1;
-                *self.outcomes.entry(c.outcome.as_str()).or_default() += 1;
-                if c.mutated {
-                    self.mutated += 1;
-                }
-                if !matches!(c.outcome, Outcome::Dropped | Outcome::Unanswered) {
-                    let us = (c.latency_ms * 1000.0).round().max(1.0) as u64;
-                    let _ = self.latency_us.record(us.min(self.latency_us.high()));
-                }
+                self.record_call(c.outcome, (c.latency_ms * 1000.0).round() as u64, c.mutated)
             }
+        }
+    }
+
+    pub fn record_fault(&mut self, fault: &str, kind: &str) {
+        match self.injections.get_mut(fault) {
+            Some(e) => e.1 += 1,
+            None => {
+                self.injections
+                    .insert(fault.to_string(), (kind.to_string(), 1));
+            }
+        }
+    }
+
+    pub fn record_call(&mut self, outcome: Outcome, latency_us: u64, mutated: bool) {
+        self.calls += 1;
+        *self.outcomes.entry(outcome.as_str()).or_default() += 1;
+        if mutated {
+            self.mutated += 1;
+        }
+        if !matches!(outcome, Outcome::Dropped | Outcome::Unanswered) {
+            let _ = self
+                .latency_us
+                .record(latency_us.clamp(1, self.latency_us.high()));
         }
     }
 

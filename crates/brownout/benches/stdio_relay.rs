@@ -56,12 +56,22 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn peak_rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
 async fn call(c: &StdioClient, i: usize) {
-    let r = c.request("tools/call", json!({"name": "echo", "arguments": {"message": format!("m{i}")}}), Duration::from_secs(10)).await;
+    let r = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": format!("m{i}")}}),
+            Duration::from_secs(10),
+        )
+        .await;
     assert!(matches!(r, Reply::Result(_)), "call failed: {r:?}");
 }
 
@@ -87,11 +97,32 @@ async fn throughput(c: Arc<StdioClient>, in_flight: usize) -> f64 {
 async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     let args: Vec<String> = match path {
         Path::Direct => vec!["fixture".into()],
-        Path::Empty => vec!["proxy".into(), "stdio".into(), "--quiet".into(), "--".into(), exe.into(), "fixture".into()],
-        Path::NoMatch => vec!["proxy".into(), "stdio".into(), "--quiet".into(), "--plan".into(), plan.display().to_string(), "--".into(), exe.into(), "fixture".into()],
+        Path::Empty => vec![
+            "proxy".into(),
+            "stdio".into(),
+            "--quiet".into(),
+            "--".into(),
+            exe.into(),
+            "fixture".into(),
+        ],
+        Path::NoMatch => vec![
+            "proxy".into(),
+            "stdio".into(),
+            "--quiet".into(),
+            "--plan".into(),
+            plan.display().to_string(),
+            "--".into(),
+            exe.into(),
+            "fixture".into(),
+        ],
     };
-    let c = StdioClient::spawn(exe, &args, Stdio::inherit()).await.expect("spawn");
-    assert!(matches!(c.initialize(Duration::from_secs(10)).await, Reply::Result(_)));
+    let c = StdioClient::spawn(exe, &args, Stdio::inherit())
+        .await
+        .expect("spawn");
+    assert!(matches!(
+        c.initialize(Duration::from_secs(10)).await,
+        Reply::Result(_)
+    ));
     for i in 0..200 {
         call(&c, i).await; // warm-up
     }
@@ -106,16 +137,29 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     let c = Arc::new(c);
     let tput1 = throughput(Arc::clone(&c), 1).await;
     let tput16 = throughput(Arc::clone(&c), 16).await;
-    let rss_kib = if path == Path::Direct { 0 } else { pid.map_or(0, peak_rss_kib) };
+    let rss_kib = if path == Path::Direct {
+        0
+    } else {
+        pid.map_or(0, peak_rss_kib)
+    };
     if let Ok(c) = Arc::try_unwrap(c) {
         let _ = c.close(Duration::from_secs(5)).await;
     }
-    Sample { p50_us: pct(&rtts, 0.5), p99_us: pct(&rtts, 0.99), tput1, tput16, rss_kib }
+    Sample {
+        p50_us: pct(&rtts, 0.5),
+        p99_us: pct(&rtts, 0.99),
+        tput1,
+        tput16,
+        rss_kib,
+    }
 }
 
 fn main() {
     let exe = env!("CARGO_BIN_EXE_brownout");
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let dir = std::env::temp_dir().join(format!("brownout-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     let plan = dir.join("never.yaml");
@@ -131,13 +175,33 @@ fn main() {
     }
     let med = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().map(f).collect());
     // Added latency: the per-round difference to the direct path, then the median of rounds.
-    let added = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().zip(&samples[0]).map(|(r, d)| f(r) - f(d)).collect());
+    let added = |i: usize, f: fn(&Sample) -> f64| {
+        median(
+            samples[i]
+                .iter()
+                .zip(&samples[0])
+                .map(|(r, d)| f(r) - f(d))
+                .collect(),
+        )
+    };
     println!("\nstdio relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} sequential calls per round for latency, {THROUGHPUT_CALLS} for throughput)");
-    println!("{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9}", "path", "p50 µs", "p99 µs", "+p50 µs", "+p99 µs", "tput 1/s", "tput 16/s", "RSS MiB");
+    println!(
+        "{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9}",
+        "path", "p50 µs", "p99 µs", "+p50 µs", "+p99 µs", "tput 1/s", "tput 16/s", "RSS MiB"
+    );
     let mut json_rows = Vec::new();
     for (i, p) in paths.iter().enumerate() {
-        let (p50, p99, t1, t16) = (med(i, |s| s.p50_us), med(i, |s| s.p99_us), med(i, |s| s.tput1), med(i, |s| s.tput16));
-        let (a50, a99) = if i == 0 { (0.0, 0.0) } else { (added(i, |s| s.p50_us), added(i, |s| s.p99_us)) };
+        let (p50, p99, t1, t16) = (
+            med(i, |s| s.p50_us),
+            med(i, |s| s.p99_us),
+            med(i, |s| s.tput1),
+            med(i, |s| s.tput16),
+        );
+        let (a50, a99) = if i == 0 {
+            (0.0, 0.0)
+        } else {
+            (added(i, |s| s.p50_us), added(i, |s| s.p99_us))
+        };
         let rss = med(i, |s| s.rss_kib as f64) / 1024.0;
         let r1 = t1 / med(0, |s| s.tput1) * 100.0;
         let r16 = t16 / med(0, |s| s.tput16) * 100.0;
@@ -146,6 +210,9 @@ fn main() {
     }
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(out.join("stdio_relay.json"), serde_json::to_string_pretty(&json_rows).unwrap_or_default());
+    let _ = std::fs::write(
+        out.join("stdio_relay.json"),
+        serde_json::to_string_pretty(&json_rows).unwrap_or_default(),
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -224,8 +224,11 @@ pub async fn run(opts: FixtureOptions) -> anyhow::Result<()> {
         restarts: AtomicU64::new(0),
     });
     let (tx, rx) = mpsc::channel::<Vec<u8>>(1024);
-    let writer = spawn_writer(tokio::io::stdout(), rx);
-    let mut reader = LineReader::new(BufReader::new(tokio::io::stdin()), DEFAULT_MAX_MESSAGE);
+    let writer = spawn_writer(crate::relay::stdio::stdout(), rx);
+    let mut reader = LineReader::new(
+        BufReader::new(crate::relay::stdio::stdin()),
+        DEFAULT_MAX_MESSAGE,
+    );
     while let Some(frame) = reader.next().await? {
         let Frame::Line(line) = frame else {
             let _ = tx.send(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"message too large"}}"#.to_vec()).await;

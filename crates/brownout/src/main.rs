@@ -140,7 +140,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Fixture { delay_ms } => {
-            runtime()?.block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
+            single_thread_runtime()?
+                .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
             Ok(0)
         }
         Command::Demo { plan, json } => runtime()?.block_on(demo::run(plan, json)),
@@ -162,7 +163,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         program: program.clone(),
         args: args.to_vec(),
     };
-    runtime()?.block_on(async move {
+    single_thread_runtime()?.block_on(async move {
         let events = match &a.events {
             Some(p) => Some(events::EventSink::create(p).await?),
             None => None,
@@ -186,4 +187,12 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         }
         Ok(code)
     })
+}
+
+/// One thread is plenty for moving lines between two pipes, and it saves a cross-thread
+/// wake-up on every hand-off.
+fn single_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }

@@ -17,7 +17,7 @@ use nix::sys::signal::Signal;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::ChildStdout;
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
 /// The session key of the one stdio client.
@@ -70,7 +70,37 @@ enum ClientEvent {
 
 /// Relay between our stdin/stdout and a server child process. Returns the exit code.
 pub async fn run(spec: ChildSpec, relay: Arc<Relay>, opts: StdioOptions) -> anyhow::Result<i32> {
-    run_with(spec, relay, opts, tokio::io::stdin(), tokio::io::stdout()).await
+    run_with(spec, relay, opts, stdin(), stdout()).await
+}
+
+/// Our stdin as an async reader. When it is a pipe (as MCP clients start servers) it is
+/// read with non-blocking I/O on the runtime; tokio's own `stdin()` goes through a
+/// blocking thread per read, which costs a thread hand-off on every message.
+pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+    use std::os::fd::AsFd;
+    let pipe = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok());
+    match pipe {
+        Some(p) => Box::new(p),
+        None => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// Our stdout as an async writer, non-blocking when it is a pipe (see [`stdin`]).
+pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    use std::os::fd::AsFd;
+    let pipe = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok());
+    match pipe {
+        Some(p) => Box::new(p),
+        None => Box::new(tokio::io::stdout()),
+    }
 }
 
 pub async fn run_with<R, W>(
@@ -87,10 +117,9 @@ where
     let (mut server, stdin, stdout) = ServerProcess::spawn(&spec)?;
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     let client_writer = spawn_writer(output, to_client_rx);
-    let (to_server, mut to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    let (to_server, to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     let (proc_tx, mut proc_rx) = mpsc::unbounded_channel::<ProcessAction>();
     let (client_tx, mut client_rx) = mpsc::unbounded_channel::<ClientEvent>();
-    let (server_lines_tx, mut server_lines) = mpsc::channel::<Option<Frame>>(OUTBOX_DEPTH);
 
     let c2s = Pipe::new(to_server.clone(), to_client.clone(), Some(proc_tx.clone()));
     let s2c = Pipe::new(to_client.clone(), to_server.clone(), Some(proc_tx.clone()));
@@ -126,12 +155,21 @@ where
         });
     }
 
-    let mut stdin = Some(stdin);
-    spawn_server_reader(stdout, opts.max_message, server_lines_tx.clone());
+    // The server's stdin, swapped on restart and closed (None) when the client leaves.
+    let server_in: Arc<tokio::sync::Mutex<Option<ChildStdin>>> =
+        Arc::new(tokio::sync::Mutex::new(Some(stdin)));
+    spawn_server_writer(Arc::clone(&server_in), to_server_rx);
+    let swallow: Arc<Mutex<Option<jsonrpc::Id>>> = Arc::new(Mutex::new(None));
+    let server_side = ServerSide {
+        relay: Arc::clone(&relay),
+        pipe: s2c,
+        swallow: Arc::clone(&swallow),
+        max: opts.max_message,
+    };
+    server_side.spawn_reader(stdout);
     let mut client_closed = false;
     let mut stopping = false;
     let mut restarts = 0u32;
-    let mut swallow: Option<jsonrpc::Id> = None;
     let policy = relay.restart_policy();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
@@ -140,34 +178,6 @@ where
     let code = loop {
         let timer = relay.next_timer().map(|t| t.saturating_sub(relay.now()));
         tokio::select! {
-            Some(bytes) = to_server_rx.recv() => {
-                if let Some(w) = stdin.as_mut() {
-                    let mut line = bytes;
-                    line.push(b'\n');
-                    if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
-                        stdin = None;
-                    }
-                }
-            }
-            Some(frame) = server_lines.recv() => match frame {
-                Some(Frame::Line(bytes)) => {
-                    if let Some(id) = &swallow {
-                        if is_response_to(&bytes, id) {
-                            swallow = None;
-                            continue;
-                        }
-                    }
-                    let v = relay.handle(Side::Server, SESSION, &bytes);
-                    s2c.execute(v, bytes).await;
-                }
-                Some(Frame::Oversized { size, prefix }) => {
-                    eprintln!("brownout: a server message of {size} bytes is over the limit of {}; its caller gets an error", opts.max_message);
-                    let err = oversized_error(size, &prefix, opts.max_message);
-                    let v = relay.handle(Side::Server, SESSION, &err);
-                    s2c.execute(v, err).await;
-                }
-                None => {} // stdout closed; the exit status arrives through wait()
-            },
             status = server.child.wait() => {
                 let status = status?;
                 let how = describe(&status);
@@ -191,9 +201,12 @@ where
                 tokio::time::sleep(Duration::from_micros(delay.as_micros())).await;
                 let (p, new_in, new_out) = ServerProcess::spawn(&spec)?;
                 server = p;
-                stdin = Some(new_in);
-                spawn_server_reader(new_out, opts.max_message, server_lines_tx.clone());
-                swallow = replay_initialize(&init, restarts, stdin.as_mut()).await;
+                let mut slot = server_in.lock().await;
+                *slot = Some(new_in);
+                let replayed = replay_initialize(&init, restarts, slot.as_mut()).await;
+                drop(slot);
+                *swallow.lock().unwrap_or_else(|p| p.into_inner()) = replayed;
+                server_side.spawn_reader(new_out);
             }
             Some(action) = proc_rx.recv() => {
                 eprintln!("brownout: fault: {action}");
@@ -213,7 +226,7 @@ where
             }
             Some(ClientEvent::Closed) = client_rx.recv(), if !client_closed => {
                 client_closed = true;
-                stdin = None; // EOF to the server: the polite way to ask it to exit
+                *server_in.lock().await = None; // EOF to the server: the polite way to ask it to exit
                 stop_after(server.pid, GRACE);
             }
             _ = sigterm.recv() => { stopping = true; server.signal(Signal::SIGTERM); stop_after(server.pid, GRACE); }
@@ -226,27 +239,75 @@ where
             _ = expiry.tick() => relay.expire(),
         }
     };
-    drop((to_server, to_client, s2c_keepalive(s2c)));
+    drop((to_server, to_client, server_side));
     let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
     Ok(code)
 }
 
-/// The server-to-client pipe holds a sender of the client queue: release it so the
-/// client writer can drain and finish.
-fn s2c_keepalive(p: Pipe) -> Pipe {
-    p
-}
-
-fn spawn_server_reader(stdout: ChildStdout, max: usize, tx: mpsc::Sender<Option<Frame>>) {
+/// Client → server: writes queued lines to whichever server process is current.
+fn spawn_server_writer(
+    server_in: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) {
     tokio::spawn(async move {
-        let mut reader = LineReader::new(BufReader::new(stdout), max);
-        while let Ok(Some(frame)) = reader.next().await {
-            if tx.send(Some(frame)).await.is_err() {
-                return;
+        while let Some(first) = rx.recv().await {
+            let mut batch = first;
+            batch.push(b'\n');
+            while let Ok(mut more) = rx.try_recv() {
+                more.push(b'\n');
+                batch.extend_from_slice(&more);
+            }
+            let mut slot = server_in.lock().await;
+            if let Some(w) = slot.as_mut() {
+                if w.write_all(&batch).await.is_err() || w.flush().await.is_err() {
+                    // The server is gone; its exit is handled by the supervisor.
+                    *slot = None;
+                }
             }
         }
-        let _ = tx.send(None).await;
     });
+}
+
+/// Server → client: reads the server's stdout and carries out verdicts on its messages,
+/// in its own task, so a response crosses brownout with a single hand-off.
+struct ServerSide {
+    relay: Arc<Relay>,
+    pipe: Pipe,
+    /// The id of a replayed `initialize` whose answer the client must not see.
+    swallow: Arc<Mutex<Option<jsonrpc::Id>>>,
+    max: usize,
+}
+
+impl ServerSide {
+    fn spawn_reader(&self, stdout: ChildStdout) {
+        let (relay, pipe, swallow, max) = (
+            Arc::clone(&self.relay),
+            self.pipe.clone(),
+            Arc::clone(&self.swallow),
+            self.max,
+        );
+        tokio::spawn(async move {
+            let mut reader = LineReader::new(BufReader::new(stdout), max);
+            while let Ok(Some(frame)) = reader.next().await {
+                let bytes = match frame {
+                    Frame::Line(bytes) => {
+                        let mut s = swallow.lock().unwrap_or_else(|p| p.into_inner());
+                        if s.as_ref().is_some_and(|id| is_response_to(&bytes, id)) {
+                            *s = None;
+                            continue;
+                        }
+                        bytes
+                    }
+                    Frame::Oversized { size, prefix } => {
+                        eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; its caller gets an error");
+                        oversized_error(size, &prefix, max)
+                    }
+                };
+                let v = relay.handle(Side::Server, SESSION, &bytes);
+                pipe.execute(v, bytes).await;
+            }
+        });
+    }
 }
 
 /// If the server has not exited `grace` after being asked, SIGTERM then SIGKILL it.
