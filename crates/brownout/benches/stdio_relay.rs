@@ -37,6 +37,8 @@ impl Path {
 }
 
 struct Sample {
+    /// CPU time (user + system) the relay process spent per call, over the whole sample.
+    cpu_us_per_call: f64,
     p50_us: f64,
     p99_us: f64,
     tput1: f64,
@@ -51,6 +53,19 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// utime + stime of a process, in microseconds.
+fn cpu_us(pid: u32) -> f64 {
+    let ticks = 100.0; // USER_HZ on Linux
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = after.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks * 1e6)
+        })
+        .unwrap_or(0.0)
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -142,10 +157,17 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     } else {
         pid.map_or(0, peak_rss_kib)
     };
+    let calls = (200 + LATENCY_CALLS + 2 * THROUGHPUT_CALLS) as f64;
+    let cpu_us_per_call = if path == Path::Direct {
+        0.0
+    } else {
+        pid.map_or(0.0, cpu_us) / calls
+    };
     if let Ok(c) = Arc::try_unwrap(c) {
         let _ = c.close(Duration::from_secs(5)).await;
     }
     Sample {
+        cpu_us_per_call,
         p50_us: pct(&rtts, 0.5),
         p99_us: pct(&rtts, 0.99),
         tput1,
@@ -186,8 +208,16 @@ fn main() {
     };
     println!("\nstdio relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} sequential calls per round for latency, {THROUGHPUT_CALLS} for throughput)");
     println!(
-        "{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9}",
-        "path", "p50 µs", "p99 µs", "+p50 µs", "+p99 µs", "tput 1/s", "tput 16/s", "RSS MiB"
+        "{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9} {:>12}",
+        "path",
+        "p50 µs",
+        "p99 µs",
+        "+p50 µs",
+        "+p99 µs",
+        "tput 1/s",
+        "tput 16/s",
+        "RSS MiB",
+        "CPU µs/call"
     );
     let mut json_rows = Vec::new();
     for (i, p) in paths.iter().enumerate() {
@@ -203,10 +233,11 @@ fn main() {
             (added(i, |s| s.p50_us), added(i, |s| s.p99_us))
         };
         let rss = med(i, |s| s.rss_kib as f64) / 1024.0;
+        let cpu = med(i, |s| s.cpu_us_per_call);
         let r1 = t1 / med(0, |s| s.tput1) * 100.0;
         let r16 = t16 / med(0, |s| s.tput16) * 100.0;
-        println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1}", p.name());
-        json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss}));
+        println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1} {cpu:>12.1}", p.name());
+        json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss, "relay_cpu_us_per_call": cpu}));
     }
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let _ = std::fs::create_dir_all(&out);
