@@ -3,7 +3,10 @@
 //! Spawns the server with piped stdin/stdout and inherited stderr (the server's logs pass
 //! through), signals it (TERM, KILL, STOP/CONT) and describes how it ended.
 
-use brownout_core::verdict::Signal as KillSignal;
+use brownout_core::verdict::{ProcessAction, Signal as KillSignal};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::os::unix::process::ExitStatusExt;
@@ -55,13 +58,6 @@ impl ServerProcess {
             }
         }
     }
-
-    pub fn kill_with(&self, s: KillSignal) {
-        self.signal(match s {
-            KillSignal::Term => Signal::SIGTERM,
-            KillSignal::Kill => Signal::SIGKILL,
-        });
-    }
 }
 
 /// Words for how a process ended.
@@ -81,4 +77,44 @@ pub fn exit_code(status: &ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Signals the current server process; shared by the relay's pipes (so a kill or pause
+/// lands before the message that triggered it is forwarded) and updated on restart.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessHandle {
+    pid: Arc<AtomicI32>,
+}
+
+impl ProcessHandle {
+    pub fn set(&self, pid: Option<Pid>) {
+        self.pid.store(pid.map_or(0, Pid::as_raw), Ordering::SeqCst);
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        let p = self.pid.load(Ordering::SeqCst);
+        (p > 0).then(|| Pid::from_raw(p))
+    }
+
+    /// Carry out a process fault now (a pause continues the process by itself later).
+    pub fn apply(&self, action: ProcessAction) {
+        let Some(pid) = self.pid() else { return };
+        eprintln!("brownout: fault: {action}");
+        let send = |sig: Signal| {
+            if let Err(e) = kill(pid, sig) {
+                eprintln!("brownout: cannot send {sig} to the server (pid {pid}): {e}");
+            }
+        };
+        match action {
+            ProcessAction::Kill(KillSignal::Term) => send(Signal::SIGTERM),
+            ProcessAction::Kill(KillSignal::Kill) => send(Signal::SIGKILL),
+            ProcessAction::Pause(d) => {
+                send(Signal::SIGSTOP);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_micros(d.as_micros())).await;
+                    let _ = kill(pid, Signal::SIGCONT);
+                });
+            }
+        }
+    }
 }

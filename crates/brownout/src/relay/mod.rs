@@ -164,7 +164,7 @@ impl Relay {
 pub struct Pipe {
     pub dest: Outbox,
     pub origin: Outbox,
-    pub process: Option<mpsc::UnboundedSender<ProcessAction>>,
+    pub process: Option<child::ProcessHandle>,
     held: Arc<Mutex<Option<(u64, Vec<u8>)>>>,
     hold_token: Arc<AtomicU64>,
 }
@@ -173,7 +173,7 @@ impl Pipe {
     pub fn new(
         dest: Outbox,
         origin: Outbox,
-        process: Option<mpsc::UnboundedSender<ProcessAction>>,
+        process: Option<child::ProcessHandle>,
     ) -> Pipe {
         Pipe {
             dest,
@@ -194,9 +194,10 @@ impl Pipe {
 
     /// Carry out a verdict for `original`.
     pub async fn execute(&self, v: Verdict, original: Vec<u8>) {
+        // Process faults land before the message that triggered them goes on.
         for a in &v.process {
             if let Some(p) = &self.process {
-                let _ = p.send(*a);
+                p.apply(*a);
             }
         }
         for r in v.reply {

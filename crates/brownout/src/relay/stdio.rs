@@ -7,11 +7,10 @@
 //! `initialize` is replayed to it. EOF on stdin closes the server's stdin and waits for it;
 //! SIGINT/SIGTERM stop the server. brownout exits with the server's status.
 
-use super::child::{describe, exit_code, ChildSpec, ServerProcess};
+use super::child::{describe, exit_code, ChildSpec, ProcessHandle, ServerProcess};
 use super::framing::{sniff_id, Frame, LineReader};
 use super::{Pipe, Relay, OUTBOX_DEPTH};
 use brownout_core::jsonrpc::{self, classify, Kind, Message};
-use brownout_core::verdict::ProcessAction;
 use brownout_core::Side;
 use nix::sys::signal::Signal;
 use std::sync::{Arc, Mutex};
@@ -118,11 +117,12 @@ where
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     let client_writer = spawn_writer(output, to_client_rx);
     let (to_server, to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let (proc_tx, mut proc_rx) = mpsc::unbounded_channel::<ProcessAction>();
+    let process = ProcessHandle::default();
+    process.set(server.pid);
     let (client_tx, mut client_rx) = mpsc::unbounded_channel::<ClientEvent>();
 
-    let c2s = Pipe::new(to_server.clone(), to_client.clone(), Some(proc_tx.clone()));
-    let s2c = Pipe::new(to_client.clone(), to_server.clone(), Some(proc_tx.clone()));
+    let c2s = Pipe::new(to_server.clone(), to_client.clone(), Some(process.clone()));
+    let s2c = Pipe::new(to_client.clone(), to_server.clone(), Some(process.clone()));
     let init: Arc<Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>> = Arc::new(Mutex::new(None));
 
     // Client → server.
@@ -201,28 +201,13 @@ where
                 tokio::time::sleep(Duration::from_micros(delay.as_micros())).await;
                 let (p, new_in, new_out) = ServerProcess::spawn(&spec)?;
                 server = p;
+                process.set(server.pid);
                 let mut slot = server_in.lock().await;
                 *slot = Some(new_in);
                 let replayed = replay_initialize(&init, restarts, slot.as_mut()).await;
                 drop(slot);
                 *swallow.lock().unwrap_or_else(|p| p.into_inner()) = replayed;
                 server_side.spawn_reader(new_out);
-            }
-            Some(action) = proc_rx.recv() => {
-                eprintln!("brownout: fault: {action}");
-                match action {
-                    ProcessAction::Kill(s) => server.kill_with(s),
-                    ProcessAction::Pause(d) => {
-                        server.signal(Signal::SIGSTOP);
-                        let pid = server.pid;
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_micros(d.as_micros())).await;
-                            if let Some(pid) = pid {
-                                let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
-                            }
-                        });
-                    }
-                }
             }
             Some(ClientEvent::Closed) = client_rx.recv(), if !client_closed => {
                 client_closed = true;
@@ -233,7 +218,7 @@ where
             _ = sigint.recv() => { stopping = true; server.signal(Signal::SIGTERM); stop_after(server.pid, GRACE); }
             _ = tokio::time::sleep(timer.map_or(Duration::from_secs(3600), |t| Duration::from_micros(t.as_micros()))), if timer.is_some() => {
                 for a in relay.on_timer(SESSION) {
-                    let _ = proc_tx.send(a);
+                    process.apply(a);
                 }
             }
             _ = expiry.tick() => relay.expire(),
