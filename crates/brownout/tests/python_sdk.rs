@@ -146,7 +146,7 @@ fn partial_results_lose_data_silently() {
     let direct = py_client(json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]), &python_server());
     let dir = tmp();
     let plan = "faults:\n  - {kind: partial_result, tools: [list_items], mode: truncate_text, keep: 0.25}\n";
-    let r = py_client(json!([{"op": "list_items"}, call("list_items", json!({"count": 40}))]).as_array().map(|_| json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))])).unwrap_or_default(), &through(dir.path(), plan, &python_server()));
+    let r = py_client(json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]), &through(dir.path(), plan, &python_server()));
     assert_eq!(op(&r, 1)["ok"], true, "the client accepts it: {r}");
     let (full, cut) = (text(op(&direct, 1)).len(), text(op(&r, 1)).len());
     assert!(cut < full / 2 && cut > 0, "{cut} of {full}");

@@ -95,3 +95,106 @@ pub fn without_timings(mut v: Value) -> Value {
 pub fn op(report: &Value, i: usize) -> &Value {
     &report["ops"][i]
 }
+
+/// A process driven line by line over its stdin/stdout, with timeouts (wire-level tests).
+pub struct Wire {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Wire {
+    pub fn spawn(cmd: &[String]) -> Wire {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = Command::new(&cmd[0]).args(&cmd[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let e2 = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr_pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut s = e2.lock().unwrap_or_else(|p| p.into_inner());
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Wire { child, stdin, lines, stderr }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let w = self.stdin.as_mut().expect("stdin open");
+        w.write_all(line.as_bytes()).expect("write");
+        w.write_all(b"\n").expect("write");
+        w.flush().expect("flush");
+    }
+
+    pub fn recv(&self, timeout_ms: u64) -> Option<String> {
+        self.lines.recv_timeout(std::time::Duration::from_millis(timeout_ms)).ok()
+    }
+
+    /// The next line that parses as JSON, as a value.
+    pub fn recv_json(&self, timeout_ms: u64) -> Option<Value> {
+        self.recv(timeout_ms).and_then(|l| serde_json::from_str(&l).ok())
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for exit (at most `secs`); kills it and panics on a hang.
+    pub fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("process did not exit within {secs}s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The MCP handshake lines a client sends first.
+pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire-test","version":"1"}}}"#;
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+pub fn tool_call(id: u64, tool: &str, args: Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string()
+}
+
+/// A server that writes every line it reads back, unchanged (for byte-for-byte checks).
+pub fn mirror() -> Vec<String> {
+    vec![python(), "-u".into(), "-c".into(), "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n".into()]
+}
