@@ -14,7 +14,10 @@ fn call_t(name: &str, args: Value, timeout_s: f64) -> Value {
 }
 
 fn text(op: &Value) -> String {
-    op["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string()
+    op["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn err_code(op: &Value) -> i64 {
@@ -22,7 +25,10 @@ fn err_code(op: &Value) -> i64 {
 }
 
 fn err_msg(op: &Value) -> String {
-    op["error"]["message"].as_str().unwrap_or_default().to_string()
+    op["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
@@ -39,7 +45,12 @@ fn empty_plan_session_equals_direct_python_server() {
     let dir = tmp();
     let relayed = py_client(script, &through(dir.path(), "faults: []", &python_server()));
     assert_eq!(direct["completed"], true, "{direct}");
-    assert!(direct["ops"].as_array().is_some_and(|o| o.iter().all(|o| o["ok"] == true)), "{direct}");
+    assert!(
+        direct["ops"]
+            .as_array()
+            .is_some_and(|o| o.iter().all(|o| o["ok"] == true)),
+        "{direct}"
+    );
     assert_eq!(without_timings(direct), without_timings(relayed));
 }
 
@@ -47,36 +58,61 @@ fn empty_plan_session_equals_direct_python_server() {
 fn latency_delays_the_answer() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: latency, tools: [echo], added_ms: 400}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("fetch_logs", json!({"service": "x", "lines": 2}))]), &through(dir.path(), plan, &fixture()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("fetch_logs", json!({"service": "x", "lines": 2}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
     assert_eq!(op(&r, 1)["ok"], true);
-    assert!(op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0, "{r}");
-    assert_eq!(fault_events(&events(dir.path()), "latency-0").len(), 1, "only echo is delayed");
+    assert!(
+        op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0,
+        "{r}"
+    );
+    assert_eq!(
+        fault_events(&events(dir.path()), "latency-0").len(),
+        1,
+        "only echo is delayed"
+    );
 }
 
 #[test]
 fn request_errors_never_reach_the_server() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: error, tools: [restart_service], max_injections: 1, code: -32050, message: maintenance}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("restart_service", json!({"service": "api"})), call("restart_service", json!({"service": "api"}))]), &through(dir.path(), plan, &fixture()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("restart_service", json!({"service": "api"})), call("restart_service", json!({"service": "api"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
     assert_eq!(err_code(op(&r, 1)), -32050, "{r}");
     assert_eq!(err_msg(op(&r, 1)), "maintenance");
-    assert!(text(op(&r, 2)).contains("restart #1"), "the server saw only the second call: {r}");
+    assert!(
+        text(op(&r, 2)).contains("restart #1"),
+        "the server saw only the second call: {r}"
+    );
 }
 
 #[test]
 fn response_errors_replace_the_servers_answer() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: error, phase: response, tools: [restart_service], max_injections: 1}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("restart_service", json!({"service": "api"})), call("restart_service", json!({"service": "api"}))]), &through(dir.path(), plan, &fixture()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("restart_service", json!({"service": "api"})), call("restart_service", json!({"service": "api"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
     assert_eq!(err_code(op(&r, 1)), -32603, "{r}");
-    assert!(text(op(&r, 2)).contains("restart #2"), "the server did the first call's work: {r}");
+    assert!(
+        text(op(&r, 2)).contains("restart #2"),
+        "the server did the first call's work: {r}"
+    );
 }
 
 #[test]
 fn tool_errors_are_is_error_results() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: error, tool_error: true, text: disk full, tools: [echo]}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("echo", json!({"message": "a"}))]), &through(dir.path(), plan, &python_server()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
     assert_eq!(op(&r, 1)["result"]["isError"], true, "{r}");
     assert_eq!(text(op(&r, 1)), "disk full");
 }
@@ -89,10 +125,17 @@ fn timeouts_withhold_and_the_session_survives() {
         json!([{"op": "list_tools"}, call_t("echo", json!({"message": "a"}), 1.5), call("echo", json!({"message": "b"})), call("add", json!({"a": 1, "b": 1}))]),
         &through(dir.path(), plan, &python_server()),
     );
-    assert_eq!(err_code(op(&r, 1)), -32001, "the SDK's own timeout fired: {r}");
+    assert_eq!(
+        err_code(op(&r, 1)),
+        -32001,
+        "the SDK's own timeout fired: {r}"
+    );
     assert_eq!(text(op(&r, 2)), "b");
     assert_eq!(op(&r, 3)["ok"], true);
-    assert!(op(&r, 3)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 595.0, "{r}");
+    assert!(
+        op(&r, 3)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 595.0,
+        "{r}"
+    );
 }
 
 #[test]
@@ -104,7 +147,11 @@ fn drops_and_malformed_answers_leave_the_client_waiting() {
         &through(dir.path(), plan, &python_server()),
     );
     assert_eq!(err_code(op(&r, 1)), -32001, "{r}");
-    assert_eq!(err_code(op(&r, 2)), -32001, "a garbage line is not an answer: {r}");
+    assert_eq!(
+        err_code(op(&r, 2)),
+        -32001,
+        "a garbage line is not an answer: {r}"
+    );
     assert_eq!(op(&r, 3)["result"]["structuredContent"]["result"], 3, "{r}");
 }
 
@@ -112,41 +159,70 @@ fn drops_and_malformed_answers_leave_the_client_waiting() {
 fn rate_limits_reject_calls_over_the_bucket() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: rate_limit, rate: 0.2, burst: 2, tools: [echo]}\n";
-    let calls: Vec<Value> = (0..4).map(|i| call("echo", json!({"message": format!("m{i}")}))).collect();
+    let calls: Vec<Value> = (0..4)
+        .map(|i| call("echo", json!({"message": format!("m{i}")})))
+        .collect();
     let mut script = vec![json!({"op": "list_tools"})];
     script.extend(calls);
-    let r = py_client(Value::Array(script), &through(dir.path(), plan, &python_server()));
+    let r = py_client(
+        Value::Array(script),
+        &through(dir.path(), plan, &python_server()),
+    );
     let ok: Vec<bool> = (1..5).map(|i| op(&r, i)["ok"] == true).collect();
     assert_eq!(ok, vec![true, true, false, false], "{r}");
     assert_eq!(err_code(op(&r, 3)), -32000);
     assert!(err_msg(op(&r, 3)).contains("rate limit"));
-    assert!(op(&r, 3)["error"]["data"]["retry_after_ms"].as_u64().unwrap_or(0) > 0, "{r}");
+    assert!(
+        op(&r, 3)["error"]["data"]["retry_after_ms"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{r}"
+    );
 }
 
 #[test]
 fn schema_drift_violates_the_output_schema_the_sdk_checks() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: schema_drift, tools: [get_weather], mutation: retype}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("get_weather", json!({"city": "Oslo"}))]), &through(dir.path(), plan, &python_server()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("get_weather", json!({"city": "Oslo"}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
     assert_eq!(op(&r, 1)["ok"], false, "{r}");
-    assert!(err_msg(op(&r, 1)).contains("Invalid structured content"), "{r}");
+    assert!(
+        err_msg(op(&r, 1)).contains("Invalid structured content"),
+        "{r}"
+    );
 }
 
 #[test]
 fn schema_drift_against_server_everything() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: schema_drift, tools: [get-structured-content], mutation: rename, path: /temperature}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("get-structured-content", json!({"location": "Chicago"}))]), &through(dir.path(), plan, &everything()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("get-structured-content", json!({"location": "Chicago"}))]),
+        &through(dir.path(), plan, &everything()),
+    );
     assert_eq!(op(&r, 1)["ok"], false, "{r}");
-    assert!(err_msg(op(&r, 1)).contains("Invalid structured content"), "{r}");
+    assert!(
+        err_msg(op(&r, 1)).contains("Invalid structured content"),
+        "{r}"
+    );
 }
 
 #[test]
 fn partial_results_lose_data_silently() {
-    let direct = py_client(json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]), &python_server());
+    let direct = py_client(
+        json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]),
+        &python_server(),
+    );
     let dir = tmp();
     let plan = "faults:\n  - {kind: partial_result, tools: [list_items], mode: truncate_text, keep: 0.25}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]), &through(dir.path(), plan, &python_server()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("list_items", json!({"count": 40}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
     assert_eq!(op(&r, 1)["ok"], true, "the client accepts it: {r}");
     let (full, cut) = (text(op(&direct, 1)).len(), text(op(&r, 1)).len());
     assert!(cut < full / 2 && cut > 0, "{cut} of {full}");
@@ -157,13 +233,30 @@ fn partial_results_lose_data_silently() {
 fn registry_hides_fakes_and_staleness() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: registry, action: hide, tools: [add]}\n  - {kind: registry, action: phantom, phantom_name: delete_everything}\n  - {kind: registry, action: stale_schema, tools: [echo]}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("delete_everything", json!({}))]), &through(dir.path(), plan, &python_server()));
-    let tools = op(&r, 0)["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("delete_everything", json!({}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
+    let tools = op(&r, 0)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(!names.contains(&"add"), "{names:?}");
-    assert!(names.contains(&"delete_everything") && names.contains(&"get_weather"), "{names:?}");
-    let echo = tools.iter().find(|t| t["name"] == "echo").expect("echo listed");
-    assert!(echo["inputSchema"]["properties"].get("message_legacy").is_some(), "{echo}");
+    assert!(
+        names.contains(&"delete_everything") && names.contains(&"get_weather"),
+        "{names:?}"
+    );
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .expect("echo listed");
+    assert!(
+        echo["inputSchema"]["properties"]
+            .get("message_legacy")
+            .is_some(),
+        "{echo}"
+    );
     assert_eq!(err_code(op(&r, 1)), -32602, "{r}");
     assert!(err_msg(op(&r, 1)).contains("Unknown tool: delete_everything"));
 }
@@ -172,21 +265,49 @@ fn registry_hides_fakes_and_staleness() {
 fn removed_and_dangling_tools_fail_their_calls() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: registry, action: remove, tools: [add]}\n  - {kind: registry, action: dangling, tools: [echo]}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("add", json!({"a": 1, "b": 1})), call("echo", json!({"message": "x"}))]), &through(dir.path(), plan, &python_server()));
-    let names: Vec<String> = op(&r, 0)["result"]["tools"].as_array().cloned().unwrap_or_default().iter().filter_map(|t| t["name"].as_str().map(String::from)).collect();
-    assert!(!names.contains(&"add".to_string()) && names.contains(&"echo".to_string()), "{names:?}");
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("add", json!({"a": 1, "b": 1})), call("echo", json!({"message": "x"}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
+    let names: Vec<String> = op(&r, 0)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    assert!(
+        !names.contains(&"add".to_string()) && names.contains(&"echo".to_string()),
+        "{names:?}"
+    );
     assert_eq!(err_code(op(&r, 1)), -32602);
-    assert_eq!(err_code(op(&r, 2)), -32602, "echo is listed but its calls fail: {r}");
+    assert_eq!(
+        err_code(op(&r, 2)),
+        -32602,
+        "echo is listed but its calls fail: {r}"
+    );
 }
 
 #[test]
 fn cold_start_slows_only_the_first_call_of_each_tool() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: cold_start, added_ms: 400}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("echo", json!({"message": "b"})), call("get_incident", json!({"id": "INC-1"}))]), &through(dir.path(), plan, &fixture()));
-    assert!(op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0, "{r}");
-    assert!(op(&r, 3)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0, "{r}");
-    let hits: Vec<String> = fault_events(&events(dir.path()), "cold_start-0").iter().map(|e| e["tool"].as_str().unwrap_or_default().to_string()).collect();
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("echo", json!({"message": "b"})), call("get_incident", json!({"id": "INC-1"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
+    assert!(
+        op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0,
+        "{r}"
+    );
+    assert!(
+        op(&r, 3)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0,
+        "{r}"
+    );
+    let hits: Vec<String> = fault_events(&events(dir.path()), "cold_start-0")
+        .iter()
+        .map(|e| e["tool"].as_str().unwrap_or_default().to_string())
+        .collect();
     assert_eq!(hits, vec!["echo", "get_incident"]);
 }
 
@@ -194,10 +315,17 @@ fn cold_start_slows_only_the_first_call_of_each_tool() {
 fn a_killed_server_fails_calls_in_flight_clearly() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: process, action: kill, signal: KILL, after_calls: 1, tools: [fetch_logs]}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("fetch_logs", json!({"service": "a"})), call("fetch_logs", json!({"service": "b"})), call("echo", json!({"message": "c"}))]), &through(dir.path(), plan, &fixture()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("fetch_logs", json!({"service": "a"})), call("fetch_logs", json!({"service": "b"})), call("echo", json!({"message": "c"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
     assert_eq!(op(&r, 1)["ok"], true, "{r}");
     assert_eq!(err_code(op(&r, 2)), -32000, "{r}");
-    assert!(err_msg(op(&r, 2)).contains("brownout: the MCP server exited before answering (killed by SIGKILL)"), "{r}");
+    assert!(
+        err_msg(op(&r, 2))
+            .contains("brownout: the MCP server exited before answering (killed by SIGKILL)"),
+        "{r}"
+    );
     assert_eq!(op(&r, 3)["ok"], false, "no restart: the connection is gone");
 }
 
@@ -211,16 +339,25 @@ fn a_restarted_server_serves_the_same_session() {
     );
     assert!(text(op(&r, 1)).contains("restart #1"), "{r}");
     assert_eq!(err_code(op(&r, 2)), -32000, "{r}");
-    assert!(text(op(&r, 4)).contains("restart #1"), "a fresh server process answers: {r}");
+    assert!(
+        text(op(&r, 4)).contains("restart #1"),
+        "a fresh server process answers: {r}"
+    );
 }
 
 #[test]
 fn a_paused_server_answers_late() {
     let dir = tmp();
     let plan = "faults:\n  - {kind: process, action: pause, pause_ms: 800, after_calls: 1, tools: [echo]}\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("echo", json!({"message": "b"}))]), &through(dir.path(), plan, &fixture()));
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("echo", json!({"message": "b"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
     assert_eq!(text(op(&r, 2)), "b", "{r}");
-    assert!(op(&r, 2)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 700.0, "{r}");
+    assert!(
+        op(&r, 2)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 700.0,
+        "{r}"
+    );
 }
 
 #[test]
@@ -228,8 +365,18 @@ fn mcp_chaos_plans_run_unchanged() {
     let dir = tmp();
     // An mcp-chaos plan, as its users write them: `type:` and mcp-chaos field names.
     let plan = "seed: 42\nfaults:\n  - type: latency\n    added_ms: 300\n    jitter_ms: 100\n  - type: error_injection\n    rate: 1.0\n";
-    let r = py_client(json!([{"op": "list_tools"}, call("echo", json!({"message": "a"}))]), &through(dir.path(), plan, &fixture()));
-    assert!(op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 295.0, "{r}");
-    assert_eq!(err_code(op(&r, 1)), -32000, "error_injection at rate 1.0 answers as mcp-chaos does: {r}");
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"}))]),
+        &through(dir.path(), plan, &fixture()),
+    );
+    assert!(
+        op(&r, 1)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 295.0,
+        "{r}"
+    );
+    assert_eq!(
+        err_code(op(&r, 1)),
+        -32000,
+        "error_injection at rate 1.0 answers as mcp-chaos does: {r}"
+    );
     assert_eq!(err_msg(op(&r, 1)), "injected error");
 }

@@ -12,7 +12,9 @@ fn unmodified_messages_pass_byte_for_byte_and_in_order() {
     let mut sent = Vec::new();
     for i in 0..200 {
         // Odd spacing, key order, unknown fields, escapes: all must survive untouched.
-        let line = format!(r#"{{ "id" :{i},"jsonrpc":"2.0" , "method":"tools/call","params":{{"name":"echo","arguments":{{"m":"\u00e9\"{i}"}}}},"x-unknown":[1, 2.50, null]}}"#);
+        let line = format!(
+            r#"{{ "id" :{i},"jsonrpc":"2.0" , "method":"tools/call","params":{{"name":"echo","arguments":{{"m":"\u00e9\"{i}"}}}},"x-unknown":[1, 2.50, null]}}"#
+        );
         w.send(&line);
         sent.push(line);
     }
@@ -29,10 +31,17 @@ fn a_delayed_message_never_blocks_the_others() {
     let mut w = Wire::spawn(&through(dir.path(), plan, &fixture()));
     w.send(INIT);
     assert!(w.recv_json(5000).is_some());
-    w.send(&tool_call(1, "fetch_logs", json!({"service": "a", "lines": 1})));
+    w.send(&tool_call(
+        1,
+        "fetch_logs",
+        json!({"service": "a", "lines": 1}),
+    ));
     w.send(&tool_call(2, "echo", json!({"message": "fast"})));
     let first = w.recv_json(5000).expect("an answer");
-    assert_eq!(first["id"], 2, "the fast call overtakes the delayed one: {first}");
+    assert_eq!(
+        first["id"], 2,
+        "the fast call overtakes the delayed one: {first}"
+    );
     assert_eq!(w.recv_json(5000).expect("the delayed answer")["id"], 1);
 }
 
@@ -48,10 +57,20 @@ fn oversized_messages_get_a_clear_error_and_nothing_else_is_lost() {
     let e = w.recv_json(5000).expect("error");
     assert_eq!(e["id"], 9);
     assert_eq!(e["error"]["code"], -32600);
-    assert!(e["error"]["message"].as_str().unwrap_or_default().contains("over the limit of 300 bytes"));
-    assert_eq!(w.recv_json(5000).expect("next")["result"]["content"][0]["text"], "small");
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("over the limit of 300 bytes"));
+    assert_eq!(
+        w.recv_json(5000).expect("next")["result"]["content"][0]["text"],
+        "small"
+    );
     // A server answer over the limit: its caller gets the error.
-    w.send(&tool_call(11, "fetch_logs", json!({"service": "a", "lines": 50})));
+    w.send(&tool_call(
+        11,
+        "fetch_logs",
+        json!({"service": "a", "lines": 50}),
+    ));
     let e = w.recv_json(5000).expect("error for the big answer");
     assert_eq!(e["id"], 11);
     assert_eq!(e["error"]["code"], -32600);
@@ -61,7 +80,11 @@ fn oversized_messages_get_a_clear_error_and_nothing_else_is_lost() {
 #[test]
 fn eof_from_the_client_ends_with_the_servers_status() {
     let dir = tmp();
-    let server = vec![python(), "-c".into(), "import sys\nsys.stdin.read()\nsys.exit(3)".into()];
+    let server = vec![
+        python(),
+        "-c".into(),
+        "import sys\nsys.stdin.read()\nsys.exit(3)".into(),
+    ];
     let mut w = Wire::spawn(&through(dir.path(), "faults: []", &server));
     w.close_stdin();
     assert_eq!(w.wait(10).code(), Some(3));
@@ -73,26 +96,51 @@ fn sigterm_stops_the_server() {
     let mut w = Wire::spawn(&through(dir.path(), "faults: []", &fixture()));
     w.send(INIT);
     assert!(w.recv_json(5000).is_some());
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.pid() as i32), nix::sys::signal::Signal::SIGTERM).expect("signal");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.pid() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
     let status = w.wait(10);
-    assert_eq!(status.code(), Some(128 + 15), "the fixture died of SIGTERM: {status:?}");
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "the fixture died of SIGTERM: {status:?}"
+    );
 }
 
 #[test]
 fn a_bad_plan_stops_brownout_before_the_server_starts() {
     let dir = tmp();
     let marker = dir.path().join("server-started");
-    let server = vec![python(), "-c".into(), format!("open({:?}, 'w').write('x')", marker.display().to_string())];
-    let mut w = Wire::spawn(&through(dir.path(), "faults:\n  - kind: latency\n    added_ms: -5\n", &server));
+    let server = vec![
+        python(),
+        "-c".into(),
+        format!("open({:?}, 'w').write('x')", marker.display().to_string()),
+    ];
+    let mut w = Wire::spawn(&through(
+        dir.path(),
+        "faults:\n  - kind: latency\n    added_ms: -5\n",
+        &server,
+    ));
     assert_eq!(w.wait(10).code(), Some(2));
-    assert!(w.stderr_text().contains("plan.yaml:3:15: `faults[0].added_ms`"), "{}", w.stderr_text());
+    assert!(
+        w.stderr_text()
+            .contains("plan.yaml:3:15: `faults[0].added_ms`"),
+        "{}",
+        w.stderr_text()
+    );
     assert!(!marker.exists());
     let mut cmd = through(dir.path(), "faults: []", &server);
     let i = cmd.iter().position(|a| a == "--plan").expect("--plan") + 1;
     cmd[i] = dir.path().join("missing.yaml").display().to_string();
     let mut w = Wire::spawn(&cmd);
     assert_eq!(w.wait(10).code(), Some(2));
-    assert!(w.stderr_text().contains("cannot read plan"), "{}", w.stderr_text());
+    assert!(
+        w.stderr_text().contains("cannot read plan"),
+        "{}",
+        w.stderr_text()
+    );
     assert!(!marker.exists());
 }
 
@@ -113,13 +161,24 @@ fn the_summary_and_the_event_log_describe_the_run() {
     assert_eq!(w.wait(10).code(), Some(0));
     let err = w.stderr_text();
     assert!(err.contains("calls: 5"), "{err}");
-    assert!(err.contains("boom") && err.contains("error") && err.contains("p99"), "{err}");
+    assert!(
+        err.contains("boom") && err.contains("error") && err.contains("p99"),
+        "{err}"
+    );
     let ev = events(dir.path());
     assert_eq!(fault_events(&ev, "boom").len(), 2);
     let calls: Vec<&Value> = ev.iter().filter(|e| e["type"] == "call").collect();
     assert_eq!(calls.len(), 5);
     for c in &calls {
-        for key in ["t_ms", "session", "seq", "method", "latency_ms", "outcome", "faults"] {
+        for key in [
+            "t_ms",
+            "session",
+            "seq",
+            "method",
+            "latency_ms",
+            "outcome",
+            "faults",
+        ] {
             assert!(c.get(key).is_some(), "call event lacks {key}: {c}");
         }
     }
@@ -140,12 +199,22 @@ fn duplicates_reorders_and_list_changed_reach_the_client() {
     w.send(&tool_call(2, "get_incident", json!({"id": "INC-1"})));
     assert!(w.recv(300).is_none(), "held behind the next message");
     w.send(&tool_call(3, "search_incidents", json!({"query": "q"})));
-    let order: Vec<Value> = (0..2).filter_map(|_| w.recv_json(3000)).map(|v| v["id"].clone()).collect();
+    let order: Vec<Value> = (0..2)
+        .filter_map(|_| w.recv_json(3000))
+        .map(|v| v["id"].clone())
+        .collect();
     assert_eq!(order, vec![json!(3), json!(2)]);
-    w.send(&tool_call(4, "fetch_logs", json!({"service": "a", "lines": 1})));
+    w.send(&tool_call(
+        4,
+        "fetch_logs",
+        json!({"service": "a", "lines": 1}),
+    ));
     let answer = w.recv_json(3000).expect("answer");
     assert_eq!(answer["id"], 4);
-    assert_eq!(w.recv_json(3000).expect("notification")["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        w.recv_json(3000).expect("notification")["method"],
+        "notifications/tools/list_changed"
+    );
 }
 
 #[test]
@@ -156,7 +225,10 @@ fn malformed_modes_break_the_wire_as_named() {
     w.send(INIT);
     w.recv_json(5000);
     w.send(&tool_call(1, "echo", json!({"message": "x"})));
-    assert!(w.recv(3000).is_none(), "invalid UTF-8 is not a line a UTF-8 reader accepts");
+    assert!(
+        w.recv(3000).is_none(),
+        "invalid UTF-8 is not a line a UTF-8 reader accepts"
+    );
     let mut w = Wire::spawn(&through(dir.path(), plan, &fixture()));
     w.send(INIT);
     w.recv_json(5000);
@@ -174,7 +246,10 @@ fn notifications_and_server_requests_pass_both_ways() {
     let mut w = Wire::spawn(&through(dir.path(), "faults: []", &everything()));
     w.send(INIT);
     let init = w.recv_json(10_000).expect("initialize answer");
-    assert_eq!(init["result"]["serverInfo"]["name"], "mcp-servers/everything", "{init}");
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcp-servers/everything",
+        "{init}"
+    );
     w.send(INITIALIZED);
     w.send(&tool_call(1, "echo", json!({"message": "hi"})));
     let mut seen = None;
@@ -189,5 +264,11 @@ fn notifications_and_server_requests_pass_both_ways() {
         }
     }
     let v = seen.expect("answer to echo");
-    assert!(v["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("hi"), "{v}");
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hi"),
+        "{v}"
+    );
 }

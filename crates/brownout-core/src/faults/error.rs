@@ -14,10 +14,8 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
-    /// Answer in place of the server; the call never reaches it.
     #[default]
     Request,
-    /// Replace the server's answer.
     Response,
 }
 
@@ -55,7 +53,8 @@ impl ErrorFault {
         let id = id.map_or(Value::Null, jsonrpc::Id::to_json);
         if self.tool_error {
             let text = self.text.as_deref().unwrap_or(self.message());
-            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}], "isError": true}})
+            // `resultType` is required from protocol 2026-07-28 on and allowed before it.
+            json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete", "content": [{"type": "text", "text": text}], "isError": true}})
         } else {
             let mut err = json!({"code": self.code.unwrap_or(-32603), "message": self.message()});
             if let Some(d) = &self.data {

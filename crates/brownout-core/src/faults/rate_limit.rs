@@ -12,10 +12,8 @@ use serde_json::json;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
-    /// One bucket per session (default).
     #[default]
     Session,
-    /// One bucket shared by every session.
     Global,
 }
 
@@ -28,7 +26,7 @@ pub struct RateLimit {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub burst: Option<f64>,
-    /// `session` (default) or `global`.
+    /// `session` (one bucket per session, the default) or `global` (one shared bucket).
     #[serde(default)]
     pub scope: Scope,
     /// JSON-RPC error code of a rejected call (default -32000).

@@ -2,7 +2,7 @@
 //!
 //! Mutates `structuredContent` and any JSON inside text content items of a `tools/call`
 //! result: `rename` a field, `retype` it (string ↔ number, object → string, …), `drop` it,
-//! `null` it, or `add` an unexpected one. `path` (a JSON pointer inside the result's
+//! `nullify` it, or `add` an unexpected one. `path` (a JSON pointer inside the result's
 //! structured content) picks the field; without it a field is picked at random, the same
 //! one on replay. A client that validates against the tool's `outputSchema` sees the
 //! violation; one that does not may act on the drifted data: a silent failure.
@@ -19,9 +19,9 @@ pub enum Mutation {
     Rename,
     Retype,
     Drop,
-    Null,
+    #[serde(rename = "nullify", alias = "null")]
+    Nullify,
     Add,
-    /// One of the above, drawn per call.
     #[default]
     Random,
 }
@@ -37,7 +37,8 @@ pub enum Target {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct SchemaDrift {
-    /// What to do to the field (default `random`).
+    /// What to do to the field: `rename`, `retype`, `drop`, `nullify`, `add`, or `random`
+    /// (one of those, drawn per call; the default).
     #[serde(default)]
     pub mutation: Mutation,
     /// JSON pointer of the field inside the structured result, e.g. `/severity`
@@ -56,7 +57,7 @@ const MUTATIONS: [Mutation; 5] = [
     Mutation::Rename,
     Mutation::Retype,
     Mutation::Drop,
-    Mutation::Null,
+    Mutation::Nullify,
     Mutation::Add,
 ];
 
@@ -160,7 +161,7 @@ impl SchemaDrift {
                 obj.remove(&key);
                 Some(format!("dropped {}", display(&pointer)))
             }
-            Mutation::Null => {
+            Mutation::Nullify => {
                 obj.insert(key, Value::Null);
                 Some(format!("nulled {}", display(&pointer)))
             }
@@ -265,7 +266,7 @@ mod tests {
             .get("tags")
             .is_none());
         assert_eq!(
-            drift(Mutation::Null, Some("/id"), doc.clone()).0["id"],
+            drift(Mutation::Nullify, Some("/id"), doc.clone()).0["id"],
             Value::Null
         );
         assert_eq!(
@@ -278,8 +279,8 @@ mod tests {
     #[test]
     fn random_field_is_nested_and_reproducible() {
         let doc = json!({"a": {"b": 1, "c": [{"d": true}]}});
-        let (x, dx) = drift(Mutation::Null, None, doc.clone());
-        let (y, dy) = drift(Mutation::Null, None, doc.clone());
+        let (x, dx) = drift(Mutation::Nullify, None, doc.clone());
+        let (y, dy) = drift(Mutation::Nullify, None, doc.clone());
         assert_eq!(x, y);
         assert_eq!(dx, dy);
         assert_ne!(x, doc);

@@ -161,11 +161,19 @@ fn known_keys(schema: &Value) -> Vec<String> {
 pub fn check_top(doc: &Value) -> Vec<SchemaError> {
     let mut g = generator();
     let known = known_keys(PlanSpec::json_schema(&mut g).as_value());
-    validators()
-        .top
-        .iter_errors(doc)
-        .flat_map(|e| describe(&e, &known))
-        .collect()
+    first_per_path(
+        validators()
+            .top
+            .iter_errors(doc)
+            .flat_map(|e| describe(&e, &known)),
+    )
+}
+
+/// One error per location is enough: a `null` where an enum belongs fails both the type
+/// and the enum, and saying it twice helps nobody.
+fn first_per_path(errors: impl Iterator<Item = SchemaError>) -> Vec<SchemaError> {
+    let mut seen = std::collections::HashSet::new();
+    errors.filter(|e| seen.insert(e.0.clone())).collect()
 }
 
 /// Check one fault against its kind's closed schema. Paths are relative to the fault.
@@ -175,9 +183,7 @@ pub fn check_fault(info: &KindInfo, fault: &Value) -> Vec<SchemaError> {
     };
     let mut g = generator();
     let known = known_keys(&kind_object(info, &mut g));
-    v.iter_errors(fault)
-        .flat_map(|e| describe(&e, &known))
-        .collect()
+    first_per_path(v.iter_errors(fault).flat_map(|e| describe(&e, &known)))
 }
 
 #[cfg(test)]

@@ -32,9 +32,7 @@ pub struct HeadSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DirectionSpec {
-    /// Client → server: requests and client notifications.
     ToServer,
-    /// Server → client: responses, server notifications and server requests.
     ToClient,
 }
 
@@ -125,7 +123,8 @@ pub enum CorrelationMode {
 /// Where a fault applies. Every fault kind accepts these keys beside its own.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct SelectorSpec {
-    /// Which messages the fault acts on: `to_server` (requests) or `to_client` (responses).
+    /// Which messages the fault acts on: `to_server` (requests, client notifications) or
+    /// `to_client` (responses, server notifications and requests).
     /// Each kind has a natural default (see docs/plans.md).
     #[serde(default)]
     pub direction: Option<DirectionSpec>,

@@ -4,13 +4,13 @@
 //! through), signals it (TERM, KILL, STOP/CONT) and describes how it ended.
 
 use brownout_core::verdict::{ProcessAction, Signal as KillSignal};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// The command that starts the server.

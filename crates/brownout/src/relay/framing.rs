@@ -120,7 +120,7 @@ mod tests {
         let Frame::Oversized { size, prefix } = &f[1] else {
             panic!("oversized")
         };
-        assert_eq!(*size, 34);
+        assert_eq!(*size, 32);
         assert_eq!(sniff_id(prefix), Some(serde_json::json!(42)));
         assert_eq!(
             f[2],

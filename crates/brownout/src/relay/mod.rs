@@ -170,11 +170,7 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    pub fn new(
-        dest: Outbox,
-        origin: Outbox,
-        process: Option<child::ProcessHandle>,
-    ) -> Pipe {
+    pub fn new(dest: Outbox, origin: Outbox, process: Option<child::ProcessHandle>) -> Pipe {
         Pipe {
             dest,
             origin,

@@ -11,11 +11,18 @@ pub fn brownout() -> &'static str {
 }
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 fn need(p: PathBuf) -> String {
-    assert!(p.exists(), "{} is missing: run scripts/setup-peers (scripts/test does it)", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (scripts/test does it)",
+        p.display()
+    );
     p.display().to_string()
 }
 
@@ -26,12 +33,23 @@ pub fn python() -> String {
 
 /// `@modelcontextprotocol/server-everything` in stdio mode.
 pub fn everything() -> Vec<String> {
-    vec![need(repo().join("peers/npm/node_modules/node/bin/node")), need(repo().join("peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")), "stdio".into()]
+    vec![
+        need(repo().join("peers/npm/node_modules/node/bin/node")),
+        need(
+            repo().join(
+                "peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            ),
+        ),
+        "stdio".into(),
+    ]
 }
 
 /// A server on the official Python SDK.
 pub fn python_server() -> Vec<String> {
-    vec![python(), repo().join("peers/python/server.py").display().to_string()]
+    vec![
+        python(),
+        repo().join("peers/python/server.py").display().to_string(),
+    ]
 }
 
 /// brownout's own fixture server.
@@ -48,18 +66,35 @@ pub fn tmp() -> tempfile::TempDir {
 pub fn through(dir: &Path, plan: &str, server: &[String]) -> Vec<String> {
     let plan_path = dir.join("plan.yaml");
     std::fs::write(&plan_path, plan).expect("write plan");
-    let mut cmd = vec![brownout().to_string(), "proxy".into(), "stdio".into(), "--quiet".into(), "--plan".into(), plan_path.display().to_string(), "--events".into(), dir.join("events.jsonl").display().to_string(), "--".into()];
+    let mut cmd = vec![
+        brownout().to_string(),
+        "proxy".into(),
+        "stdio".into(),
+        "--quiet".into(),
+        "--plan".into(),
+        plan_path.display().to_string(),
+        "--events".into(),
+        dir.join("events.jsonl").display().to_string(),
+        "--".into(),
+    ];
     cmd.extend(server.iter().cloned());
     cmd
 }
 
 /// The event log a `through` session wrote.
 pub fn events(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 pub fn fault_events<'a>(events: &'a [Value], fault: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == "fault" && e["fault"] == fault).collect()
+    events
+        .iter()
+        .filter(|e| e["type"] == "fault" && e["fault"] == fault)
+        .collect()
 }
 
 /// Run the official Python SDK client (peers/python/client.py) on a script of operations
@@ -72,7 +107,12 @@ pub fn py_client(script: Value, server: &[String]) -> Value {
         .output()
         .expect("run the Python SDK client");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr)))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "client output is not JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// The ops of a client report, with timings removed (for comparing sessions).
@@ -108,7 +148,13 @@ impl Wire {
     pub fn spawn(cmd: &[String]) -> Wire {
         use std::io::BufRead;
         use std::process::Stdio;
-        let mut child = Command::new(&cmd[0]).args(&cmd[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");
         let stderr_pipe = child.stderr.take().expect("stderr");
@@ -131,7 +177,12 @@ impl Wire {
                 s.push('\n');
             }
         });
-        Wire { child, stdin, lines, stderr }
+        Wire {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
     }
 
     pub fn send(&mut self, line: &str) {
@@ -143,12 +194,15 @@ impl Wire {
     }
 
     pub fn recv(&self, timeout_ms: u64) -> Option<String> {
-        self.lines.recv_timeout(std::time::Duration::from_millis(timeout_ms)).ok()
+        self.lines
+            .recv_timeout(std::time::Duration::from_millis(timeout_ms))
+            .ok()
     }
 
     /// The next line that parses as JSON, as a value.
     pub fn recv_json(&self, timeout_ms: u64) -> Option<Value> {
-        self.recv(timeout_ms).and_then(|l| serde_json::from_str(&l).ok())
+        self.recv(timeout_ms)
+            .and_then(|l| serde_json::from_str(&l).ok())
     }
 
     pub fn close_stdin(&mut self) {
@@ -175,7 +229,10 @@ impl Wire {
     }
 
     pub fn stderr_text(&self) -> String {
-        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -196,5 +253,11 @@ pub fn tool_call(id: u64, tool: &str, args: Value) -> String {
 
 /// A server that writes every line it reads back, unchanged (for byte-for-byte checks).
 pub fn mirror() -> Vec<String> {
-    vec![python(), "-u".into(), "-c".into(), "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n".into()]
+    vec![
+        python(),
+        "-u".into(),
+        "-c".into(),
+        "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+            .into(),
+    ]
 }
