@@ -6,8 +6,16 @@ use serde_json::Value;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(brownout()).args(args).current_dir(repo()).output().expect("run brownout");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(brownout())
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run brownout");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -15,7 +23,10 @@ fn every_example_plan_is_valid() {
     let plans: Vec<String> = std::fs::read_dir(repo().join("examples"))
         .expect("examples")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "json" || x == "toml"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "yaml" || x == "json" || x == "toml")
+        })
         .map(|p| p.display().to_string())
         .collect();
     assert!(plans.len() >= 2, "{plans:?}");
@@ -35,7 +46,10 @@ fn plan_check_reports_every_error_and_exits_1() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
     assert!(lines[0].ends_with("bad.yaml:5:5: `faults[0].probabilty`: unknown key `probabilty` (did you mean `probability`?)"), "{err}");
-    assert!(lines[1].contains("bad.yaml:6:11: `faults[1].kind`: unknown kind `nope`"), "{err}");
+    assert!(
+        lines[1].contains("bad.yaml:6:11: `faults[1].kind`: unknown kind `nope`"),
+        "{err}"
+    );
     let (code, out, _) = run(&["plan", "check", "--json", &p.display().to_string()]);
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&out).expect("json");
@@ -50,9 +64,21 @@ fn the_printed_schema_accepts_the_examples_and_rejects_typos() {
     assert_eq!(code, 0);
     let schema: Value = serde_json::from_str(&out).expect("schema is JSON");
     let v = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
-    let demo = brownout_core::plan::source::parse(&std::fs::read_to_string(repo().join("examples/demo-plan.yaml")).expect("demo plan"), brownout_core::plan::source::Format::Yaml).expect("yaml").to_json();
-    assert!(v.is_valid(&demo), "{:?}", v.iter_errors(&demo).map(|e| e.to_string()).collect::<Vec<_>>());
-    assert!(!v.is_valid(&serde_json::json!({"faults": [{"kind": "latency", "added_ms": 5, "typo": 1}]})));
+    let demo = brownout_core::plan::source::parse(
+        &std::fs::read_to_string(repo().join("examples/demo-plan.yaml")).expect("demo plan"),
+        brownout_core::plan::source::Format::Yaml,
+    )
+    .expect("yaml")
+    .to_json();
+    assert!(
+        v.is_valid(&demo),
+        "{:?}",
+        v.iter_errors(&demo)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+    assert!(!v
+        .is_valid(&serde_json::json!({"faults": [{"kind": "latency", "added_ms": 5, "typo": 1}]})));
     assert!(!v.is_valid(&serde_json::json!({"faults": [{"kind": "latency", "probability": 2}]})));
 }
 
@@ -61,8 +87,25 @@ fn kinds_are_listed() {
     let (code, out, _) = run(&["plan", "kinds", "--json"]);
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(&out).expect("json");
-    let names: Vec<&str> = v.as_array().map(|a| a.iter().filter_map(|k| k["kind"].as_str()).collect()).unwrap_or_default();
-    for k in ["latency", "error", "timeout", "malformed", "drop", "duplicate", "reorder", "rate_limit", "schema_drift", "partial_result", "registry", "cold_start", "process"] {
+    let names: Vec<&str> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(|k| k["kind"].as_str()).collect())
+        .unwrap_or_default();
+    for k in [
+        "latency",
+        "error",
+        "timeout",
+        "malformed",
+        "drop",
+        "duplicate",
+        "reorder",
+        "rate_limit",
+        "schema_drift",
+        "partial_result",
+        "registry",
+        "cold_start",
+        "process",
+    ] {
         assert!(names.contains(&k), "{k} missing from {names:?}");
     }
 }
@@ -74,12 +117,26 @@ fn demo_runs_live_and_reports_per_fault() {
     let v: Value = serde_json::from_str(&out).expect("json");
     let faults = v["faults"].as_array().cloned().unwrap_or_default();
     let ids: Vec<&str> = faults.iter().filter_map(|f| f["id"].as_str()).collect();
-    for id in ["slow-logs", "flaky-restart", "drifted-incident", "ghost-tool"] {
+    for id in [
+        "slow-logs",
+        "flaky-restart",
+        "drifted-incident",
+        "ghost-tool",
+    ] {
         assert!(ids.contains(&id), "{id} not injected: {ids:?}");
     }
     // The client's side of the story: the drift is a schema violation, the ghost a JSON-RPC error.
-    assert!(v["client_saw"]["get_incident"]["outputSchema violation"].as_u64().unwrap_or(0) > 0, "{v}");
-    assert_eq!(v["client_saw"]["delete_incident"]["JSON-RPC error"], 1, "{v}");
+    assert!(
+        v["client_saw"]["get_incident"]["outputSchema violation"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{v}"
+    );
+    assert_eq!(
+        v["client_saw"]["delete_incident"]["JSON-RPC error"], 1,
+        "{v}"
+    );
     let eta = v["eta"].as_f64().unwrap_or(1.0);
     assert!(eta > 0.0 && eta < 1.0, "{eta}");
 }
@@ -88,7 +145,13 @@ fn demo_runs_live_and_reports_per_fault() {
 fn help_teaches() {
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("brownout demo") && out.contains("proxy stdio"), "{out}");
+    assert!(
+        out.contains("brownout demo") && out.contains("proxy stdio"),
+        "{out}"
+    );
     let (_, out, _) = run(&["proxy", "stdio", "--help"]);
-    assert!(out.contains("--events") && out.contains("--strict") && out.contains("Example"), "{out}");
+    assert!(
+        out.contains("--events") && out.contains("--strict") && out.contains("Example"),
+        "{out}"
+    );
 }

@@ -282,7 +282,7 @@ const PLAN_ACB: &str = "seed: 5\nfaults:\n  - {id: a, kind: error, probability: 
 /// Run calls of several sessions in a given interleaving; return each fault's decisions.
 fn run(plan_text: &str, order: &[usize], calls_per_session: u64) -> Vec<(String, String, u64)> {
     let mut e = engine(plan_text);
-    let mut next = vec![0u64; 4];
+    let mut next = [0u64; 4];
     for &s in order {
         let i = next[s];
         if i >= calls_per_session {

@@ -159,13 +159,16 @@ impl Relay {
     }
 }
 
+type Held = Option<(u64, Vec<u8>)>;
+
 /// One direction of a relay: carries out verdicts toward `dest`, answers toward `origin`.
 #[derive(Clone)]
 pub struct Pipe {
     pub dest: Outbox,
     pub origin: Outbox,
     pub process: Option<child::ProcessHandle>,
-    held: Arc<Mutex<Option<(u64, Vec<u8>)>>>,
+    /// A message held by a reorder fault, with the token of the hold that placed it.
+    held: Arc<Mutex<Held>>,
     hold_token: Arc<AtomicU64>,
 }
 

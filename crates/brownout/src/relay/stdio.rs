@@ -123,7 +123,7 @@ where
 
     let c2s = Pipe::new(to_server.clone(), to_client.clone(), Some(process.clone()));
     let s2c = Pipe::new(to_client.clone(), to_server.clone(), Some(process.clone()));
-    let init: Arc<Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>> = Arc::new(Mutex::new(None));
+    let init: Arc<Mutex<Handshake>> = Arc::new(Mutex::new(None));
 
     // Client → server.
     {
@@ -307,8 +307,11 @@ fn stop_after(pid: Option<nix::unistd::Pid>, grace: Duration) {
     });
 }
 
+/// The client's `initialize` request and, once sent, its `initialized` notification.
+type Handshake = Option<(Vec<u8>, Option<Vec<u8>>)>;
+
 /// Keep the client's `initialize` request and `initialized` notification for a restart.
-fn remember_initialize(init: &Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>, bytes: &[u8]) {
+fn remember_initialize(init: &Mutex<Handshake>, bytes: &[u8]) {
     let Message::Single(v) = classify(bytes) else {
         return;
     };
@@ -327,7 +330,7 @@ fn remember_initialize(init: &Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>, bytes: 
 /// Replay the client's handshake to a restarted server under a fresh id, so the server is
 /// in the state the client believes it is in. Returns the id whose answer is swallowed.
 async fn replay_initialize(
-    init: &Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>,
+    init: &Mutex<Handshake>,
     n: u32,
     stdin: Option<&mut tokio::process::ChildStdin>,
 ) -> Option<jsonrpc::Id> {
