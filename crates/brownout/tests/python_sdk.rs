@@ -380,3 +380,39 @@ fn mcp_chaos_plans_run_unchanged() {
     );
     assert_eq!(err_msg(op(&r, 1)), "injected error");
 }
+
+#[test]
+fn empty_plan_session_equals_direct_server_everything() {
+    let script = json!([
+        {"op": "list_tools"},
+        call("echo", json!({"message": "through brownout"})),
+        call("get-sum", json!({"a": 40, "b": 2})),
+        call("get-structured-content", json!({"location": "Chicago"})),
+        {"op": "list_prompts"},
+        {"op": "ping"}
+    ]);
+    let direct = py_client(script.clone(), &everything());
+    let dir = tmp();
+    let relayed = py_client(script, &through(dir.path(), "faults: []", &everything()));
+    assert!(
+        direct["ops"]
+            .as_array()
+            .is_some_and(|o| o.iter().all(|o| o["ok"] == true)),
+        "{direct}"
+    );
+    assert_eq!(without_timings(direct), without_timings(relayed));
+}
+
+#[test]
+fn duplicated_answers_do_not_confuse_the_sdk() {
+    let dir = tmp();
+    let plan = "faults:\n  - {kind: duplicate, tools: [echo], copies: 3}\n";
+    let r = py_client(
+        json!([{"op": "list_tools"}, call("echo", json!({"message": "a"})), call("echo", json!({"message": "b"})), call("add", json!({"a": 1, "b": 2}))]),
+        &through(dir.path(), plan, &python_server()),
+    );
+    assert_eq!(text(op(&r, 1)), "a", "{r}");
+    assert_eq!(text(op(&r, 2)), "b", "{r}");
+    assert_eq!(op(&r, 3)["result"]["structuredContent"]["result"], 3);
+    assert_eq!(fault_events(&events(dir.path()), "duplicate-0").len(), 2);
+}

@@ -272,3 +272,25 @@ fn notifications_and_server_requests_pass_both_ways() {
         "{v}"
     );
 }
+
+#[test]
+fn timed_process_faults_kill_the_server_on_schedule() {
+    let dir = tmp();
+    let plan = "faults:\n  - {kind: process, action: kill, signal: TERM, at_ms: 300}\n";
+    let mut w = Wire::spawn(&through(dir.path(), plan, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    assert_eq!(
+        w.wait(10).code(),
+        Some(128 + 15),
+        "the fixture was killed by SIGTERM at 300 ms"
+    );
+    let ev = events(dir.path());
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e["kind"] == "process" && e["method"] == "(timer)")
+            .count(),
+        1,
+        "{ev:?}"
+    );
+}
