@@ -108,7 +108,21 @@ impl StdioClient {
     }
 
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Reply {
+        self.request_with_id(method, params, timeout).await.1
+    }
+
+    /// Like [`StdioClient::request`], also returning the JSON-RPC id it used.
+    pub async fn request_with_id(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> (u64, Reply) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        (id, self.send_request(id, method, params, timeout).await)
+    }
+
+    async fn send_request(&self, id: u64, method: &str, params: Value, timeout: Duration) -> Reply {
         let (otx, orx) = oneshot::channel();
         self.lock().pending.insert(id, otx);
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});

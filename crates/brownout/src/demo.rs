@@ -39,6 +39,7 @@ impl Seen {
 }
 
 struct Observed {
+    id: u64,
     tool: String,
     seen: Seen,
     ms: f64,
@@ -65,7 +66,11 @@ fn calls() -> Vec<(String, Value)> {
     out
 }
 
-pub async fn run(plan: Option<PathBuf>, json_out: bool) -> anyhow::Result<i32> {
+pub async fn run(
+    plan: Option<PathBuf>,
+    json_out: bool,
+    keep_events: Option<PathBuf>,
+) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("cannot find the brownout binary")?;
     let exe = exe.display().to_string();
     let dir = std::env::temp_dir().join(format!("brownout-demo-{}", std::process::id()));
@@ -81,14 +86,18 @@ pub async fn run(plan: Option<PathBuf>, json_out: bool) -> anyhow::Result<i32> {
             p
         }
     };
-    let events = dir.join("events.jsonl");
+    let events = keep_events
+        .clone()
+        .unwrap_or_else(|| dir.join("events.jsonl"));
     if !json_out {
         println!("brownout demo — live: the built-in fixture behind the stdio relay");
-        println!(
-            "plan: {}   events: {}\n",
-            plan_path.display(),
-            events.display()
-        );
+        match &keep_events {
+            Some(e) => println!("plan: {}   events: {}\n", plan_path.display(), e.display()),
+            None => println!(
+                "plan: {}   (keep the event log with --events FILE)\n",
+                plan_path.display()
+            ),
+        }
     }
     let args: Vec<String> = vec![
         "proxy".into(),
@@ -149,8 +158,8 @@ pub async fn run(plan: Option<PathBuf>, json_out: bool) -> anyhow::Result<i32> {
             let schemas = &schemas;
             async move {
                 let t0 = Instant::now();
-                let r = client
-                    .request(
+                let (id, r) = client
+                    .request_with_id(
                         "tools/call",
                         json!({"name": tool, "arguments": args}),
                         CALL_TIMEOUT,
@@ -178,6 +187,7 @@ pub async fn run(plan: Option<PathBuf>, json_out: bool) -> anyhow::Result<i32> {
                     Reply::Timeout | Reply::Closed => Seen::Timeout,
                 };
                 Observed {
+                    id,
                     tool: tool.clone(),
                     seen,
                     ms: t0.elapsed().as_secs_f64() * 1000.0,
@@ -190,7 +200,9 @@ pub async fn run(plan: Option<PathBuf>, json_out: bool) -> anyhow::Result<i32> {
     let notes = client.notification_count();
     let _ = client.close(Duration::from_secs(5)).await;
     let elapsed = started.elapsed();
-    report(&events, &observed, &listed, stray, notes, elapsed, json_out)
+    let code = report(&events, &observed, &listed, stray, notes, elapsed, json_out);
+    let _ = std::fs::remove_dir_all(&dir);
+    code
 }
 
 fn report(
@@ -204,6 +216,7 @@ fn report(
 ) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(events).unwrap_or_default();
     let mut per_fault: BTreeMap<String, (String, u64, String)> = BTreeMap::new();
+    let mut faults_of_call: HashMap<u64, Vec<String>> = HashMap::new();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -220,7 +233,34 @@ fn report(
                 });
             e.1 += 1;
         }
+        if v["type"] == "call" {
+            if let (Some(id), Some(faults)) = (v["id"].as_u64(), v["faults"].as_array()) {
+                let ids = faults.iter().filter_map(|f| f.as_str().map(String::from));
+                faults_of_call.entry(id).or_default().extend(ids);
+            }
+        }
     }
+    // What the client saw on the calls each fault touched.
+    let mut seen_by_fault: BTreeMap<String, BTreeMap<Seen, u64>> = BTreeMap::new();
+    for o in observed {
+        for f in faults_of_call.get(&o.id).into_iter().flatten() {
+            *seen_by_fault
+                .entry(f.clone())
+                .or_default()
+                .entry(o.seen)
+                .or_default() += 1;
+        }
+    }
+    let saw = |id: &str| -> String {
+        match seen_by_fault.get(id) {
+            None => "-".into(),
+            Some(m) => m
+                .iter()
+                .map(|(s, n)| format!("{} ×{n}", s.label()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    };
     let mut per_tool: BTreeMap<&str, BTreeMap<Seen, u64>> = BTreeMap::new();
     for o in observed {
         *per_tool
@@ -258,7 +298,7 @@ fn report(
         let v = json!({
             "calls": observed.len(),
             "tools_listed": listed,
-            "faults": per_fault.iter().map(|(id, (kind, n, example))| json!({"id": id, "kind": kind, "injections": n, "example": example})).collect::<Vec<_>>(),
+            "faults": per_fault.iter().map(|(id, (kind, n, example))| json!({"id": id, "kind": kind, "injections": n, "example": example, "client_saw": seen_by_fault.get(id).map(|m| m.iter().map(|(s, n)| (s.label().to_string(), *n)).collect::<BTreeMap<_, _>>()).unwrap_or_default()})).collect::<Vec<_>>(),
             "client_saw": per_tool.iter().map(|(t, m)| (t.to_string(), m.iter().map(|(s, n)| (s.label().to_string(), *n)).collect::<BTreeMap<_, _>>())).collect::<BTreeMap<_, _>>(),
             "stray_lines": stray,
             "notifications": notes,
@@ -271,9 +311,25 @@ fn report(
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
-    println!("{:<20} {:<15} {:>9}  example", "fault", "kind", "injected");
+    println!(
+        "{:<18} {:<15} {:>8}  {:<40} example",
+        "fault", "kind", "injected", "what the client saw on those calls"
+    );
     for (id, (kind, n, example)) in &per_fault {
-        println!("{id:<20} {kind:<15} {n:>9}  {example}");
+        let example: String = example.chars().take(70).collect();
+        println!("{id:<18} {kind:<15} {n:>8}  {:<40} {example}", saw(id));
+    }
+    let silent: u64 = seen_by_fault
+        .iter()
+        .filter(|(id, _)| {
+            per_fault
+                .get(*id)
+                .is_some_and(|(k, _, _)| k == "partial_result" || k == "schema_drift")
+        })
+        .map(|(_, m)| m.get(&Seen::Ok).copied().unwrap_or(0))
+        .sum();
+    if silent > 0 {
+        println!("\n{silent} call(s) had their payload changed and still looked fine to the client: silent failures an agent would act on.");
     }
     println!("\nwhat the client saw, per tool:");
     for (tool, m) in &per_tool {

@@ -44,6 +44,9 @@ enum Command {
         /// Print the results as JSON.
         #[arg(long)]
         json: bool,
+        /// Keep the session's event log here (see docs/events.md).
+        #[arg(long)]
+        events: Option<PathBuf>,
     },
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
@@ -128,7 +131,23 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// Commands that only print die quietly when their reader goes away (`brownout plan schema |
+/// head`), like other Unix tools. The relay keeps SIGPIPE ignored: a peer closing a pipe is
+/// an error it handles, not a reason to die.
+fn quiet_on_broken_pipe() {
+    // SAFETY: called before any other thread exists; SIG_DFL is async-signal-safe.
+    unsafe {
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigDfl,
+        );
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<i32> {
+    if matches!(cli.command, Command::Plan(_) | Command::Demo { .. }) {
+        quiet_on_broken_pipe();
+    }
     match cli.command {
         Command::Plan(PlanCmd::Check { files, json }) => Ok(plan_cmd::check(&files, json)),
         Command::Plan(PlanCmd::Schema) => {
@@ -144,7 +163,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
             Ok(0)
         }
-        Command::Demo { plan, json } => runtime()?.block_on(demo::run(plan, json)),
+        Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
     }
 }
