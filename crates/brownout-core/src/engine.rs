@@ -12,6 +12,7 @@ use crate::correlate::{Pending, Unanswered, DEFAULT_CAPACITY, DEFAULT_TTL};
 use crate::event::{CallEvent, Event, FaultEvent, Outcome};
 use crate::faults::rate_limit::{Bucket, Scope};
 use crate::faults::registry::Action as RegistryAction;
+use crate::faults::simulated::{SimOutcome, SimulatedCall};
 use crate::faults::{Ctx, Effect, KindState, Shaping};
 use crate::jsonrpc::{self, classify, Id, Kind, Message, View};
 use crate::plan::{Fault, Plan};
@@ -775,6 +776,43 @@ impl Engine {
                 false,
             );
         }
+    }
+
+    /// The simulator's entry: which faults hit a `tools/call` of `tool` in `session` at
+    /// `now`, and what they do to it. Same selectors, counters and draws as
+    /// [`Engine::on_message`]; no JSON is built and nothing is tracked as pending.
+    pub fn on_simulated_call(&mut self, session: &str, tool: &str, now: Time) -> SimulatedCall {
+        let s = self.session(session);
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        let mut out = SimulatedCall::default();
+        let plan = Arc::clone(&self.plan);
+        let mut no_args = || None;
+        for (i, f) in plan.faults.iter().enumerate() {
+            if !self.decide(i, session, seq, "tools/call", Some(tool), &mut no_args, now) {
+                continue;
+            }
+            let hit = if let Effect::RateLimit(r) = &f.effect {
+                let mut shaping = Shaping::new(b"");
+                let limited = self.apply(f, i, session, seq, "tools/call", Some(tool), None, now, &mut shaping, Phase::Request).is_some();
+                if limited {
+                    out.outcome = SimOutcome::FailFast;
+                    out.injected += 1;
+                }
+                let _ = r;
+                limited
+            } else {
+                let seed = plan.seed;
+                let sess = self.session(session);
+                let key = StreamKey::new(seed, f.id_hash, sess.hash);
+                let mut c = Ctx { key, seq, now, method: "tools/call", tool: Some(tool), id: None, state: &mut sess.counters[i].kind };
+                f.effect.simulate(f.direction, &mut c, &mut out)
+            };
+            if hit {
+                self.summary.record_fault(&f.id, f.effect.kind());
+            }
+        }
+        out
     }
 
     /// Expire old pending requests in every session (call now and then).

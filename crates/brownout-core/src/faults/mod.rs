@@ -18,6 +18,7 @@ pub mod rate_limit;
 pub mod registry;
 pub mod reorder;
 pub mod schema_drift;
+pub mod simulated;
 pub mod timeout;
 
 use crate::jsonrpc::Id;

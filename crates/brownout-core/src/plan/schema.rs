@@ -207,3 +207,14 @@ mod tests {
         }
     }
 }
+
+/// Validate any document against the schema of `T` (closed objects come from
+/// `#[serde(deny_unknown_fields)]`); used for workload files, which share the plan's errors.
+pub fn check_document<T: JsonSchema>(doc: &Value) -> Vec<SchemaError> {
+    let mut g = generator();
+    let root = T::json_schema(&mut g);
+    let schema = with_defs(root.as_value().clone(), &g);
+    let known = known_keys(&schema);
+    let v = compile(&schema);
+    first_per_path(v.iter_errors(doc).flat_map(|e| describe(&e, &known)))
+}
