@@ -794,7 +794,20 @@ impl Engine {
             }
             let hit = if let Effect::RateLimit(r) = &f.effect {
                 let mut shaping = Shaping::new(b"");
-                let limited = self.apply(f, i, session, seq, "tools/call", Some(tool), None, now, &mut shaping, Phase::Request).is_some();
+                let limited = self
+                    .apply(
+                        f,
+                        i,
+                        session,
+                        seq,
+                        "tools/call",
+                        Some(tool),
+                        None,
+                        now,
+                        &mut shaping,
+                        Phase::Request,
+                    )
+                    .is_some();
                 if limited {
                     out.outcome = SimOutcome::FailFast;
                     out.injected += 1;
@@ -805,7 +818,15 @@ impl Engine {
                 let seed = plan.seed;
                 let sess = self.session(session);
                 let key = StreamKey::new(seed, f.id_hash, sess.hash);
-                let mut c = Ctx { key, seq, now, method: "tools/call", tool: Some(tool), id: None, state: &mut sess.counters[i].kind };
+                let mut c = Ctx {
+                    key,
+                    seq,
+                    now,
+                    method: "tools/call",
+                    tool: Some(tool),
+                    id: None,
+                    state: &mut sess.counters[i].kind,
+                };
                 f.effect.simulate(f.direction, &mut c, &mut out)
             };
             if hit {

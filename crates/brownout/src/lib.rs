@@ -11,3 +11,4 @@ pub mod events;
 pub mod fixture;
 pub mod plan_cmd;
 pub mod relay;
+pub mod sim_cmd;

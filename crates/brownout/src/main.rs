@@ -48,6 +48,30 @@ enum Command {
         #[arg(long)]
         events: Option<PathBuf>,
     },
+    /// Simulate a workload under a plan, in virtual time: TCAF, blast radius, retries, breakers.
+    ///
+    /// Example:
+    ///   brownout sim --plan examples/sim/errors-2pct.yaml --workload examples/sim/headline.yaml
+    Sim {
+        /// The fault plan (the same plans the relay runs).
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// The workload: tasks, servers, client behaviour (see docs/simulator.md).
+        #[arg(long)]
+        workload: PathBuf,
+        /// Run this many tasks instead of the workload's `tasks`.
+        #[arg(long)]
+        tasks: Option<u64>,
+        /// Seed of the simulation's own randomness (the plan keeps its own seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write the per-second time series (CSV) here.
+        #[arg(long)]
+        series: Option<PathBuf>,
+    },
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
     Fixture {
@@ -145,7 +169,10 @@ fn quiet_on_broken_pipe() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    if matches!(cli.command, Command::Plan(_) | Command::Demo { .. }) {
+    if matches!(
+        cli.command,
+        Command::Plan(_) | Command::Demo { .. } | Command::Sim { .. }
+    ) {
         quiet_on_broken_pipe();
     }
     match cli.command {
@@ -165,6 +192,21 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
+        Command::Sim {
+            plan,
+            workload,
+            tasks,
+            seed,
+            json,
+            series,
+        } => brownout::sim_cmd::run(brownout::sim_cmd::SimArgs {
+            plan,
+            workload,
+            tasks,
+            seed,
+            json,
+            series,
+        }),
     }
 }
 

@@ -60,7 +60,12 @@ impl Effect {
     /// Add this fault's effect to a simulated `tools/call` of `c.tool`. Returns false when
     /// the kind has nothing to do to such a call (then it is not counted as injected).
     /// Rate limits are handled by the engine, which owns the buckets.
-    pub fn simulate(&self, direction: crate::select::Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+    pub fn simulate(
+        &self,
+        direction: crate::select::Direction,
+        c: &mut Ctx<'_>,
+        out: &mut SimulatedCall,
+    ) -> bool {
         use crate::select::Direction::ToServer;
         match self {
             Effect::Latency(l) => {
@@ -78,20 +83,31 @@ impl Effect {
                 }
                 out.request_delay = out.request_delay + delay(&cs.delay, c);
             }
-            Effect::Error(e) => out.worsen(if e.phase == Phase::Request { SimOutcome::FailFast } else { SimOutcome::FailAfter }),
+            Effect::Error(e) => out.worsen(if e.phase == Phase::Request {
+                SimOutcome::FailFast
+            } else {
+                SimOutcome::FailAfter
+            }),
             Effect::Timeout(t) => match (t.hold_ms, t.then) {
-                (Some(ms), Then::Deliver) => out.response_delay = out.response_delay + Time((ms * 1000.0) as u64),
+                (Some(ms), Then::Deliver) => {
+                    out.response_delay = out.response_delay + Time((ms * 1000.0) as u64)
+                }
                 _ => out.worsen(SimOutcome::NoAnswer),
             },
             Effect::Malformed(_) | Effect::Drop(_) => out.worsen(SimOutcome::NoAnswer),
             Effect::SchemaDrift(_) | Effect::PartialResult(_) => out.worsen(SimOutcome::Corrupt),
             Effect::Registry(r) => match r.action {
-                registry::Action::Remove | registry::Action::Dangling | registry::Action::Phantom => out.worsen(SimOutcome::FailFast),
+                registry::Action::Remove
+                | registry::Action::Dangling
+                | registry::Action::Phantom => out.worsen(SimOutcome::FailFast),
                 _ => return false,
             },
             // Duplicates and reordering do not change a call's outcome; process faults act on
             // a real process and are not modelled by the simulator.
-            Effect::Duplicate(_) | Effect::Reorder(_) | Effect::Process(_) | Effect::RateLimit(_) => return false,
+            Effect::Duplicate(_)
+            | Effect::Reorder(_)
+            | Effect::Process(_)
+            | Effect::RateLimit(_) => return false,
         }
         out.injected += 1;
         true

@@ -126,12 +126,26 @@ impl Plan {
 
 /// Load any document type (a simulator workload, say) from YAML, JSON or TOML with the same
 /// `file:line:column` errors as plans: every schema violation, then the typed read.
-pub fn load_document<T: serde::de::DeserializeOwned + schemars::JsonSchema>(text: &str, file: &str) -> Result<T, PlanErrors> {
-    let fail = |errors: Vec<PlanError>| PlanErrors { file: file.to_string(), errors };
-    let root = source::parse(text, Format::from_path(file))
-        .map_err(|e| fail(vec![PlanError { pos: e.pos, key: String::new(), message: format!("syntax error: {}", e.message) }]))?;
+pub fn load_document<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
+    text: &str,
+    file: &str,
+) -> Result<T, PlanErrors> {
+    let fail = |errors: Vec<PlanError>| PlanErrors {
+        file: file.to_string(),
+        errors,
+    };
+    let root = source::parse(text, Format::from_path(file)).map_err(|e| {
+        fail(vec![PlanError {
+            pos: e.pos,
+            key: String::new(),
+            message: format!("syntax error: {}", e.message),
+        }])
+    })?;
     let json = root.to_json();
-    let errors: Vec<PlanError> = schema::check_document::<T>(&json).into_iter().map(|(p, key, m)| error_at(&root, &p, key, m)).collect();
+    let errors: Vec<PlanError> = schema::check_document::<T>(&json)
+        .into_iter()
+        .map(|(p, key, m)| error_at(&root, &p, key, m))
+        .collect();
     if !errors.is_empty() {
         return Err(fail(errors));
     }

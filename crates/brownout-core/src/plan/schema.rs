@@ -213,8 +213,24 @@ mod tests {
 pub fn check_document<T: JsonSchema>(doc: &Value) -> Vec<SchemaError> {
     let mut g = generator();
     let root = T::json_schema(&mut g);
-    let schema = with_defs(root.as_value().clone(), &g);
+    let mut schema = with_defs(root.as_value().clone(), &g);
+    close_objects(&mut schema);
     let known = known_keys(&schema);
     let v = compile(&schema);
     first_per_path(v.iter_errors(doc).flat_map(|e| describe(&e, &known)))
+}
+
+/// Close every object schema that lists its properties, so a typo anywhere is an error
+/// (nested types without `deny_unknown_fields`, such as a latency model, included).
+fn close_objects(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.contains_key("properties") && !m.contains_key("additionalProperties") {
+                m.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            m.values_mut().for_each(close_objects);
+        }
+        Value::Array(a) => a.iter_mut().for_each(close_objects),
+        _ => {}
+    }
 }

@@ -1,0 +1,102 @@
+//! `brownout sim`: run a workload under a plan in the simulator and print what it measured.
+
+use anyhow::Context;
+use brownout_sim::{simulate, Report, SimOptions, Workload};
+use std::path::{Path, PathBuf};
+
+pub struct SimArgs {
+    pub plan: Option<PathBuf>,
+    pub workload: PathBuf,
+    pub tasks: Option<u64>,
+    pub seed: Option<u64>,
+    pub json: bool,
+    pub series: Option<PathBuf>,
+}
+
+pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read workload {}", path.display()))?;
+    Workload::from_str_named(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub fn run(a: SimArgs) -> anyhow::Result<i32> {
+    let plan = match &a.plan {
+        Some(p) => crate::plan_cmd::load(p)?,
+        None => brownout_core::Plan::empty(),
+    };
+    let w = load_workload(&a.workload)?;
+    let opts = SimOptions {
+        tasks: a.tasks,
+        seed: a.seed,
+        keep_series: a.series.is_some(),
+    };
+    let started = std::time::Instant::now();
+    let report = simulate(&w, plan, &opts);
+    let wall = started.elapsed();
+    if let Some(path) = &a.series {
+        write_series(path, &report)?;
+    }
+    if a.json {
+        let mut v = serde_json::to_value(&report)?;
+        if let Some(m) = v.as_object_mut() {
+            m.remove("series");
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", table(&report));
+        eprintln!(
+            "({} attempts simulated in {:.2}s of wall time)",
+            report.attempts,
+            wall.as_secs_f64()
+        );
+    }
+    Ok(0)
+}
+
+fn write_series(path: &Path, r: &Report) -> anyhow::Result<()> {
+    let mut out = String::from("t_s,offered,attempts,errors,max_queue,open_breakers\n");
+    for s in &r.series {
+        out.push_str(&format!(
+            "{},{},{},{},{},{}\n",
+            s.t_s, s.offered, s.attempts, s.errors, s.max_queue, s.open_breakers
+        ));
+    }
+    std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A readable summary of one run.
+pub fn table(r: &Report) -> String {
+    let mut s = String::new();
+    if let Some(n) = &r.name {
+        s.push_str(&format!("{n}\n"));
+    }
+    s.push_str(&format!(
+        "tasks {}  calls {}  attempts {}  ({:.1} s of virtual time)\n",
+        r.tasks, r.calls, r.attempts, r.duration_s
+    ));
+    s.push_str(&format!(
+        "TCAF {:.2}  attempt amplification {:.3}  TCSR {:.4}  availability {:.4}  correctness {:.4}  ETA {:.4}\n",
+        r.tcaf, r.attempt_amplification, r.tcsr, r.availability, r.correctness, r.eta
+    ));
+    s.push_str(&format!(
+        "blast radius {:.4}  deadline adherence {:.4}  failures: {} surfaced, {} silent, {} calls skipped\n",
+        r.blast_radius, r.deadline_adherence, r.surfaced_failures, r.silent_failures, r.skipped_calls
+    ));
+    s.push_str(&format!(
+        "latency ms  p50 {:.1}  p95 {:.1}  p99 {:.1}  max {:.1}   attempt error rate {:.2}%\n",
+        r.latency_ms.p50,
+        r.latency_ms.p95,
+        r.latency_ms.p99,
+        r.latency_ms.max,
+        r.attempt_error_rate * 100.0
+    ));
+    if !r.injections.is_empty() {
+        let parts: Vec<String> = r
+            .injections
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        s.push_str(&format!("injections: {}\n", parts.join(", ")));
+    }
+    s
+}
