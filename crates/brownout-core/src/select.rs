@@ -37,6 +37,8 @@ impl Direction {
 pub struct Globs {
     set: GlobSet,
     pub patterns: Vec<String>,
+    /// When no pattern has a wildcard, plain comparison (the hot path: `tools/call`).
+    literal: bool,
 }
 
 impl Globs {
@@ -46,14 +48,16 @@ impl Globs {
             b.add(Glob::new(p).map_err(|e| (i, format!("bad glob `{p}`: {}", e.kind())))?);
         }
         let set = b.build().map_err(|e| (0, format!("bad glob: {e}")))?;
-        Ok(Globs {
-            set,
-            patterns: patterns.to_vec(),
-        })
+        let literal = patterns.iter().all(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']));
+        Ok(Globs { set, patterns: patterns.to_vec(), literal })
     }
 
     pub fn is_match(&self, s: &str) -> bool {
-        self.set.is_match(s)
+        if self.literal {
+            self.patterns.iter().any(|p| p == s)
+        } else {
+            self.set.is_match(s)
+        }
     }
 }
 

@@ -98,6 +98,7 @@ struct Attempt {
     /// The server still holds it (queued or in service).
     server: bool,
     queued: bool,
+    freed: bool,
     replica: usize,
     outcome: SimOutcome,
     response_delay: u64,
@@ -164,11 +165,13 @@ struct Sim<'w> {
     now: u64,
     seq: u64,
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    timeouts: VecDeque<(u64, u32, u32)>,
     events: Vec<Ev>,
     free_events: Vec<usize>,
     tools: Vec<ToolInfo>,
-    tool_index: std::collections::HashMap<String, usize>,
     names: Vec<String>,
+    /// Per step: (tool index, critical) of every call, repeats expanded.
+    step_calls: Vec<Vec<(usize, bool)>>,
     servers: Vec<ServerState>,
     breakers: Vec<Breaker>,
     open_breakers: u64,
@@ -210,11 +213,23 @@ impl<'w> Sim<'w> {
             Some(Arrival::Open { .. }) => self.push(0, Ev::Arrive),
             None => self.push(0, Ev::StartTask),
         }
-        while let Some(Reverse((at, _, slot))) = self.queue.pop() {
-            self.now = at;
-            let ev = self.events[slot];
-            self.free_events.push(slot);
-            self.handle(ev);
+        loop {
+            // Client timeouts all have the same length, so they come due in the order they
+            // were set: a FIFO beside the heap keeps the heap small (most never fire).
+            let heap_at = self.queue.peek().map(|Reverse((t, _, _))| *t);
+            let fifo_at = self.timeouts.front().map(|(t, _, _)| *t);
+            match (heap_at, fifo_at) {
+                (None, None) => break,
+                (Some(h), Some(f)) if f < h => self.pop_timeout(),
+                (None, Some(_)) => self.pop_timeout(),
+                _ => {
+                    let Some(Reverse((at, _, slot))) = self.queue.pop() else { break };
+                    self.now = at;
+                    let ev = self.events[slot];
+                    self.free_events.push(slot);
+                    self.handle(ev);
+                }
+            }
         }
         // Carry breaker state through seconds with no change.
         let mut open = 0;
@@ -293,6 +308,15 @@ impl<'w> Sim<'w> {
         }
     }
 
+    fn pop_timeout(&mut self) {
+        let Some((at, a, gen)) = self.timeouts.pop_front() else { return };
+        let at_ = &self.attempts.items[a as usize];
+        if at_.gen == gen && at_.client {
+            self.now = at;
+            self.reply(a, Answer::Fail);
+        }
+    }
+
     fn start_task(&mut self) {
         self.started_tasks += 1;
         let id = self.started_tasks;
@@ -330,13 +354,7 @@ impl<'w> Sim<'w> {
         task.step_deadline = step.deadline_ms.map(|d| self.now + ms(d));
         let step_gen = task.step_gen;
         let deadline = task.step_deadline;
-        let mut new_calls = Vec::new();
-        for spec in &step.calls {
-            let tool = self.tool_index[&spec.tool];
-            for _ in 0..spec.repeat.unwrap_or(1) {
-                new_calls.push((tool, spec.critical.unwrap_or(true)));
-            }
-        }
+        let new_calls = self.step_calls[task.step].clone();
         if let Some(d) = deadline {
             self.push(d, Ev::StepDeadline(t, step_gen));
         }
@@ -458,6 +476,7 @@ impl<'w> Sim<'w> {
                 client: true,
                 server: false,
                 queued: false,
+                freed: false,
                 replica: 0,
                 outcome: sim.outcome,
                 response_delay: sim.response_delay.0,
@@ -469,22 +488,27 @@ impl<'w> Sim<'w> {
                 at.client = true;
                 at.server = false;
                 at.queued = false;
+                at.freed = false;
                 at.outcome = sim.outcome;
                 at.response_delay = sim.response_delay.0;
             },
         );
         let gen = self.attempts.items[a as usize].gen;
-        let mut timeout = self.now + self.timeout_us;
-        if let Some(d) = deadline {
-            timeout = timeout.min(d);
+        let timeout = self.now + self.timeout_us;
+        match deadline {
+            Some(d) if d < timeout => self.push(d, Ev::ClientTimeout(a, gen)),
+            _ => self.timeouts.push_back((timeout, a, gen)),
         }
-        self.push(timeout, Ev::ClientTimeout(a, gen));
         let arrive = self.now + sim.request_delay.0;
         if sim.outcome == SimOutcome::FailFast {
             self.push(arrive, Ev::Reply(a, gen, Answer::Fail));
         } else {
             self.attempts.items[a as usize].server = true;
-            self.push(arrive, Ev::AtServer(a, gen));
+            if arrive == self.now {
+                self.at_server(a);
+            } else {
+                self.push(arrive, Ev::AtServer(a, gen));
+            }
         }
     }
 
@@ -541,10 +565,12 @@ impl<'w> Sim<'w> {
             (false, SimOutcome::Corrupt) => Some(Answer::Corrupt),
             (false, SimOutcome::Server) => Some(Answer::Ok),
         };
-        if let Some(ans) = answer {
-            self.push(self.now + delay, Ev::Reply(a, gen, ans));
+        // A reply at once frees the slot itself (when the client still waits for it).
+        match answer {
+            Some(ans) if delay == 0 && self.attempts.items[a as usize].client => self.reply(a, ans),
+            Some(ans) if delay > 0 => self.push(self.now + delay, Ev::Reply(a, gen, ans)),
+            _ => self.maybe_free(a),
         }
-        self.maybe_free(a);
         // Next in the queue, skipping those that timed out while waiting.
         while let Some((next, ngen)) = self.servers[server].replicas[r].queue.pop_front() {
             let at = &mut self.attempts.items[next as usize];
@@ -558,9 +584,11 @@ impl<'w> Sim<'w> {
         }
     }
 
+    /// Return the slot once neither the client nor the server holds the attempt (once).
     fn maybe_free(&mut self, a: u32) {
-        let at = &self.attempts.items[a as usize];
-        if !at.client && !at.server {
+        let at = &mut self.attempts.items[a as usize];
+        if !at.client && !at.server && !at.freed {
+            at.freed = true;
             self.attempts.free.push(a);
         }
     }
@@ -569,6 +597,7 @@ impl<'w> Sim<'w> {
         let (call, call_gen) = {
             let at = &mut self.attempts.items[a as usize];
             if !at.client {
+                self.maybe_free(a);
                 return;
             }
             at.client = false;
@@ -845,11 +874,12 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         now: 0,
         seq: 0,
         queue: BinaryHeap::new(),
+        timeouts: VecDeque::new(),
         events: Vec::new(),
         free_events: Vec::new(),
         tools,
         names,
-        tool_index,
+        step_calls,
         servers,
         breakers,
         open_breakers: 0,
