@@ -852,6 +852,11 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
             });
         }
     }
+    let step_calls: Vec<Vec<(usize, bool)>> = w
+        .steps
+        .iter()
+        .map(|st| st.calls.iter().flat_map(|c| std::iter::repeat_n((tool_index[&c.tool], c.critical.unwrap_or(true)), c.repeat.unwrap_or(1) as usize)).collect())
+        .collect();
     let breakers = tools
         .iter()
         .map(|_| Breaker {
