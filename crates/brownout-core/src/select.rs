@@ -48,8 +48,14 @@ impl Globs {
             b.add(Glob::new(p).map_err(|e| (i, format!("bad glob `{p}`: {}", e.kind())))?);
         }
         let set = b.build().map_err(|e| (0, format!("bad glob: {e}")))?;
-        let literal = patterns.iter().all(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']));
-        Ok(Globs { set, patterns: patterns.to_vec(), literal })
+        let literal = patterns
+            .iter()
+            .all(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']));
+        Ok(Globs {
+            set,
+            patterns: patterns.to_vec(),
+            literal,
+        })
     }
 
     pub fn is_match(&self, s: &str) -> bool {

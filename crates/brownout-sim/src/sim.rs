@@ -15,6 +15,10 @@ use brownout_core::{Engine, EngineConfig, Plan, Time};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// Attempts per call under `unbounded` retries: enough for any storm, and a run whose
+/// calls have no deadline still ends.
+const UNBOUNDED_ATTEMPTS: u32 = 1_000;
+
 #[derive(Debug, Clone, Default)]
 pub struct SimOptions {
     /// Override the workload's task count.
@@ -223,7 +227,9 @@ impl<'w> Sim<'w> {
                 (Some(h), Some(f)) if f < h => self.pop_timeout(),
                 (None, Some(_)) => self.pop_timeout(),
                 _ => {
-                    let Some(Reverse((at, _, slot))) = self.queue.pop() else { break };
+                    let Some(Reverse((at, _, slot))) = self.queue.pop() else {
+                        break;
+                    };
                     self.now = at;
                     let ev = self.events[slot];
                     self.free_events.push(slot);
@@ -309,7 +315,9 @@ impl<'w> Sim<'w> {
     }
 
     fn pop_timeout(&mut self) {
-        let Some((at, a, gen)) = self.timeouts.pop_front() else { return };
+        let Some((at, a, gen)) = self.timeouts.pop_front() else {
+            return;
+        };
         let at_ = &self.attempts.items[a as usize];
         if at_.gen == gen && at_.client {
             self.now = at;
@@ -625,7 +633,11 @@ impl<'w> Sim<'w> {
         let Some(r) = &self.w.client.retries else {
             return self.end_call(call, CallEnd::Fail);
         };
-        let within = r.unbounded || attempts < r.max_attempts.unwrap_or(3);
+        let within = if r.unbounded {
+            attempts < UNBOUNDED_ATTEMPTS
+        } else {
+            attempts < r.max_attempts.unwrap_or(3)
+        };
         let budget_ok = r
             .budget_ratio
             .is_none_or(|ratio| (self.retries_made as f64) < ratio * self.c.calls as f64);
@@ -633,10 +645,14 @@ impl<'w> Sim<'w> {
             return self.end_call(call, CallEnd::Fail);
         }
         self.retries_made += 1;
-        let base = r.backoff_ms.unwrap_or(0.0)
-            * r.multiplier
-                .unwrap_or(2.0)
-                .powi(attempts.saturating_sub(1) as i32);
+        let first = r.backoff_ms.unwrap_or(0.0);
+        // The exponent is capped: 0 × 2^1024 would be NaN, and no backoff needs more.
+        let exponent = attempts.saturating_sub(1).min(60) as i32;
+        let base = if first == 0.0 {
+            0.0
+        } else {
+            first * r.multiplier.unwrap_or(2.0).powi(exponent)
+        };
         let b = base.min(r.max_backoff_ms.unwrap_or(10_000.0));
         let j = r.jitter.unwrap_or(0.0);
         let wait = if j > 0.0 {
@@ -644,6 +660,7 @@ impl<'w> Sim<'w> {
         } else {
             b
         };
+        let wait = wait.max(r.min_gap_ms.unwrap_or(1.0).max(0.001));
         let gen = self.calls.items[call as usize].gen;
         self.push(self.now + ms(wait), Ev::Attempt(call, gen));
     }
@@ -855,7 +872,17 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
     let step_calls: Vec<Vec<(usize, bool)>> = w
         .steps
         .iter()
-        .map(|st| st.calls.iter().flat_map(|c| std::iter::repeat_n((tool_index[&c.tool], c.critical.unwrap_or(true)), c.repeat.unwrap_or(1) as usize)).collect())
+        .map(|st| {
+            st.calls
+                .iter()
+                .flat_map(|c| {
+                    std::iter::repeat_n(
+                        (tool_index[&c.tool], c.critical.unwrap_or(true)),
+                        c.repeat.unwrap_or(1) as usize,
+                    )
+                })
+                .collect()
+        })
         .collect();
     let breakers = tools
         .iter()

@@ -148,7 +148,8 @@ pub struct Retries {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub max_attempts: Option<u32>,
-    /// Retry until success (or the deadline): the retry storm setting.
+    /// Retry until success or the deadline: the retry-storm setting. A call still stops
+    /// after 1,000 attempts, so a run without deadlines ends.
     #[serde(default)]
     pub unbounded: bool,
     /// First backoff in milliseconds (default 0: retry at once).
@@ -171,6 +172,12 @@ pub struct Retries {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub budget_ratio: Option<f64>,
+    /// The least time between a failure and its retry, in milliseconds, however short the
+    /// backoff (default 1): a client always spends some time before it retries, and a
+    /// zero gap would let a rejected retry loop forever at one instant of virtual time.
+    #[serde(default)]
+    #[schemars(range(min = 0.001))]
+    pub min_gap_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

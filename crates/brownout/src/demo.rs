@@ -1,4 +1,5 @@
-//! `brownout demo`: a short live session that shows what brownout does, with nothing to
+//! `brownout demo`: first the simulator's two stories ([`crate::demo_sim`], about a second),
+//! then a short live session that shows what brownout does, with nothing to
 //! install: the built-in fixture server behind the real stdio relay with
 //! `examples/demo-plan.yaml`, driven by brownout's own client. Prints, per fault, what was
 //! injected and what the client saw, then the SLIs.
@@ -86,6 +87,10 @@ pub async fn run(
             p
         }
     };
+    let stories = crate::demo_sim::run()?;
+    if !json_out {
+        print!("{}", stories.text);
+    }
     let events = keep_events
         .clone()
         .unwrap_or_else(|| dir.join("events.jsonl"));
@@ -200,7 +205,14 @@ pub async fn run(
     let notes = client.notification_count();
     let _ = client.close(Duration::from_secs(5)).await;
     let elapsed = started.elapsed();
-    let code = report(&events, &observed, &listed, stray, notes, elapsed, json_out);
+    let code = report(
+        &events,
+        &observed,
+        &listed,
+        (stray, notes),
+        elapsed,
+        json_out.then_some(stories.json),
+    );
     let _ = std::fs::remove_dir_all(&dir);
     code
 }
@@ -209,10 +221,9 @@ fn report(
     events: &Path,
     observed: &[Observed],
     listed: &[String],
-    stray: usize,
-    notes: usize,
+    (stray, notes): (usize, usize),
     elapsed: Duration,
-    json_out: bool,
+    simulated: Option<Value>,
 ) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(events).unwrap_or_default();
     let mut per_fault: BTreeMap<String, (String, u64, String)> = BTreeMap::new();
@@ -294,8 +305,9 @@ fn report(
             lat[((lat.len() - 1) as f64 * p).round() as usize]
         }
     };
-    if json_out {
+    if let Some(simulated) = simulated {
         let v = json!({
+            "simulated": simulated,
             "calls": observed.len(),
             "tools_listed": listed,
             "faults": per_fault.iter().map(|(id, (kind, n, example))| json!({"id": id, "kind": kind, "injections": n, "example": example, "client_saw": seen_by_fault.get(id).map(|m| m.iter().map(|(s, n)| (s.label().to_string(), *n)).collect::<BTreeMap<_, _>>()).unwrap_or_default()})).collect::<Vec<_>>(),

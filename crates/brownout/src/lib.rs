@@ -3,10 +3,12 @@
 //! - [`relay`]: the live relay (fronts, backs, carrying out verdicts);
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
-//! - [`demo`], [`plan_cmd`], [`events`]: commands and the event log.
+//! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
+//!   commands and the event log.
 
 pub mod client;
 pub mod demo;
+pub mod demo_sim;
 pub mod events;
 pub mod fixture;
 pub mod plan_cmd;

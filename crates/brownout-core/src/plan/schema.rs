@@ -186,28 +186,6 @@ pub fn check_fault(info: &KindInfo, fault: &Value) -> Vec<SchemaError> {
     first_per_path(v.iter_errors(fault).flat_map(|e| describe(&e, &known)))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schemas_compile_and_are_closed() {
-        let s = plan_schema();
-        let items = &s["properties"]["faults"]["items"]["oneOf"];
-        assert_eq!(items.as_array().map(Vec::len), Some(KINDS.len()));
-        assert!(jsonschema::validator_for(&s).is_ok());
-        for k in KINDS {
-            assert!(
-                check_fault(k, &json!({"kind": k.name, "no_such_key": 1}))
-                    .iter()
-                    .any(|e| e.2.contains("no_such_key")),
-                "{}",
-                k.name
-            );
-        }
-    }
-}
-
 /// Validate any document against the schema of `T` (closed objects come from
 /// `#[serde(deny_unknown_fields)]`); used for workload files, which share the plan's errors.
 pub fn check_document<T: JsonSchema>(doc: &Value) -> Vec<SchemaError> {
@@ -232,5 +210,27 @@ fn close_objects(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(close_objects),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_compile_and_are_closed() {
+        let s = plan_schema();
+        let items = &s["properties"]["faults"]["items"]["oneOf"];
+        assert_eq!(items.as_array().map(Vec::len), Some(KINDS.len()));
+        assert!(jsonschema::validator_for(&s).is_ok());
+        for k in KINDS {
+            assert!(
+                check_fault(k, &json!({"kind": k.name, "no_such_key": 1}))
+                    .iter()
+                    .any(|e| e.2.contains("no_such_key")),
+                "{}",
+                k.name
+            );
+        }
     }
 }

@@ -142,6 +142,7 @@ pub struct Wire {
     stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
     pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Wire {
@@ -169,7 +170,7 @@ impl Wire {
         });
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let e2 = std::sync::Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr_pipe).lines() {
                 let Ok(line) = line else { break };
                 let mut s = e2.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,6 +183,7 @@ impl Wire {
             stdin,
             lines,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -218,6 +220,14 @@ impl Wire {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
             if let Ok(Some(s)) = self.child.try_wait() {
+                // The process is gone; its stderr may still be in the pipe. Read it all
+                // (unless a grandchild keeps the pipe open: then give it a moment).
+                if let Some(r) = self.stderr_reader.take() {
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                    while !r.is_finished() && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
                 return s;
             }
             if std::time::Instant::now() > deadline {
