@@ -26,6 +26,23 @@ pub struct Counters {
     pub skipped: u64,
     pub latency_us: Histogram<u64>,
     pub series: Vec<Second>,
+    /// Breaker state changes, the first [`BREAKER_LOG_CAP`] of them.
+    pub breaker_log: Vec<BreakerTransition>,
+    /// Breaker state changes in all.
+    pub breaker_transitions: u64,
+}
+
+/// How many breaker transitions a report lists (they are all counted).
+pub const BREAKER_LOG_CAP: usize = 10_000;
+
+/// A circuit breaker changed state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BreakerTransition {
+    /// Virtual time, in milliseconds.
+    pub t_ms: f64,
+    pub tool: String,
+    /// `open`, `half_open` or `closed`.
+    pub to: &'static str,
 }
 
 impl Default for Counters {
@@ -45,6 +62,8 @@ impl Default for Counters {
                 Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits is valid"))
             }),
             series: Vec::new(),
+            breaker_log: Vec::new(),
+            breaker_transitions: 0,
         }
     }
 }
@@ -135,6 +154,11 @@ pub struct Report {
     pub duration_s: f64,
     /// Injections per fault id.
     pub injections: std::collections::BTreeMap<String, u64>,
+    /// Breaker state changes in all (0 without a breaker).
+    pub breaker_transitions: u64,
+    /// The breaker state changes, in order (the first 10,000).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breaker_log: Vec<BreakerTransition>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Second>,
 }
@@ -190,6 +214,8 @@ impl Report {
             },
             duration_s: duration_us as f64 / 1e6,
             injections,
+            breaker_transitions: c.breaker_transitions,
+            breaker_log: c.breaker_log.clone(),
             series: if keep_series {
                 c.series.clone()
             } else {

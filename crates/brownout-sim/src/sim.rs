@@ -6,7 +6,7 @@
 //! timeout may have fired first. Abandoned attempts keep their server slot until the server
 //! finishes them, which is how retry storms overload a squeezed pool.
 
-use crate::metrics::{Counters, Report};
+use crate::metrics::{BreakerTransition, Counters, Report, BREAKER_LOG_CAP};
 use crate::workload::{Arrival, BreakerMode, LimiterMode, Workload};
 use brownout_core::faults::latency::Latency;
 use brownout_core::faults::simulated::SimOutcome;
@@ -759,12 +759,13 @@ impl<'w> Sim<'w> {
             BreakerState::Closed => true,
             BreakerState::Open(until) if self.now < until => false,
             BreakerState::Open(_) => {
-                let probes = cfg.half_open_probes.unwrap_or(1);
+                let probes = cfg.half_open_probes.unwrap_or(1).max(1);
                 b.state = BreakerState::HalfOpen {
                     left: probes - 1,
                     ok: 0,
                 };
                 self.set_open(-1);
+                self.breaker_moved(tool, "half_open");
                 true
             }
             BreakerState::HalfOpen { left, ok } => {
@@ -774,6 +775,17 @@ impl<'w> Sim<'w> {
                 b.state = BreakerState::HalfOpen { left: left - 1, ok };
                 true
             }
+        }
+    }
+
+    fn breaker_moved(&mut self, tool: usize, to: &'static str) {
+        self.c.breaker_transitions += 1;
+        if self.c.breaker_log.len() < BREAKER_LOG_CAP {
+            self.c.breaker_log.push(BreakerTransition {
+                t_ms: self.now as f64 / 1000.0,
+                tool: self.names[tool].clone(),
+                to,
+            });
         }
     }
 
@@ -801,9 +813,11 @@ impl<'w> Sim<'w> {
                 if !good {
                     b.state = BreakerState::Open(now + open_us);
                     self.set_open(1);
+                    self.breaker_moved(tool, "open");
                 } else if left == 0 && ok + 1 >= cfg.half_open_probes.unwrap_or(1) {
                     b.state = BreakerState::Closed;
                     b.window.clear();
+                    self.breaker_moved(tool, "closed");
                 } else {
                     b.state = BreakerState::HalfOpen { left, ok: ok + 1 };
                 }
@@ -829,6 +843,7 @@ impl<'w> Sim<'w> {
                     if trip {
                         b.state = BreakerState::Open(now + open_us);
                         self.set_open(1);
+                        self.breaker_moved(tool, "open");
                     }
                 }
             }

@@ -50,7 +50,8 @@ pub struct Workload {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Arrival {
-    /// New tasks arrive at `rate_per_s` (evenly spaced), whatever the system does.
+    /// New tasks arrive at `rate_per_s` as a Poisson process (exponential gaps drawn from the
+    /// workload seed), whatever the system does.
     Open {
         #[schemars(range(min = 0.000001))]
         rate_per_s: f64,

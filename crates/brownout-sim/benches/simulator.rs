@@ -1,0 +1,86 @@
+//! Benchmark: simulated tool calls per second on one core (the simulator is single-threaded).
+//!
+//! Run: `cargo bench -p brownout-sim --bench simulator`. Three workloads from `examples/sim/`
+//! under the headline's 2 % error plan: the headline without resilience, the headline with
+//! retries, a retry budget, degradation and a breaker, and 1,000,000 tasks at fan-out 8.
+//! Reports the median over rounds of logical calls per second and attempts per second, and
+//! writes `target/bench/simulator.json`.
+
+use brownout_core::Plan;
+use brownout_sim::{simulate, SimOptions, Workload};
+use std::path::PathBuf;
+use std::time::Instant;
+
+const ROUNDS: usize = 5;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn load(path: &str) -> String {
+    std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let plan_text = load("examples/sim/errors-2pct.yaml");
+    let cases = [
+        (
+            "headline, no resilience",
+            "examples/sim/headline.yaml",
+            200_000u64,
+        ),
+        (
+            "headline, retries + breaker + degradation",
+            "examples/sim/headline-resilient.yaml",
+            200_000,
+        ),
+        (
+            "1,000,000 tasks at fan-out 8, no resilience",
+            "examples/sim/headline.yaml",
+            1_000_000,
+        ),
+    ];
+    let mut rows = Vec::new();
+    println!(
+        "{:<46} {:>10} {:>12} {:>14} {:>14} {:>9}",
+        "workload", "tasks", "calls", "calls/s", "attempts/s", "wall s"
+    );
+    for (name, workload, tasks) in cases {
+        let w =
+            Workload::from_str_named(&load(workload), workload).unwrap_or_else(|e| panic!("{e}"));
+        let (mut calls_s, mut attempts_s, mut wall) = (Vec::new(), Vec::new(), Vec::new());
+        let mut calls = 0;
+        for _ in 0..ROUNDS {
+            let plan = Plan::from_str_named(&plan_text, "errors-2pct.yaml")
+                .unwrap_or_else(|e| panic!("{e}"));
+            let opts = SimOptions {
+                tasks: Some(tasks),
+                ..SimOptions::default()
+            };
+            let t = Instant::now();
+            let r = simulate(&w, plan, &opts);
+            let s = t.elapsed().as_secs_f64();
+            calls = r.calls;
+            calls_s.push(r.calls as f64 / s);
+            attempts_s.push(r.attempts as f64 / s);
+            wall.push(s);
+        }
+        let (c, a, s) = (median(calls_s), median(attempts_s), median(wall));
+        println!("{name:<46} {tasks:>10} {calls:>12} {c:>14.0} {a:>14.0} {s:>9.2}");
+        rows.push(
+            serde_json::json!({"workload": name, "tasks": tasks, "calls": calls,
+            "calls_per_s": c, "attempts_per_s": a, "wall_s": s}),
+        );
+    }
+    let out = repo().join("target/bench");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(
+        out.join("simulator.json"),
+        serde_json::to_string_pretty(&rows).unwrap_or_default(),
+    );
+}
