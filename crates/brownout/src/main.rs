@@ -89,8 +89,12 @@ enum Proxy {
     /// `CMD ARGS`. Unmodified messages pass byte for byte and in order; the server's stderr
     /// passes through; brownout exits with the server's status.
     ///
+    /// The plan file is reread on SIGHUP, and with --watch whenever it changes; a broken
+    /// edit keeps the running plan and says why.
+    ///
     /// Example:
     ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
+    ///   brownout proxy stdio --plan plan.yaml --watch -- python my_server.py
     Stdio(StdioArgs),
 }
 
@@ -111,6 +115,10 @@ struct StdioArgs {
     /// Bound on requests awaiting an answer (oldest are given up first).
     #[arg(long, default_value_t = 10_000)]
     max_pending: usize,
+    /// Reload the plan file whenever it changes (it is always reloaded on SIGHUP). An
+    /// invalid edit keeps the running plan and says why on stderr.
+    #[arg(long, requires = "plan")]
+    watch: bool,
     /// Do not print the summary on exit.
     #[arg(long, short)]
     quiet: bool,
@@ -234,6 +242,9 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             max_pending: Some(a.max_pending),
         };
         let relay = Arc::new(Relay::new(plan, &opts, events));
+        if let Some(path) = &a.plan {
+            relay::reload::spawn(Arc::clone(&relay), path.clone(), a.watch)?;
+        }
         let code = relay::stdio::run(
             spec,
             Arc::clone(&relay),

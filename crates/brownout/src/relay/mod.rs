@@ -9,6 +9,7 @@
 
 pub mod child;
 pub mod framing;
+pub mod reload;
 pub mod stdio;
 
 use crate::events::EventSink;
@@ -63,6 +64,11 @@ impl Relay {
     /// Run time: microseconds since the relay started.
     pub fn now(&self) -> Time {
         Time(self.start.elapsed().as_micros() as u64)
+    }
+
+    /// Replace the plan atomically (see [`Engine::set_plan`]).
+    pub fn set_plan(&self, plan: Plan) {
+        self.engine().set_plan(plan);
     }
 
     fn engine(&self) -> MutexGuard<'_, Engine> {

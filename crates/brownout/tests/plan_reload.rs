@@ -1,0 +1,90 @@
+//! A running stdio relay takes a new plan from its file: on SIGHUP, and with `--watch` when
+//! the file changes; a broken edit keeps the running plan and says why.
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const FAIL_ECHO: &str =
+    "faults:\n  - {id: no-echo, kind: error, phase: request, tools: [echo], code: -32099}\n";
+
+/// Wait until stderr holds `needle` (at most 10 s).
+fn wait_for_stderr(w: &Wire, needle: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = w.stderr_text();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(Instant::now() < until, "no `{needle}` on stderr: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn echo(w: &mut Wire, id: u64) -> serde_json::Value {
+    w.send(&tool_call(id, "echo", json!({"message": "hi"})));
+    let v = w.recv_json(5000).expect("an answer");
+    assert_eq!(v["id"], id, "{v}");
+    v
+}
+
+#[test]
+fn watch_applies_a_good_edit_and_keeps_the_plan_on_a_broken_one() {
+    let dir = tmp();
+    let mut cmd = through(dir.path(), FAIL_ECHO, &fixture());
+    cmd.insert(3, "--watch".into());
+    let plan = dir.path().join("plan.yaml");
+    let mut w = Wire::spawn(&cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32099);
+
+    // A broken edit: the typo is named, and the running plan still applies.
+    std::fs::write(
+        &plan,
+        "faults:\n  - {id: no-echo, kind: error, phase: request, tools: [echo], cod: -1}\n",
+    )
+    .expect("write");
+    let said = wait_for_stderr(&w, "not reloaded");
+    assert!(
+        said.contains("plan.yaml:2:") && said.contains("cod"),
+        "{said}"
+    );
+    assert_eq!(echo(&mut w, 2)["error"]["code"], -32099);
+
+    // A good edit replaces it: echo answers again.
+    std::fs::write(&plan, "faults: []\n").expect("write");
+    wait_for_stderr(&w, "plan reloaded");
+    let v = echo(&mut w, 3);
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("hi")),
+        "{v}"
+    );
+}
+
+#[test]
+fn sighup_reloads_the_plan() {
+    let dir = tmp();
+    let mut w = Wire::spawn(&through(dir.path(), "faults: []\n", &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    assert!(echo(&mut w, 1).get("result").is_some(), "no fault yet");
+    // Without --watch an edit alone changes nothing...
+    std::fs::write(dir.path().join("plan.yaml"), FAIL_ECHO).expect("write");
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(echo(&mut w, 2).get("result").is_some());
+    // ...until SIGHUP.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.pid() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .expect("kill -HUP");
+    wait_for_stderr(&w, "plan reloaded");
+    assert_eq!(echo(&mut w, 3)["error"]["code"], -32099);
+    // The relay is still healthy and exits cleanly.
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+}
