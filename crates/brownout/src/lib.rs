@@ -1,15 +1,18 @@
 //! brownout, the binary's library: the drivers around `brownout-core`.
 //!
 //! - [`relay`]: the live relay (fronts, backs, carrying out verdicts);
+//! - [`control`]: live control of a running relay's faults (admin API, reloads);
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log.
 
 pub mod client;
+pub mod control;
 pub mod demo;
 pub mod demo_sim;
 pub mod events;
+pub mod faults_cmd;
 pub mod fixture;
 pub mod plan_cmd;
 pub mod relay;

@@ -2,10 +2,11 @@
 //! tools. Errors are reported with `anyhow` here, at the edge; exit codes mean something:
 //! 0 success, 1 a check failed, 2 bad usage or input, otherwise the proxied server's status.
 
+use brownout::control::{admin, Control};
 use brownout::relay::child::ChildSpec;
 use brownout::relay::framing::DEFAULT_MAX_MESSAGE;
 use brownout::relay::{self, Relay, RelayOptions};
-use brownout::{demo, events, fixture, plan_cmd};
+use brownout::{demo, events, faults_cmd, fixture, plan_cmd};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,6 +37,9 @@ enum Command {
     /// Validate plans, print the plan JSON Schema, list fault kinds.
     #[command(subcommand)]
     Plan(PlanCmd),
+    /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
+    #[command(subcommand)]
+    Faults(faults_cmd::FaultsCmd),
     /// Run a short live session: the built-in fixture behind the relay, with a demo plan.
     Demo {
         /// Use this plan instead of examples/demo-plan.yaml.
@@ -119,6 +123,13 @@ struct StdioArgs {
     /// invalid edit keeps the running plan and says why on stderr.
     #[arg(long, requires = "plan")]
     watch: bool,
+    /// Serve the admin API here (live fault control: see docs/admin.md), e.g. 127.0.0.1:9901.
+    /// Port 0 picks a free port; the address is printed on stderr.
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<std::net::SocketAddr>,
+    /// Bearer token the admin API requires (needed when --admin is beyond loopback).
+    #[arg(long, env = "BROWNOUT_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
     /// Do not print the summary on exit.
     #[arg(long, short)]
     quiet: bool,
@@ -193,6 +204,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             plan_cmd::kinds(json);
             Ok(0)
         }
+        Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture { delay_ms } => {
             single_thread_runtime()?
                 .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
@@ -220,10 +232,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 
 fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
     // A plan that does not exist or does not parse stops brownout before the server starts.
-    let plan = match &a.plan {
-        Some(p) => plan_cmd::load(p)?,
-        None => brownout_core::Plan::empty(),
+    let (plan, plan_text) = match &a.plan {
+        Some(p) => (plan_cmd::load(p)?, std::fs::read_to_string(p)?),
+        None => (brownout_core::Plan::empty(), String::new()),
     };
+    if let Some(addr) = &a.admin {
+        admin::check_bind(addr, a.admin_token.as_deref())?;
+    }
     let (program, args) = a
         .command
         .split_first()
@@ -242,8 +257,18 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             max_pending: Some(a.max_pending),
         };
         let relay = Arc::new(Relay::new(plan, &opts, events));
-        if let Some(path) = &a.plan {
-            relay::reload::spawn(Arc::clone(&relay), path.clone(), a.watch)?;
+        if a.plan.is_some() || a.admin.is_some() {
+            let control = Arc::new(match &a.plan {
+                Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),
+                None => Control::new(Arc::clone(&relay), "", "plan.yaml"),
+            }?);
+            if let Some(path) = &a.plan {
+                relay::reload::spawn(Arc::clone(&control), path.clone(), a.watch)?;
+            }
+            if let Some(addr) = a.admin {
+                let bound = admin::serve(control, addr, a.admin_token.clone()).await?;
+                eprintln!("brownout: admin API on http://{bound}");
+            }
         }
         let code = relay::stdio::run(
             spec,

@@ -71,6 +71,17 @@ impl Relay {
         self.engine().set_plan(plan);
     }
 
+    /// Live figures for the admin API: sessions, pending requests, and the run summary
+    /// (calls, outcomes, error rate, injections per fault, latency percentiles).
+    pub fn status(&self) -> serde_json::Value {
+        let engine = self.engine();
+        serde_json::json!({
+            "sessions": engine.session_count(),
+            "pending": engine.pending_count(),
+            "summary": engine.summary().report(),
+        })
+    }
+
     fn engine(&self) -> MutexGuard<'_, Engine> {
         // A panic inside the engine is caught below; the state it left is still usable.
         self.engine.lock().unwrap_or_else(|p| p.into_inner())

@@ -2,7 +2,7 @@
 //! the file changes. A broken edit never replaces the running plan: brownout says why on
 //! stderr and keeps going with the plan it has.
 
-use super::Relay;
+use crate::control::Control;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -19,17 +19,13 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 }
 
 /// Load the file and, if it is a valid plan, make it the relay's plan. Returns what to say.
-pub fn reload(relay: &Relay, path: &Path) -> Result<String, String> {
-    match crate::plan_cmd::load(path) {
-        Ok(plan) => {
-            let n = plan.faults.len();
-            relay.set_plan(plan);
-            Ok(format!(
-                "brownout: plan reloaded from {} ({n} fault{})",
-                path.display(),
-                if n == 1 { "" } else { "s" }
-            ))
-        }
+pub fn reload(control: &Control, path: &Path) -> Result<String, String> {
+    match control.replace_from_file(path) {
+        Ok(n) => Ok(format!(
+            "brownout: plan reloaded from {} ({n} fault{})",
+            path.display(),
+            if n == 1 { "" } else { "s" }
+        )),
         Err(e) => Err(format!(
             "brownout: plan {} not reloaded, the running plan stays: {e:#}",
             path.display()
@@ -39,7 +35,7 @@ pub fn reload(relay: &Relay, path: &Path) -> Result<String, String> {
 
 /// Watch for SIGHUP (and, with `watch`, for changes to the file) for as long as the relay
 /// runs; the task ends with the runtime.
-pub fn spawn(relay: Arc<Relay>, path: PathBuf, watch: bool) -> std::io::Result<()> {
+pub fn spawn(control: Arc<Control>, path: PathBuf, watch: bool) -> std::io::Result<()> {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     tokio::spawn(async move {
         let mut last = stamp(&path);
@@ -61,7 +57,7 @@ pub fn spawn(relay: Arc<Relay>, path: PathBuf, watch: bool) -> std::io::Result<(
                     last = now;
                 }
             }
-            match reload(&relay, &path) {
+            match reload(&control, &path) {
                 Ok(said) | Err(said) => eprintln!("{said}"),
             }
         }

@@ -1,0 +1,277 @@
+//! Live control of a running relay's faults: the plan as a list of fault specs (their plan
+//! syntax, as JSON) that can be added to, removed from, replaced and expired while traffic
+//! flows. Every change is compiled and validated as a whole plan by `brownout-core` before it
+//! replaces the running one, so an invalid change is rejected with its errors and the old
+//! plan stays. The HTTP surface is [`admin`]; SIGHUP and `--watch` reloads come through
+//! [`Control::replace_from_file`] too.
+
+pub mod admin;
+
+use crate::relay::Relay;
+use brownout_core::plan::source::{self, Format};
+use brownout_core::Plan;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Why a change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The plan or fault does not validate; the text is every error, one per line.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no fault with id `{0}`")]
+    NoSuchFault(String),
+    #[error("a fault with id `{0}` exists already; remove it first or pick another id")]
+    DuplicateId(String),
+}
+
+/// One fault of the running plan, as written.
+#[derive(Debug, Clone)]
+struct Entry {
+    id: String,
+    kind: String,
+    spec: Value,
+    /// When it expires by itself, if it was added with a TTL.
+    expires: Option<Instant>,
+}
+
+struct State {
+    seed: u64,
+    name: Option<String>,
+    /// Top-level keys of the plan other than `seed`, `name` and `faults` (e.g. `duration`).
+    extra: Map<String, Value>,
+    entries: Vec<Entry>,
+}
+
+/// The running plan of one relay, changeable while it runs.
+pub struct Control {
+    relay: Arc<Relay>,
+    state: Mutex<State>,
+    started: Instant,
+    /// Where a plan came from, for error messages.
+    label: String,
+}
+
+impl Control {
+    /// Take control of `relay`, whose running plan is `plan_text` (empty for none).
+    pub fn new(relay: Arc<Relay>, plan_text: &str, label: &str) -> Result<Control, ControlError> {
+        let control = Control {
+            relay,
+            state: Mutex::new(State {
+                seed: 0,
+                name: None,
+                extra: Map::new(),
+                entries: Vec::new(),
+            }),
+            started: Instant::now(),
+            label: label.to_string(),
+        };
+        control.replace_text(plan_text, label)?;
+        Ok(control)
+    }
+
+    pub fn relay(&self) -> &Arc<Relay> {
+        &self.relay
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replace the whole plan with the one in `text` (YAML, JSON or TOML by `file`'s name).
+    pub fn replace_text(&self, text: &str, file: &str) -> Result<usize, ControlError> {
+        let format = Format::from_path(file);
+        // Validate exactly as `plan check` would, with the file's own lines and columns.
+        Plan::from_str_format(text, file, format)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        let doc = source::parse(text, format)
+            .map(|n| n.to_json())
+            .map_err(|e| ControlError::Invalid(format!("{file}:{}: {}", e.pos, e.message)))?;
+        let mut doc = match doc {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let faults = match doc.remove("faults") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        let candidate = State {
+            seed: doc.remove("seed").and_then(|v| v.as_u64()).unwrap_or(0),
+            name: doc
+                .remove("name")
+                .and_then(|v| v.as_str().map(str::to_string)),
+            extra: doc,
+            entries: faults
+                .into_iter()
+                .map(|spec| Entry {
+                    id: String::new(),
+                    kind: String::new(),
+                    spec,
+                    expires: None,
+                })
+                .collect(),
+        };
+        let mut state = self.state();
+        *state = candidate;
+        // The text compiled above, so this compiles too; it also fixes the default ids.
+        self.commit(&mut state, file)
+    }
+
+    /// Replace the plan from its file (SIGHUP, `--watch`).
+    pub fn replace_from_file(&self, path: &Path) -> Result<usize, ControlError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ControlError::Invalid(format!("cannot read plan {}: {e}", path.display()))
+        })?;
+        self.replace_text(&text, &path.display().to_string())
+    }
+
+    /// Add one fault, in plan syntax (YAML or JSON), optionally for `ttl` only.
+    pub fn add(&self, text: &str, ttl: Option<Duration>) -> Result<String, ControlError> {
+        let spec = source::parse(text, Format::Yaml)
+            .map(|n| n.to_json())
+            .map_err(|e| ControlError::Invalid(format!("fault:{}: {}", e.pos, e.message)))?;
+        if !spec.is_object() {
+            return Err(ControlError::Invalid(
+                "a fault is a map of keys, such as {kind: latency, added_ms: 100}".into(),
+            ));
+        }
+        // Alone first, so its errors are about it: `faults[0].added_ms`.
+        let alone = json!({"faults": [spec]}).to_string();
+        Plan::from_str_format(&alone, "fault", Format::Json).map_err(|e| {
+            // Positions would point into a document the caller never wrote: name keys only.
+            ControlError::Invalid(
+                e.errors
+                    .iter()
+                    .map(|x| {
+                        let key = x.key.strip_prefix("faults[0]").unwrap_or(&x.key);
+                        match key.trim_start_matches('.') {
+                            "" => x.message.clone(),
+                            k => format!("`{k}`: {}", x.message),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })?;
+        let mut state = self.state();
+        if let Some(id) = spec.get("id").and_then(Value::as_str) {
+            if state.entries.iter().any(|e| e.id == id) {
+                return Err(ControlError::DuplicateId(id.to_string()));
+            }
+        }
+        let previous = state.entries.clone();
+        state.entries.push(Entry {
+            id: String::new(),
+            kind: String::new(),
+            spec,
+            expires: ttl.map(|t| Instant::now() + t),
+        });
+        match self.commit(&mut state, &self.label) {
+            Ok(_) => Ok(state
+                .entries
+                .last()
+                .map(|e| e.id.clone())
+                .unwrap_or_default()),
+            Err(e) => {
+                state.entries = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// Remove the fault with this id.
+    pub fn remove(&self, id: &str) -> Result<(), ControlError> {
+        let mut state = self.state();
+        let before = state.entries.len();
+        state.entries.retain(|e| e.id != id);
+        if state.entries.len() == before {
+            return Err(ControlError::NoSuchFault(id.to_string()));
+        }
+        self.commit(&mut state, &self.label).map(|_| ())
+    }
+
+    /// Remove every fault: traffic passes untouched.
+    pub fn clear(&self) -> usize {
+        let mut state = self.state();
+        let n = state.entries.len();
+        state.entries.clear();
+        let _ = self.commit(&mut state, &self.label);
+        n
+    }
+
+    /// Remove faults whose TTL has passed; returns their ids.
+    pub fn expire(&self, now: Instant) -> Vec<String> {
+        let mut state = self.state();
+        let gone: Vec<String> = state
+            .entries
+            .iter()
+            .filter(|e| e.expires.is_some_and(|t| t <= now))
+            .map(|e| e.id.clone())
+            .collect();
+        if !gone.is_empty() {
+            state
+                .entries
+                .retain(|e| !e.expires.is_some_and(|t| t <= now));
+            let _ = self.commit(&mut state, &self.label);
+        }
+        gone
+    }
+
+    /// The running faults, as written, with their id, kind and time left.
+    pub fn list(&self) -> Value {
+        let state = self.state();
+        let now = Instant::now();
+        json!({
+            "seed": state.seed,
+            "faults": state.entries.iter().map(|e| json!({
+                "id": e.id,
+                "kind": e.kind,
+                "expires_in_s": e.expires.map(|t| t.saturating_duration_since(now).as_secs_f64()),
+                "spec": e.spec,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Uptime, sessions, calls and injections per fault.
+    pub fn status(&self) -> Value {
+        let faults = self.state().entries.len();
+        let mut v = self.relay.status();
+        if let Some(m) = v.as_object_mut() {
+            m.insert(
+                "uptime_s".into(),
+                json!(self.started.elapsed().as_secs_f64()),
+            );
+            m.insert("faults".into(), json!(faults));
+        }
+        v
+    }
+
+    /// Compile the state's faults into a plan and make it the relay's; record the ids and
+    /// kinds the compiler settled on.
+    fn commit(&self, state: &mut State, file: &str) -> Result<usize, ControlError> {
+        let mut doc = state.extra.clone();
+        doc.insert("seed".into(), json!(state.seed));
+        if let Some(n) = &state.name {
+            doc.insert("name".into(), json!(n));
+        }
+        doc.insert(
+            "faults".into(),
+            Value::Array(state.entries.iter().map(|e| e.spec.clone()).collect()),
+        );
+        let plan = Plan::from_str_format(&Value::Object(doc).to_string(), file, Format::Json)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        for (entry, fault) in state.entries.iter_mut().zip(&plan.faults) {
+            entry.id = fault.id.clone();
+            entry.kind = fault.effect.kind().to_string();
+            // Pin the id, so removing an earlier fault never renames a later one.
+            if let Some(m) = entry.spec.as_object_mut() {
+                m.insert("id".into(), json!(fault.id));
+            }
+        }
+        let n = plan.faults.len();
+        self.relay.set_plan(plan);
+        Ok(n)
+    }
+}

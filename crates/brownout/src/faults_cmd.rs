@@ -1,0 +1,161 @@
+//! `brownout faults list|add|rm|clear`: the admin API of a running relay, from the shell.
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct Target {
+    /// The running relay's admin API, as printed when it started (e.g. http://127.0.0.1:9901).
+    #[arg(long, env = "BROWNOUT_ADMIN")]
+    pub admin: String,
+    /// Bearer token, if the relay requires one.
+    #[arg(long, env = "BROWNOUT_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the API's JSON answer instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum FaultsCmd {
+    /// List the running faults.
+    List(Target),
+    /// Add a fault, in plan syntax: inline (`'{kind: latency, added_ms: 500}'`) or `--file F`.
+    ///
+    /// Example:
+    ///   brownout faults add --admin http://127.0.0.1:9901 --ttl 30s '{id: slow, kind: latency, tools: [search_*], added_ms: 800}'
+    Add {
+        #[command(flatten)]
+        target: Target,
+        /// The fault, as YAML or JSON.
+        #[arg(required_unless_present = "file", conflicts_with = "file")]
+        fault: Option<String>,
+        /// Read the fault from this file instead.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Remove the fault by itself after this long (30s, 500ms, 2m).
+        #[arg(long)]
+        ttl: Option<String>,
+    },
+    /// Remove a fault by id.
+    Rm {
+        #[command(flatten)]
+        target: Target,
+        id: String,
+    },
+    /// Remove every fault: traffic passes untouched.
+    Clear(Target),
+}
+
+/// Exit codes: 0 done, 1 refused by the relay (invalid fault, unknown id), 2 unreachable.
+pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
+    let (target, method, path, body) = match cmd {
+        FaultsCmd::List(t) => (t, reqwest::Method::GET, "/faults".to_string(), None),
+        FaultsCmd::Add {
+            target,
+            fault,
+            file,
+            ttl,
+        } => {
+            let text = match (fault, file) {
+                (Some(f), _) => f,
+                (None, Some(p)) => std::fs::read_to_string(&p)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+                (None, None) => anyhow::bail!("give the fault inline or with --file"),
+            };
+            let path = match ttl {
+                Some(t) => format!("/faults?ttl={}", urlencode(&t)),
+                None => "/faults".into(),
+            };
+            (target, reqwest::Method::POST, path, Some(text))
+        }
+        FaultsCmd::Rm { target, id } => (
+            target,
+            reqwest::Method::DELETE,
+            format!("/faults/{}", urlencode(&id)),
+            None,
+        ),
+        FaultsCmd::Clear(t) => (t, reqwest::Method::DELETE, "/faults".into(), None),
+    };
+    let url = format!("{}{path}", target.admin.trim_end_matches('/'));
+    let client = reqwest::Client::new();
+    let mut req = client.request(method.clone(), &url);
+    if let Some(t) = &target.token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "brownout: cannot reach the admin API at {}: {e}",
+                target.admin
+            );
+            return Ok(2);
+        }
+    };
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    if !status.is_success() {
+        if !target.json {
+            match v["errors"].as_array() {
+                Some(errs) => errs
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .for_each(|e| eprintln!("{e}")),
+                None => eprintln!("brownout: the relay answered {status}"),
+            }
+        }
+        return Ok(1);
+    }
+    if !target.json {
+        print_summary(&method, &v);
+    }
+    Ok(0)
+}
+
+fn print_summary(method: &reqwest::Method, v: &Value) {
+    if let Some(faults) = v["faults"].as_array() {
+        if faults.is_empty() {
+            println!("no faults: traffic passes untouched");
+        }
+        for f in faults {
+            let ttl = f["expires_in_s"]
+                .as_f64()
+                .map(|s| format!("  (expires in {s:.1}s)"))
+                .unwrap_or_default();
+            println!(
+                "{:<24} {:<15} {}{ttl}",
+                f["id"].as_str().unwrap_or("?"),
+                f["kind"].as_str().unwrap_or("?"),
+                f["spec"]
+            );
+        }
+    } else if let Some(id) = v["id"].as_str() {
+        println!("added {id}");
+    } else if *method == reqwest::Method::DELETE {
+        match &v["removed"] {
+            Value::String(id) => println!("removed {id}"),
+            n => println!("removed {n} fault(s)"),
+        }
+    }
+}
+
+/// Percent-encode a path segment or query value (ids and durations are short and plain;
+/// this keeps a stray `/` or `?` from changing the request).
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,215 @@
+//! Live fault control of a running stdio relay through its admin API and `brownout faults`,
+//! with every change observed from the client's side of the relay.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+/// Start the relay in front of the fixture with an admin API; returns it and the API's URL.
+fn relay_with_admin(dir: &std::path::Path, plan: &str, extra: &[&str]) -> (Wire, String) {
+    let mut cmd = through(dir, plan, &fixture());
+    let mut at = 3;
+    for a in ["--admin", "127.0.0.1:0"].iter().chain(extra) {
+        cmd.insert(at, a.to_string());
+        at += 1;
+    }
+    let mut w = Wire::spawn(&cmd);
+    let until = Instant::now() + Duration::from_secs(10);
+    let url = loop {
+        let text = w.stderr_text();
+        if let Some(i) = text.find("admin API on ") {
+            let rest = &text[i + "admin API on ".len()..];
+            break rest.lines().next().unwrap_or("").trim().to_string();
+        }
+        assert!(Instant::now() < until, "no admin address: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    (w, url)
+}
+
+/// `brownout faults …`: exit code, stdout, stderr.
+fn faults(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(brownout())
+        .arg("faults")
+        .args(args)
+        .env_remove("BROWNOUT_ADMIN_TOKEN")
+        .output()
+        .expect("run brownout faults");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn echo(w: &mut Wire, id: u64) -> Value {
+    w.send(&tool_call(id, "echo", json!({"message": "hi"})));
+    let v = w.recv_json(5000).expect("an answer");
+    assert_eq!(v["id"], id, "{v}");
+    v
+}
+
+/// A raw HTTP/1.1 request (what any HTTP client would send); returns status and body.
+fn http(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+#[test]
+fn faults_are_added_listed_expired_removed_and_cleared_on_a_running_relay() {
+    let dir = tmp();
+    let (mut w, url) = relay_with_admin(dir.path(), "faults: []\n", &[]);
+    assert!(echo(&mut w, 1).get("result").is_some());
+
+    // Add with a TTL: the client sees the fault at once, and no more after it expires.
+    let (code, out, err) = faults(&[
+        "add",
+        "--admin",
+        &url,
+        "--ttl",
+        "1s",
+        "{id: no-echo, kind: error, phase: request, tools: [echo], code: -32042}",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("added no-echo"), "{out}");
+    let (_, listed, _) = faults(&["list", "--admin", &url, "--json"]);
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    assert_eq!(listed["faults"][0]["id"], "no-echo");
+    assert!(listed["faults"][0]["expires_in_s"]
+        .as_f64()
+        .is_some_and(|s| s <= 1.0));
+    assert_eq!(echo(&mut w, 2)["error"]["code"], -32042);
+    let until = Instant::now() + Duration::from_secs(10);
+    while !w.stderr_text().contains("fault `no-echo` expired") {
+        assert!(Instant::now() < until, "{}", w.stderr_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(echo(&mut w, 3).get("result").is_some());
+
+    // A fault with a typo is refused with the key named, and nothing changes.
+    let (code, _, err) = faults(&["add", "--admin", &url, "{kind: latency, added_msec: 5}"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("added_msec"), "{err}");
+
+    // Add two, remove one by id, clear the rest.
+    for f in [
+        "{id: a, kind: error, phase: request, tools: [echo], code: -32001}",
+        "{id: b, kind: latency, tools: [fetch_logs], added_ms: 1}",
+    ] {
+        assert_eq!(faults(&["add", "--admin", &url, f]).0, 0);
+    }
+    assert_eq!(echo(&mut w, 4)["error"]["code"], -32001);
+    let (code, out, _) = faults(&["rm", "--admin", &url, "a"]);
+    assert_eq!((code, out.trim()), (0, "removed a"));
+    assert!(echo(&mut w, 5).get("result").is_some());
+    assert_eq!(faults(&["rm", "--admin", &url, "a"]).0, 1);
+    let (code, out, _) = faults(&["list", "--admin", &url]);
+    assert_eq!(code, 0);
+    assert!(out.contains("b ") && !out.contains("a "), "{out}");
+    assert_eq!(faults(&["clear", "--admin", &url]).0, 0);
+    let (_, out, _) = faults(&["list", "--admin", &url]);
+    assert!(out.contains("no faults"), "{out}");
+}
+
+#[test]
+fn put_plan_replaces_atomically_and_an_invalid_plan_changes_nothing() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: e1, kind: error, phase: request, tools: [echo], code: -32011}\n";
+    let (mut w, url) = relay_with_admin(dir.path(), plan, &[]);
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32011);
+    let (status, body) = http(
+        &url,
+        "PUT",
+        "/plan",
+        "faults:\n  - {kind: error, probability: 1.5}\n",
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("plan.yaml:2:") && body.contains("probability"),
+        "{body}"
+    );
+    assert_eq!(echo(&mut w, 2)["error"]["code"], -32011);
+    let (status, body) = http(
+        &url,
+        "PUT",
+        "/plan",
+        "faults:\n  - {id: e2, kind: error, phase: request, tools: [echo], code: -32022}\n",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(echo(&mut w, 3)["error"]["code"], -32022);
+    let (status, body) = http(&url, "GET", "/status", "");
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["faults"], 1);
+    assert!(
+        v["summary"]["calls"].as_u64().is_some_and(|n| n >= 3),
+        "{v}"
+    );
+    assert!(v["uptime_s"].as_f64().is_some());
+}
+
+#[test]
+fn a_token_is_required_when_set_and_never_echoed() {
+    let dir = tmp();
+    let (_w, url) = relay_with_admin(
+        dir.path(),
+        "faults: []\n",
+        &["--admin-token", "s3cret-t0ken"],
+    );
+    let (code, _, err) = faults(&["list", "--admin", &url]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = faults(&["list", "--admin", &url, "--token", "wrong"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) = faults(&["list", "--admin", &url, "--token", "s3cret-t0ken"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("no faults"));
+    assert!(!_w.stderr_text().contains("s3cret-t0ken"));
+}
+
+#[test]
+fn beyond_loopback_without_a_token_is_refused_before_the_server_starts() {
+    let dir = tmp();
+    let marker = dir.path().join("started");
+    let server = vec![
+        "sh".to_string(),
+        "-c".into(),
+        format!("touch {}; cat", marker.display()),
+    ];
+    let mut cmd = through(dir.path(), "faults: []\n", &server);
+    cmd.insert(3, "--admin".into());
+    cmd.insert(4, "0.0.0.0:0".into());
+    let mut w = Wire::spawn(&cmd);
+    assert_ne!(w.wait(10).code(), Some(0));
+    assert!(
+        w.stderr_text().contains("beyond loopback"),
+        "{}",
+        w.stderr_text()
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn an_unreachable_admin_api_exits_2() {
+    let (code, _, err) = faults(&["list", "--admin", "http://127.0.0.1:9"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot reach"), "{err}");
+}
