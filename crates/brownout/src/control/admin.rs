@@ -35,12 +35,10 @@ struct App {
 
 /// Refuse to expose the admin API beyond loopback without a token.
 pub fn check_bind(addr: &SocketAddr, token: Option<&str>) -> anyhow::Result<()> {
-    if !addr.ip().is_loopback() {
-        if token.is_none_or(str::is_empty) {
-            anyhow::bail!(
-                "--admin {addr} is beyond loopback: give a bearer token with --admin-token (or BROWNOUT_ADMIN_TOKEN)"
-            );
-        }
+    if !addr.ip().is_loopback() && token.is_none_or(str::is_empty) {
+        anyhow::bail!(
+            "--admin {addr} is beyond loopback: give a bearer token with --admin-token (or BROWNOUT_ADMIN_TOKEN)"
+        );
     }
     Ok(())
 }

@@ -211,9 +211,7 @@ impl Control {
             .map(|e| e.id.clone())
             .collect();
         if !gone.is_empty() {
-            state
-                .entries
-                .retain(|e| !e.expires.is_some_and(|t| t <= now));
+            state.entries.retain(|e| e.expires.is_none_or(|t| t > now));
             let _ = self.commit(&mut state, &self.label);
         }
         gone
