@@ -10,10 +10,8 @@ use std::time::{Duration, Instant};
 /// Start the relay in front of the fixture with an admin API; returns it and the API's URL.
 fn relay_with_admin(dir: &std::path::Path, plan: &str, extra: &[&str]) -> (Wire, String) {
     let mut cmd = through(dir, plan, &fixture());
-    let mut at = 3;
-    for a in ["--admin", "127.0.0.1:0"].iter().chain(extra) {
+    for (at, a) in (3..).zip(["--admin", "127.0.0.1:0"].iter().chain(extra)) {
         cmd.insert(at, a.to_string());
-        at += 1;
     }
     let mut w = Wire::spawn(&cmd);
     let until = Instant::now() + Duration::from_secs(10);
@@ -170,7 +168,7 @@ fn put_plan_replaces_atomically_and_an_invalid_plan_changes_nothing() {
 #[test]
 fn a_token_is_required_when_set_and_never_echoed() {
     let dir = tmp();
-    let (_w, url) = relay_with_admin(
+    let (w, url) = relay_with_admin(
         dir.path(),
         "faults: []\n",
         &["--admin-token", "s3cret-t0ken"],
@@ -182,7 +180,7 @@ fn a_token_is_required_when_set_and_never_echoed() {
     let (code, out, err) = faults(&["list", "--admin", &url, "--token", "s3cret-t0ken"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("no faults"));
-    assert!(!_w.stderr_text().contains("s3cret-t0ken"));
+    assert!(!w.stderr_text().contains("s3cret-t0ken"));
 }
 
 #[test]
