@@ -18,6 +18,7 @@ use crate::jsonrpc::{self, classify, Id, Kind, Message, View};
 use crate::plan::{Fault, Plan};
 use crate::rng::{hash_str, salt, StreamKey};
 use crate::select::{session_selected, Direction};
+use crate::sli::Slis;
 use crate::stats::Summary;
 use crate::time::Time;
 use crate::verdict::{Forward, Outgoing, ProcessAction, Verdict};
@@ -102,6 +103,7 @@ pub struct Engine {
     global_buckets: HashMap<usize, Bucket>,
     timers_fired: Vec<bool>,
     summary: Summary,
+    slis: Slis,
     events: Vec<Event>,
 }
 
@@ -126,6 +128,7 @@ impl Engine {
             global_buckets: HashMap::new(),
             timers_fired: vec![false; n],
             summary: Summary::default(),
+            slis: Slis::default(),
             events: Vec::new(),
         }
     }
@@ -148,6 +151,11 @@ impl Engine {
 
     pub fn summary(&self) -> &Summary {
         &self.summary
+    }
+
+    /// Live SLIs per method and tool (see [`crate::sli`]).
+    pub fn slis(&self) -> &Slis {
+        &self.slis
     }
 
     /// Events since the last drain (empty unless `record_events`).
@@ -421,6 +429,7 @@ impl Engine {
                         None,
                         now,
                         false,
+                        None,
                     );
                 } else {
                     self.track(session, id, now, call);
@@ -446,6 +455,11 @@ impl Engine {
         let Some(id) = v.id.clone() else {
             return Verdict::pass();
         };
+        if call.method == "tools/list" && v.kind == Kind::Response {
+            // What the server advertised, before any registry fault: the truth the
+            // correctness SLI judges answers by.
+            self.slis.learn_tools_list(bytes);
+        }
         if call.response_hits.is_empty() {
             let (outcome, code) = outcome_of(v);
             self.call_event(
@@ -457,6 +471,7 @@ impl Engine {
                 code,
                 now,
                 false,
+                Some(bytes),
             );
             return Verdict::pass();
         }
@@ -544,11 +559,11 @@ impl Engine {
         sent_at: Time,
         delivered: Time,
     ) {
+        let out = shaping.output();
+        let bytes = out.as_deref().unwrap_or(shaping.original);
         let (outcome, code) = if shaping.drop {
             (Outcome::Dropped, None)
         } else {
-            let out = shaping.output();
-            let bytes = out.as_deref().unwrap_or(shaping.original);
             match classify(bytes) {
                 Message::Single(v) if v.id.as_ref() == Some(id) => outcome_of(&v),
                 _ => (Outcome::Malformed, None),
@@ -563,6 +578,7 @@ impl Engine {
             code,
             delivered,
             shaping.mutated,
+            Some(bytes),
         );
     }
 
@@ -741,10 +757,25 @@ impl Engine {
         code: Option<i64>,
         at: Time,
         mutated: bool,
+        delivered: Option<&[u8]>,
     ) {
-        // The summary is always kept; the event itself is built only when someone reads it.
+        // The summary and the SLIs are always kept; the event itself is built only when
+        // someone reads it.
         self.summary
             .record_call(outcome, latency.as_micros(), mutated);
+        let schema_valid = match (&call.tool, delivered) {
+            (Some(tool), Some(bytes)) if outcome == Outcome::Ok && call.method == "tools/call" => {
+                self.slis.structured_valid(tool, bytes)
+            }
+            _ => true,
+        };
+        self.slis.record(
+            &call.method,
+            call.tool.as_deref(),
+            outcome,
+            latency.as_millis_f64(),
+            schema_valid,
+        );
         if !self.config.record_events {
             return;
         }
@@ -774,6 +805,7 @@ impl Engine {
                 None,
                 now,
                 false,
+                None,
             );
         }
     }
@@ -862,6 +894,7 @@ impl Engine {
                 Some(RELAY_ERROR),
                 now,
                 false,
+                None,
             );
             out.push(FailedCall { id: u.id, reply });
         }

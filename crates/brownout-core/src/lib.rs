@@ -14,6 +14,7 @@ pub mod jsonrpc;
 pub mod plan;
 pub mod rng;
 pub mod select;
+pub mod sli;
 pub mod stats;
 pub mod time;
 pub mod verdict;

@@ -211,3 +211,55 @@ fn an_unreachable_admin_api_exits_2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot reach"), "{err}");
 }
+
+#[test]
+fn metrics_show_calls_injections_and_live_eta_per_tool() {
+    let dir = tmp();
+    let plan = "seed: 3\nfaults:\n  - {id: drift, kind: schema_drift, tools: [get_incident], mutation: retype, path: /severity, every_nth: 2}\n";
+    let (mut w, url) = relay_with_admin(dir.path(), plan, &[]);
+    w.send(r#"{"jsonrpc":"2.0","id":100,"method":"tools/list"}"#);
+    assert!(w.recv_json(5000).is_some());
+    for i in 1..=8 {
+        w.send(&tool_call(i, "get_incident", json!({"id": "INC-1"})));
+        assert!(w.recv_json(5000).is_some());
+    }
+    let (status, text) = http(&url, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    let value = |line_start: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(line_start))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no `{line_start}` in\n{text}"))
+    };
+    // Every second call drifted: the client got 8 answers, 4 of them schema-invalid.
+    assert_eq!(
+        value(r#"brownout_calls_total{method="tools/call",tool="get_incident",outcome="ok"}"#),
+        8.0
+    );
+    assert_eq!(
+        value(r#"brownout_injections_total{fault="drift",kind="schema_drift"}"#),
+        4.0
+    );
+    assert_eq!(
+        value(r#"brownout_tool_availability{tool="get_incident"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"brownout_tool_correctness{tool="get_incident"}"#),
+        0.5
+    );
+    assert_eq!(value(r#"brownout_tool_eta{tool="get_incident"}"#), 0.5);
+    assert_eq!(
+        value(r#"brownout_schema_violations_total{tool="get_incident"}"#),
+        4.0
+    );
+    assert_eq!(
+        value(
+            r#"brownout_call_latency_seconds_bucket{le="+Inf",method="tools/call",tool="get_incident"}"#
+        ),
+        8.0
+    );
+    assert_eq!(value("brownout_faults_active"), 1.0);
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+}

@@ -7,6 +7,7 @@
 //! DELETE /faults          remove every fault
 //! PUT    /plan            replace the whole plan (body: a plan; ?format=yaml|json|toml)
 //! GET    /status          uptime, sessions, pending requests, calls, injections per fault
+//! GET    /metrics         Prometheus / OpenMetrics text (see [`super::metrics`])
 //! ```
 //!
 //! Loopback by default. Bound beyond loopback it requires a bearer token, compared in
@@ -67,6 +68,7 @@ pub async fn serve(
         .route("/faults/{id}", delete(remove))
         .route("/plan", put(replace))
         .route("/status", get(status))
+        .route("/metrics", get(metrics))
         .with_state(app);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {
@@ -212,6 +214,20 @@ async fn replace(
         Ok(n) => Json(json!({"faults": n})).into_response(),
         Err(e) => refused(e),
     }
+}
+
+async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
+    if !authorized(&app, &headers) {
+        return unauthorized();
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.control.metrics(),
+    )
+        .into_response()
 }
 
 async fn status(State(app): State<App>, headers: HeaderMap) -> Response {

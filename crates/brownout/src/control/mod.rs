@@ -6,6 +6,7 @@
 //! [`Control::replace_from_file`] too.
 
 pub mod admin;
+pub mod metrics;
 
 use crate::relay::Relay;
 use brownout_core::plan::source::{self, Format};
@@ -230,6 +231,12 @@ impl Control {
                 "spec": e.spec,
             })).collect::<Vec<_>>(),
         })
+    }
+
+    /// The relay's metrics in the Prometheus text format.
+    pub fn metrics(&self) -> String {
+        let active = self.state().entries.len();
+        metrics::render(&self.relay, active)
     }
 
     /// Uptime, sessions, calls and injections per fault.

@@ -82,6 +82,11 @@ impl Relay {
         })
     }
 
+    /// Read the engine under its lock (metrics snapshots).
+    pub fn with_engine<T>(&self, f: impl FnOnce(&Engine) -> T) -> T {
+        f(&self.engine())
+    }
+
     fn engine(&self) -> MutexGuard<'_, Engine> {
         // A panic inside the engine is caught below; the state it left is still usable.
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
