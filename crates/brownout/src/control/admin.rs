@@ -69,6 +69,10 @@ pub async fn serve(
         .route("/plan", put(replace))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            require_token,
+        ))
         .with_state(app);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {
@@ -97,6 +101,19 @@ fn authorized(app: &App, headers: &HeaderMap) -> bool {
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// Every route goes through here: with a token set, no request passes without it.
+async fn require_token(
+    State(app): State<App>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if authorized(&app, request.headers()) {
+        next.run(request).await
+    } else {
+        unauthorized()
+    }
 }
 
 fn unauthorized() -> Response {
@@ -141,10 +158,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     (seconds.is_finite() && seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
 }
 
-async fn list(State(app): State<App>, headers: HeaderMap) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn list(State(app): State<App>) -> Response {
     Json(app.control.list()).into_response()
 }
 
@@ -153,15 +167,7 @@ struct AddQuery {
     ttl: Option<String>,
 }
 
-async fn add(
-    State(app): State<App>,
-    headers: HeaderMap,
-    Query(q): Query<AddQuery>,
-    body: String,
-) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn add(State(app): State<App>, Query(q): Query<AddQuery>, body: String) -> Response {
     let ttl = match q.ttl.as_deref().map(|t| (t, parse_duration(t))) {
         None => None,
         Some((_, Some(d))) => Some(d),
@@ -177,20 +183,14 @@ async fn add(
     }
 }
 
-async fn remove(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn remove(State(app): State<App>, Path(id): Path<String>) -> Response {
     match app.control.remove(&id) {
         Ok(()) => Json(json!({"removed": id})).into_response(),
         Err(e) => refused(e),
     }
 }
 
-async fn clear(State(app): State<App>, headers: HeaderMap) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn clear(State(app): State<App>) -> Response {
     Json(json!({"removed": app.control.clear()})).into_response()
 }
 
@@ -199,15 +199,7 @@ struct PlanQuery {
     format: Option<String>,
 }
 
-async fn replace(
-    State(app): State<App>,
-    headers: HeaderMap,
-    Query(q): Query<PlanQuery>,
-    body: String,
-) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn replace(State(app): State<App>, Query(q): Query<PlanQuery>, body: String) -> Response {
     // The name picks the format, as a file's extension would, and labels the errors.
     let name = format!("plan.{}", q.format.as_deref().unwrap_or("yaml"));
     match app.control.replace_text(&body, &name) {
@@ -216,10 +208,7 @@ async fn replace(
     }
 }
 
-async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn metrics(State(app): State<App>) -> Response {
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -230,10 +219,7 @@ async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
         .into_response()
 }
 
-async fn status(State(app): State<App>, headers: HeaderMap) -> Response {
-    if !authorized(&app, &headers) {
-        return unauthorized();
-    }
+async fn status(State(app): State<App>) -> Response {
     let v: Value = app.control.status();
     Json(v).into_response()
 }
