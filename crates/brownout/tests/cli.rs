@@ -155,3 +155,35 @@ fn help_teaches() {
         "{out}"
     );
 }
+
+#[test]
+fn the_plan_reference_documents_every_kind_and_every_key() {
+    let (code, out, _) = run(&["plan", "schema"]);
+    assert_eq!(code, 0);
+    let schema: Value = serde_json::from_str(&out).expect("schema");
+    let doc = std::fs::read_to_string(repo().join("docs/plans.md")).expect("docs/plans.md");
+    let kinds = schema["properties"]["faults"]["items"]["oneOf"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(kinds.len() >= 13);
+    for k in &kinds {
+        let kind = k["properties"]["kind"]["const"].as_str().expect("kind");
+        assert!(
+            doc.contains(&format!("### `{kind}`")),
+            "no section for {kind}"
+        );
+        for key in k["properties"].as_object().expect("properties").keys() {
+            assert!(
+                doc.contains(&format!("`{key}`")),
+                "{kind}.{key} is not documented"
+            );
+        }
+    }
+    for key in schema["properties"].as_object().expect("top").keys() {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "top-level {key} is not documented"
+        );
+    }
+}
