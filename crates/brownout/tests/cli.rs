@@ -139,6 +139,17 @@ fn demo_runs_live_and_reports_per_fault() {
     );
     let eta = v["eta"].as_f64().unwrap_or(1.0);
     assert!(eta > 0.0 && eta < 1.0, "{eta}");
+    // The simulated stories come first: the headline's blast radius sits near the
+    // independent-failure prediction, and the cascade breaches its SLO only without resilience.
+    let bare = &v["simulated"]["headline"]["no_resilience"];
+    let (measured, predicted) = (
+        bare["blast_radius"].as_f64().unwrap_or(0.0),
+        bare["predicted_blast_radius"].as_f64().unwrap_or(1.0),
+    );
+    assert!((measured - predicted).abs() < 0.02, "{bare}");
+    let cascade = &v["simulated"]["cascade"];
+    assert_eq!(cascade["no_resilience"]["slo_held"], false, "{cascade}");
+    assert_eq!(cascade["resilience"]["slo_held"], true, "{cascade}");
 }
 
 #[test]
