@@ -257,6 +257,9 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             max_pending: Some(a.max_pending),
         };
         let relay = Arc::new(Relay::new(plan, &opts, events));
+        if a.plan.is_none() {
+            relay::reload::spawn_without_plan()?;
+        }
         if a.plan.is_some() || a.admin.is_some() {
             let control = Arc::new(match &a.plan {
                 Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),

@@ -88,3 +88,27 @@ fn sighup_reloads_the_plan() {
     w.close_stdin();
     assert_eq!(w.wait(10).code(), Some(0));
 }
+
+#[test]
+fn sighup_without_a_plan_file_does_not_stop_the_relay() {
+    let mut cmd = vec![
+        brownout().to_string(),
+        "proxy".into(),
+        "stdio".into(),
+        "--quiet".into(),
+        "--".into(),
+    ];
+    cmd.extend(fixture());
+    let mut w = Wire::spawn(&cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.pid() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .expect("kill -HUP");
+    wait_for_stderr(&w, "no --plan file to reload");
+    assert!(echo(&mut w, 1).get("result").is_some());
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+}

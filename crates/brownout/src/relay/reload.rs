@@ -64,3 +64,15 @@ pub fn spawn(control: Arc<Control>, path: PathBuf, watch: bool) -> std::io::Resu
     });
     Ok(())
 }
+
+/// Without a plan file there is nothing to reload; SIGHUP must still not kill the relay
+/// (its default action would), so it is answered with a note on stderr.
+pub fn spawn_without_plan() -> std::io::Result<()> {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            eprintln!("brownout: SIGHUP: no --plan file to reload");
+        }
+    });
+    Ok(())
+}
