@@ -137,16 +137,48 @@ impl Engine {
         &self.plan
     }
 
-    /// Replace the plan atomically. Counters restart; calls in flight finish without the
-    /// response effects of the old plan.
+    /// Replace the plan atomically. A fault that keeps its id and kind keeps its state
+    /// (per-session counters for `after_calls`, `every_nth`, `max_injections`, token
+    /// buckets, fired timers), so adding one fault live does not reset the others; a new or
+    /// changed-kind fault starts fresh. Calls in flight finish without the response effects
+    /// of the old plan.
     pub fn set_plan(&mut self, plan: Plan) {
-        self.timers_fired = vec![false; plan.faults.len()];
+        // new index → old index of the same fault (same id, same kind).
+        let carried: Vec<Option<usize>> = plan
+            .faults
+            .iter()
+            .map(|f| {
+                self.plan
+                    .faults
+                    .iter()
+                    .position(|o| o.id == f.id && o.effect.kind() == f.effect.kind())
+            })
+            .collect();
+        self.timers_fired = carried
+            .iter()
+            .map(|old| {
+                old.and_then(|i| self.timers_fired.get(i).copied())
+                    .unwrap_or(false)
+            })
+            .collect();
+        let mut buckets = std::mem::take(&mut self.global_buckets);
+        self.global_buckets = carried
+            .iter()
+            .enumerate()
+            .filter_map(|(new, old)| old.and_then(|i| buckets.remove(&i)).map(|b| (new, b)))
+            .collect();
+        for s in self.sessions.values_mut() {
+            let mut old = std::mem::take(&mut s.counters);
+            s.counters = carried
+                .iter()
+                .map(|o| {
+                    o.and_then(|i| old.get_mut(i).map(std::mem::take))
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
         self.plan = Arc::new(plan);
         self.generation += 1;
-        self.global_buckets.clear();
-        for s in self.sessions.values_mut() {
-            s.counters.clear();
-        }
     }
 
     pub fn summary(&self) -> &Summary {

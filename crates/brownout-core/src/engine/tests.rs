@@ -326,3 +326,32 @@ proptest! {
         let _ = e.on_message(Side::Server, "s", &bytes, Time(0));
     }
 }
+
+#[test]
+fn a_new_plan_keeps_the_state_of_faults_it_keeps() {
+    let capped = "faults:\n  - {id: capped, kind: error, tools: [echo], max_injections: 2}\n";
+    let mut e = engine(capped);
+    let injected = |e: &mut Engine, id: u64| {
+        let v = e.on_message(Side::Client, "s", &call(id, "echo"), Time(id));
+        if v.is_pass() {
+            // Answer it, so nothing stays pending.
+            e.on_message(Side::Server, "s", &ok(id), Time(id));
+            false
+        } else {
+            true
+        }
+    };
+    assert!(injected(&mut e, 1));
+    assert!(injected(&mut e, 2));
+    assert!(!injected(&mut e, 3));
+    // The same fault beside a new one: its cap is still spent.
+    e.set_plan(plan(&format!(
+        "{capped}  - {{id: other, kind: latency, tools: [search], added_ms: 5}}\n"
+    )));
+    assert!(!injected(&mut e, 4));
+    // A fault under a new id starts fresh.
+    e.set_plan(plan(
+        "faults:\n  - {id: capped-again, kind: error, tools: [echo], max_injections: 2}\n",
+    ));
+    assert!(injected(&mut e, 5));
+}
