@@ -1097,6 +1097,8 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
             })
             .collect(),
         process: s.process.clone(),
+        http: None,
+        stream: None,
     }
 }
 

@@ -50,6 +50,54 @@ impl fmt::Display for ProcessAction {
     }
 }
 
+/// An HTTP-level action on the request that carried a message. HTTP fronts carry it out;
+/// the stdio relay, which has no HTTP, maps it to the nearest message-level effect.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpAction {
+    /// Answer the HTTP request with this status, headers and body; the server never sees it.
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Refuse: close the connection without any answer; the server never sees it.
+    Refuse,
+    /// Forward, then reset the connection before the answer reaches the client.
+    Reset,
+    /// Accept and never answer (the connection stays open until the client gives up).
+    Stall,
+}
+
+/// How the body or SSE stream that carries the answer is shaped on its way to the client.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamShape {
+    /// Wait this long before each SSE event (or the JSON body).
+    pub event_gap: Time,
+    /// Throttle the answer to this many bytes per second.
+    pub bytes_per_sec: Option<u64>,
+    /// Cut the stream (close the connection) after this many events.
+    pub drop_after_events: Option<u64>,
+    /// Cut the stream after this many bytes of body.
+    pub drop_after_bytes: Option<u64>,
+}
+
+impl StreamShape {
+    /// Combine two shapes: the slower gap and bandwidth, the earlier cut.
+    pub fn merge(&mut self, other: &StreamShape) {
+        self.event_gap = self.event_gap.max(other.event_gap);
+        self.bytes_per_sec = min_some(self.bytes_per_sec, other.bytes_per_sec);
+        self.drop_after_events = min_some(self.drop_after_events, other.drop_after_events);
+        self.drop_after_bytes = min_some(self.drop_after_bytes, other.drop_after_bytes);
+    }
+}
+
+fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The engine's answer for one message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -66,6 +114,10 @@ pub struct Verdict {
     /// Extra messages to the receiver, after the forwarded one.
     pub extra: Vec<Outgoing>,
     pub process: Vec<ProcessAction>,
+    /// An HTTP-level action on the request carrying this message (HTTP fronts).
+    pub http: Option<HttpAction>,
+    /// How the answer's body or stream is shaped (HTTP fronts).
+    pub stream: Option<StreamShape>,
 }
 
 impl Verdict {
@@ -80,6 +132,8 @@ impl Verdict {
             reply: Vec::new(),
             extra: Vec::new(),
             process: Vec::new(),
+            http: None,
+            stream: None,
         }
     }
 
@@ -92,5 +146,7 @@ impl Verdict {
             && self.reply.is_empty()
             && self.extra.is_empty()
             && self.process.is_empty()
+            && self.http.is_none()
+            && self.stream.is_none()
     }
 }
