@@ -2,7 +2,8 @@
 
 Tools: echo (text), add (structured {"result": int}), get_weather (structured, pydantic
 outputSchema), list_items (long text). Default transport is stdio; for HTTP use
-`server.py --transport streamable-http --port N [--host 127.0.0.1]` (endpoint: /mcp).
+`server.py --transport streamable-http --port N [--host 127.0.0.1] [--json-response] [--stateless]`
+(endpoint: /mcp), or `--transport sse` (legacy HTTP+SSE, endpoint: /sse).
 """
 
 import argparse
@@ -54,14 +55,24 @@ def list_items(count: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    parser.add_argument("--transport", choices=["stdio", "streamable-http", "sse"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--json-response", action="store_true", help="answer POSTs with JSON, not SSE")
+    parser.add_argument("--stateless", action="store_true", help="no sessions (stateless HTTP)")
     args = parser.parse_args()
     if args.transport == "stdio":
         mcp.run("stdio")
+    elif args.transport == "sse":
+        mcp.run("sse", host=args.host, port=args.port)
     else:
-        mcp.run("streamable-http", host=args.host, port=args.port)
+        mcp.run(
+            "streamable-http",
+            host=args.host,
+            port=args.port,
+            json_response=args.json_response,
+            stateless_http=args.stateless,
+        )
 
 
 if __name__ == "__main__":

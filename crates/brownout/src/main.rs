@@ -100,10 +100,67 @@ enum Proxy {
     ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
     ///   brownout proxy stdio --plan plan.yaml --watch -- python my_server.py
     Stdio(StdioArgs),
+    /// Serve MCP over streamable HTTP (and legacy HTTP+SSE), relaying to a server at a URL
+    /// or to a stdio server started per session.
+    ///
+    /// Clients connect to --listen (loopback by default) at the same path as the server's
+    /// URL. Every JSON-RPC message, in a body or in an SSE event, passes the plan's faults;
+    /// HTTP-level faults (http_status, connection, slow_stream, bandwidth, session_expiry,
+    /// rate_limit as 429) act on the HTTP exchange. Session ids, event ids, auth headers and
+    /// status codes pass untouched. SIGTERM stops accepting and lets streams in flight finish
+    /// (--grace).
+    ///
+    /// Examples:
+    ///   brownout proxy http --plan plan.yaml --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:8900
+    ///   brownout proxy http --plan plan.yaml --listen 127.0.0.1:8900 -- python my_stdio_server.py
+    Http(HttpArgs),
 }
 
 #[derive(Args)]
-struct StdioArgs {
+struct HttpArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The MCP server's URL (streamable HTTP endpoint, or a legacy server's /sse URL).
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "command",
+        required_unless_present = "command"
+    )]
+    upstream: Option<String>,
+    /// Where clients connect. Loopback unless --allow-remote.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8900")]
+    listen: std::net::SocketAddr,
+    /// Allow --listen beyond loopback (e.g. 0.0.0.0:8900). Anyone who can reach the port can
+    /// then use the relay; prefer loopback.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Also accept requests with this Origin (besides loopback origins); `*` for any.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Also accept requests with this Host (besides loopback names); `*` for any.
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+    /// Largest request body accepted (413 beyond) and largest server answer relayed.
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE)]
+    max_body_bytes: usize,
+    /// Largest request header section accepted (431 beyond).
+    #[arg(long, default_value_t = 64 * 1024)]
+    max_header_bytes: usize,
+    /// Most concurrent SSE streams (503 beyond).
+    #[arg(long, default_value_t = 4096)]
+    max_streams: usize,
+    /// Seconds streams in flight get to finish on SIGTERM/SIGINT.
+    #[arg(long, default_value_t = 10)]
+    grace: u64,
+    /// A stdio server to start per session instead of --upstream, and its arguments.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Options every relay command shares.
+#[derive(Args)]
+struct CommonArgs {
     /// The fault plan (YAML, JSON or TOML). Without one, traffic passes untouched.
     #[arg(long)]
     plan: Option<PathBuf>,
@@ -113,9 +170,6 @@ struct StdioArgs {
     /// Fail closed: if brownout errs on a message, drop it instead of passing it on.
     #[arg(long)]
     strict: bool,
-    /// Largest message accepted, in bytes; a larger one is answered with an error.
-    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE)]
-    max_message_bytes: usize,
     /// Bound on requests awaiting an answer (oldest are given up first).
     #[arg(long, default_value_t = 10_000)]
     max_pending: usize,
@@ -133,8 +187,21 @@ struct StdioArgs {
     /// Do not print the summary on exit.
     #[arg(long, short)]
     quiet: bool,
+}
+
+#[derive(Args)]
+struct StdioArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Largest message accepted, in bytes; a larger one is answered with an error.
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE)]
+    max_message_bytes: usize,
+    /// Reach a server at this URL (streamable HTTP) instead of starting one: a stdio client
+    /// (a desktop agent) talks to a remote server through the faults.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    upstream: Option<String>,
     /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present = "upstream", value_name = "CMD")]
     command: Vec<String>,
 }
 
@@ -212,6 +279,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
+        Command::Proxy(Proxy::Http(a)) => proxy_http(a),
         Command::Sim {
             plan,
             workload,
@@ -230,63 +298,186 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
-    // A plan that does not exist or does not parse stops brownout before the server starts.
-    let (plan, plan_text) = match &a.plan {
+/// What every relay command sets up before it starts: the plan, the engine, the event
+/// log, plan reloads and the admin API.
+struct Setup {
+    relay: Arc<Relay>,
+}
+
+async fn setup(c: &CommonArgs) -> anyhow::Result<Setup> {
+    // A plan that does not exist or does not parse stops brownout before anything starts.
+    let (plan, plan_text) = match &c.plan {
         Some(p) => (plan_cmd::load(p)?, std::fs::read_to_string(p)?),
         None => (brownout_core::Plan::empty(), String::new()),
     };
-    if let Some(addr) = &a.admin {
-        admin::check_bind(addr, a.admin_token.as_deref())?;
+    if let Some(addr) = &c.admin {
+        admin::check_bind(addr, c.admin_token.as_deref())?;
     }
-    let (program, args) = a
-        .command
+    let events = match &c.events {
+        Some(p) => Some(events::EventSink::create(p).await?),
+        None => None,
+    };
+    let opts = RelayOptions {
+        strict: c.strict,
+        max_pending: Some(c.max_pending),
+    };
+    let relay = Arc::new(Relay::new(plan, &opts, events));
+    if c.plan.is_none() {
+        relay::reload::spawn_without_plan()?;
+    }
+    if c.plan.is_some() || c.admin.is_some() {
+        let control = Arc::new(match &c.plan {
+            Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),
+            None => Control::new(Arc::clone(&relay), "", "plan.yaml"),
+        }?);
+        if let Some(path) = &c.plan {
+            relay::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;
+        }
+        if let Some(addr) = c.admin {
+            let bound = admin::serve(control, addr, c.admin_token.clone()).await?;
+            eprintln!("brownout: admin API on http://{bound}");
+        }
+    }
+    Ok(Setup { relay })
+}
+
+async fn finish(relay: &Relay, quiet: bool) {
+    let report = relay.finish().await;
+    if !quiet {
+        eprint!("brownout summary\n{report}");
+    }
+}
+
+fn child_spec(command: &[String]) -> anyhow::Result<ChildSpec> {
+    let (program, args) = command
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no server command given after --"))?;
-    let spec = ChildSpec {
+    Ok(ChildSpec {
         program: program.clone(),
         args: args.to_vec(),
+    })
+}
+
+fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
+    let spec = match &a.upstream {
+        Some(_) => None,
+        None => Some(child_spec(&a.command)?),
     };
     single_thread_runtime()?.block_on(async move {
-        let events = match &a.events {
-            Some(p) => Some(events::EventSink::create(p).await?),
-            None => None,
-        };
-        let opts = RelayOptions {
-            strict: a.strict,
-            max_pending: Some(a.max_pending),
-        };
-        let relay = Arc::new(Relay::new(plan, &opts, events));
-        if a.plan.is_none() {
-            relay::reload::spawn_without_plan()?;
-        }
-        if a.plan.is_some() || a.admin.is_some() {
-            let control = Arc::new(match &a.plan {
-                Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),
-                None => Control::new(Arc::clone(&relay), "", "plan.yaml"),
-            }?);
-            if let Some(path) = &a.plan {
-                relay::reload::spawn(Arc::clone(&control), path.clone(), a.watch)?;
+        let Setup { relay } = setup(&a.common).await?;
+        let code = match (spec, &a.upstream) {
+            (Some(spec), _) => {
+                relay::stdio::run(
+                    spec,
+                    Arc::clone(&relay),
+                    relay::stdio::StdioOptions {
+                        max_message: a.max_message_bytes,
+                    },
+                )
+                .await?
             }
-            if let Some(addr) = a.admin {
-                let bound = admin::serve(control, addr, a.admin_token.clone()).await?;
-                eprintln!("brownout: admin API on http://{bound}");
+            (None, Some(url)) => {
+                let back = relay::http_back::HttpBack::new(url, a.max_message_bytes)?;
+                relay::stdio_http::run(Arc::new(back), Arc::clone(&relay), a.max_message_bytes)
+                    .await?
             }
-        }
-        let code = relay::stdio::run(
-            spec,
-            Arc::clone(&relay),
-            relay::stdio::StdioOptions {
-                max_message: a.max_message_bytes,
-            },
-        )
-        .await?;
-        let report = relay.finish().await;
-        if !a.quiet {
-            eprint!("brownout summary\n{report}");
-        }
+            (None, None) => anyhow::bail!("give a server command after -- or --upstream URL"),
+        };
+        finish(&relay, a.common.quiet).await;
         Ok(code)
     })
+}
+
+fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
+    use relay::http_front::{Back, Front, FrontOptions};
+    if !a.listen.ip().is_loopback() && !a.allow_remote {
+        anyhow::bail!(
+            "--listen {} is beyond loopback: anyone who can reach it could use the relay; add --allow-remote if that is what you want",
+            a.listen
+        );
+    }
+    let spec = if a.upstream.is_none() {
+        Some(child_spec(&a.command)?)
+    } else {
+        None
+    };
+    runtime()?.block_on(async move {
+        let Setup { relay } = setup(&a.common).await?;
+        let (back, path) = match (&a.upstream, spec) {
+            (Some(url), _) => {
+                let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);
+                let path = back.path.clone();
+                (Back::Http(back), path)
+            }
+            (None, Some(spec)) => (
+                Back::Child(Arc::new(relay::child_back::ChildBack::new(
+                    spec,
+                    Arc::clone(&relay),
+                    a.max_body_bytes,
+                ))),
+                "/mcp".to_string(),
+            ),
+            (None, None) => anyhow::bail!("give --upstream URL or a server command after --"),
+        };
+        let child = match &back {
+            Back::Child(c) => Some(Arc::clone(c)),
+            Back::Http(_) => None,
+        };
+        let opts = FrontOptions {
+            max_body: a.max_body_bytes,
+            max_header_bytes: a.max_header_bytes,
+            max_streams: a.max_streams,
+            allowed_origins: a.allow_origin.clone(),
+            allowed_hosts: a.allow_host.clone(),
+            grace: std::time::Duration::from_secs(a.grace),
+        };
+        if !a.listen.ip().is_loopback() {
+            eprintln!(
+                "brownout: warning: listening on {}, beyond loopback (--allow-remote)",
+                a.listen
+            );
+        }
+        let front = Arc::new(Front::new(Arc::clone(&relay), back, opts, &a.listen));
+        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+        let server = tokio::spawn(relay::http_front::serve(
+            front,
+            a.listen,
+            bound_tx,
+            shutdown_signal(),
+        ));
+        match bound_rx.await {
+            Ok(addr) => {
+                let to = a.upstream.as_deref().map_or_else(
+                    || format!("`{}` (one process per session)", a.command.join(" ")),
+                    str::to_string,
+                );
+                eprintln!("brownout: relaying http://{addr}{path} -> {to}");
+            }
+            Err(_) => return server.await?.map(|_| 2),
+        }
+        server.await??;
+        if let Some(c) = child {
+            c.stop_all();
+        }
+        finish(&relay, a.common.quiet).await;
+        Ok(0)
+    })
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    eprintln!("brownout: stopping: no new connections; streams in flight may finish");
 }
 
 /// One thread is plenty for moving lines between two pipes, and it saves a cross-thread

@@ -91,7 +91,7 @@ impl ProcessHandle {
         self.pid.store(pid.map_or(0, Pid::as_raw), Ordering::SeqCst);
     }
 
-    fn pid(&self) -> Option<Pid> {
+    pub fn pid(&self) -> Option<Pid> {
         let p = self.pid.load(Ordering::SeqCst);
         (p > 0).then(|| Pid::from_raw(p))
     }

@@ -8,9 +8,15 @@
 //! message, answer the sender, signal the server. Fronts and backs only move bytes.
 
 pub mod child;
+pub mod child_back;
 pub mod framing;
+pub mod http;
+pub mod http_back;
+pub mod http_front;
 pub mod reload;
+pub mod sse;
 pub mod stdio;
+pub mod stdio_http;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
@@ -181,21 +187,43 @@ impl Relay {
     }
 }
 
-type Held = Option<(u64, Vec<u8>)>;
+/// A message held by a reorder fault, with the token of the hold that placed it.
+type Held<D> = Option<(u64, D)>;
 
 /// One direction of a relay: carries out verdicts toward `dest`, answers toward `origin`.
-#[derive(Clone)]
-pub struct Pipe {
-    pub dest: Outbox,
-    pub origin: Outbox,
+///
+/// `D` and `O` are what the two outboxes carry: raw messages (`Vec<u8>`) between pipes and
+/// lines, or a front's richer items (an HTTP answer also carries SSE events untouched).
+pub struct Pipe<D = Vec<u8>, O = Vec<u8>> {
+    pub dest: mpsc::Sender<D>,
+    pub origin: mpsc::Sender<O>,
     pub process: Option<child::ProcessHandle>,
-    /// A message held by a reorder fault, with the token of the hold that placed it.
-    held: Arc<Mutex<Held>>,
+    held: Arc<Mutex<Held<D>>>,
     hold_token: Arc<AtomicU64>,
 }
 
-impl Pipe {
-    pub fn new(dest: Outbox, origin: Outbox, process: Option<child::ProcessHandle>) -> Pipe {
+impl<D, O> Clone for Pipe<D, O> {
+    fn clone(&self) -> Self {
+        Pipe {
+            dest: self.dest.clone(),
+            origin: self.origin.clone(),
+            process: self.process.clone(),
+            held: Arc::clone(&self.held),
+            hold_token: Arc::clone(&self.hold_token),
+        }
+    }
+}
+
+impl<D, O> Pipe<D, O>
+where
+    D: From<Vec<u8>> + Clone + Send + 'static,
+    O: From<Vec<u8>> + Send + 'static,
+{
+    pub fn new(
+        dest: mpsc::Sender<D>,
+        origin: mpsc::Sender<O>,
+        process: Option<child::ProcessHandle>,
+    ) -> Self {
         Pipe {
             dest,
             origin,
@@ -205,7 +233,7 @@ impl Pipe {
         }
     }
 
-    fn take_held(&self) -> Option<Vec<u8>> {
+    fn take_held(&self) -> Option<D> {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -213,7 +241,8 @@ impl Pipe {
             .map(|(_, b)| b)
     }
 
-    /// Carry out a verdict for `original`.
+    /// Carry out a verdict for `original`. HTTP-level parts of the verdict (`http`,
+    /// `stream`) are the front's to carry out; a pipe moves messages.
     pub async fn execute(&self, v: Verdict, original: Vec<u8>) {
         // Process faults land before the message that triggered them goes on.
         for a in &v.process {
@@ -222,18 +251,19 @@ impl Pipe {
             }
         }
         for r in v.reply {
-            send_after(&self.origin, r.bytes, to_duration(r.delay)).await;
+            send_after(&self.origin, O::from(r.bytes), to_duration(r.delay)).await;
         }
         let bytes = match v.forward {
             Forward::Original => original,
             Forward::Replace(b) => b,
             Forward::Drop => {
                 for e in v.extra {
-                    send_after(&self.dest, e.bytes, to_duration(e.delay)).await;
+                    send_after(&self.dest, D::from(e.bytes), to_duration(e.delay)).await;
                 }
                 return;
             }
         };
+        let item = D::from(bytes);
         let delay = to_duration(v.delay);
         if let Some(max) = v.hold {
             // Reorder: hold until the next message in this direction has gone, or `max`.
@@ -242,7 +272,7 @@ impl Pipe {
                 .held
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .replace((token, bytes));
+                .replace((token, item));
             if let Some((_, prev)) = previous {
                 let _ = self.dest.send(prev).await;
             }
@@ -267,19 +297,18 @@ impl Pipe {
         let copies = v.duplicates;
         let gap = to_duration(v.duplicate_gap);
         if delay.is_zero() && copies == 0 {
-            let _ = self.dest.send(bytes).await;
+            let _ = self.dest.send(item).await;
             if let Some(h) = self.take_held() {
                 let _ = self.dest.send(h).await;
             }
         } else {
             let dest = self.dest.clone();
             let held = self.take_held();
-            let bytes2 = bytes.clone();
             tokio::spawn(async move {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                let _ = dest.send(bytes2.clone()).await;
+                let _ = dest.send(item.clone()).await;
                 if let Some(h) = held {
                     let _ = dest.send(h).await;
                 }
@@ -287,14 +316,14 @@ impl Pipe {
                     if !gap.is_zero() {
                         tokio::time::sleep(gap).await;
                     }
-                    let _ = dest.send(bytes2.clone()).await;
+                    let _ = dest.send(item.clone()).await;
                 }
             });
         }
         for e in v.extra {
             send_after(
                 &self.dest,
-                e.bytes,
+                D::from(e.bytes),
                 to_duration(e.delay) + Duration::from_millis(1),
             )
             .await;
@@ -302,18 +331,18 @@ impl Pipe {
     }
 }
 
-fn to_duration(t: Time) -> Duration {
+pub fn to_duration(t: Time) -> Duration {
     Duration::from_micros(t.as_micros())
 }
 
-async fn send_after(out: &Outbox, bytes: Vec<u8>, delay: Duration) {
+async fn send_after<T: Send + 'static>(out: &mpsc::Sender<T>, item: T, delay: Duration) {
     if delay.is_zero() {
-        let _ = out.send(bytes).await;
+        let _ = out.send(item).await;
     } else {
         let out = out.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let _ = out.send(bytes).await;
+            let _ = out.send(item).await;
         });
     }
 }

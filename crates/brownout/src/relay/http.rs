@@ -1,0 +1,249 @@
+//! What HTTP fronts and backs share: the items an answer is made of ([`Down`]), which
+//! headers a proxy must not pass on, and the shaped body that carries an answer to the
+//! client (slow events, throttled bytes, a stream cut after N events or bytes, a reset).
+
+use super::sse::Event;
+use super::to_duration;
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, HeaderName};
+use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
+use brownout_core::verdict::StreamShape;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Queue depth of one answer on its way to the client.
+pub const DOWN_DEPTH: usize = 256;
+
+/// One piece of an answer on its way to the client.
+#[derive(Debug, Clone)]
+pub enum Down {
+    /// A JSON-RPC message: one SSE event, or the whole JSON body.
+    Msg(Vec<u8>),
+    /// An SSE event passed on as it came (an untouched message keeps its event id; priming
+    /// events, `retry:` fields and comments pass too).
+    Event(Event),
+    /// Body bytes brownout does not interpret (an error page, a 202's body).
+    Chunk(Bytes),
+}
+
+impl From<Vec<u8>> for Down {
+    fn from(bytes: Vec<u8>) -> Down {
+        Down::Msg(bytes)
+    }
+}
+
+impl Down {
+    /// The bytes of this item in an SSE stream.
+    pub fn sse_bytes(&self) -> Vec<u8> {
+        match self {
+            Down::Msg(m) => Event::message(m).encode(),
+            Down::Event(e) => e.encode(),
+            Down::Chunk(b) => b.to_vec(),
+        }
+    }
+
+    /// The JSON-RPC message this item carries, if any.
+    pub fn message(&self) -> Option<&[u8]> {
+        match self {
+            Down::Msg(m) => Some(m),
+            Down::Event(e) => e
+                .data
+                .as_deref()
+                .map(str::as_bytes)
+                .filter(|d| !d.is_empty()),
+            Down::Chunk(_) => None,
+        }
+    }
+}
+
+/// Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus the ones the
+/// proxy recomputes. `accept-encoding` is dropped on the way up so the server answers
+/// uncompressed bytes the engine can read.
+pub fn is_hop_header(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+    )
+}
+
+/// A copy of `headers` without hop-by-hop ones.
+pub fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (k, v) in headers {
+        if !is_hop_header(k) {
+            out.append(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+pub fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+pub fn is_sse(headers: &HeaderMap) -> bool {
+    content_type(headers).starts_with("text/event-stream")
+}
+
+pub fn is_json(headers: &HeaderMap) -> bool {
+    content_type(headers).starts_with("application/json")
+}
+
+/// The request ids in a client message (one, or several in a batch): the answers owed.
+pub fn request_ids(bytes: &[u8]) -> Vec<Id> {
+    match classify(bytes) {
+        Message::Single(v) if v.kind == Kind::Request => v.id.into_iter().collect(),
+        Message::Batch(items) => items
+            .into_iter()
+            .filter_map(|i| i.ok())
+            .filter(|v| v.kind == Kind::Request)
+            .filter_map(|v| v.id)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The ids a server message answers.
+pub fn answered_ids(bytes: &[u8]) -> Vec<Id> {
+    let answers = |v: &jsonrpc::View<'_>| matches!(v.kind, Kind::Response | Kind::Error);
+    match classify(bytes) {
+        Message::Single(v) if answers(&v) => v.id.into_iter().collect(),
+        Message::Batch(items) => items
+            .into_iter()
+            .filter_map(|i| i.ok())
+            .filter(answers)
+            .filter_map(|v| v.id)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
+pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
+    jsonrpc::error_response(id, -32603, message, None)
+}
+
+/// How the answer body is shaped on its way out.
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    pub stream: StreamShape,
+    /// Cut the connection when the answer starts (a `connection: reset` fault).
+    pub reset: bool,
+}
+
+impl Shape {
+    pub fn is_plain(&self) -> bool {
+        !self.reset && self.stream == StreamShape::default()
+    }
+}
+
+/// The body of an answer: the items of `rx`, as SSE events or as one JSON body, shaped.
+/// Cutting the stream is done by failing the body, which makes the server drop the
+/// connection: the client sees the stream end without its answer.
+pub fn body(mut rx: mpsc::Receiver<Down>, sse: bool, shape: Shape) -> Body {
+    if shape.is_plain() {
+        let stream = futures::stream::poll_fn(move |cx| {
+            rx.poll_recv(cx).map(|item| {
+                item.map(|item| {
+                    let bytes = if sse {
+                        item.sse_bytes()
+                    } else {
+                        match item {
+                            Down::Msg(m) => m,
+                            Down::Chunk(b) => b.to_vec(),
+                            Down::Event(e) => e.data.unwrap_or_default().into_bytes(),
+                        }
+                    };
+                    Ok::<_, std::io::Error>(Bytes::from(bytes))
+                })
+            })
+        });
+        return Body::from_stream(stream);
+    }
+    let stream = async_stream(move |tx| async move {
+        let s = shape.stream;
+        let gap = to_duration(s.event_gap);
+        let mut events = 0u64;
+        let mut sent = 0u64;
+        while let Some(item) = rx.recv().await {
+            if shape.reset {
+                let _ = tx.send(Err(cut("connection reset (fault)"))).await;
+                return;
+            }
+            if s.drop_after_events.is_some_and(|n| events >= n) {
+                let _ = tx.send(Err(cut("stream dropped (fault)"))).await;
+                return;
+            }
+            if !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            let bytes = if sse {
+                item.sse_bytes()
+            } else {
+                item.message()
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_else(|| item.sse_bytes())
+            };
+            events += 1;
+            let mut rest: &[u8] = &bytes;
+            while !rest.is_empty() {
+                let budget = s
+                    .drop_after_bytes
+                    .map_or(u64::MAX, |n| n.saturating_sub(sent));
+                if budget == 0 {
+                    let _ = tx.send(Err(cut("stream dropped (fault)"))).await;
+                    return;
+                }
+                // Throttled: 20 slices a second.
+                let slice = s
+                    .bytes_per_sec
+                    .map_or(rest.len(), |bps| (bps / 20).max(1) as usize)
+                    .min(rest.len())
+                    .min(budget.min(usize::MAX as u64) as usize);
+                let (now, later) = rest.split_at(slice);
+                if tx.send(Ok(Bytes::copy_from_slice(now))).await.is_err() {
+                    return;
+                }
+                sent += now.len() as u64;
+                rest = later;
+                if let Some(bps) = s.bytes_per_sec {
+                    let secs = now.len() as f64 / bps.max(1) as f64;
+                    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+                }
+            }
+        }
+    });
+    Body::from_stream(stream)
+}
+
+fn cut(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionReset, why.to_string())
+}
+
+type Chunk = Result<Bytes, std::io::Error>;
+
+/// A body stream fed by a task: `f` gets the sending half. (A small stand-in for the
+/// `async-stream` crate's macro, without a macro.)
+fn async_stream<F, Fut>(f: F) -> impl futures::Stream<Item = Chunk> + Send
+where
+    F: FnOnce(mpsc::Sender<Chunk>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<Chunk>(8);
+    tokio::spawn(f(tx));
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}

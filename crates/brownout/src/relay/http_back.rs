@@ -1,0 +1,265 @@
+//! The HTTP back: the MCP server at a URL (streamable HTTP, or legacy HTTP+SSE).
+//!
+//! [`HttpBack`] sends a request to the server; [`Pump`] carries the server's answer back
+//! toward the client, message by message through the engine: a JSON body is one message,
+//! an SSE stream is one message per event. An untouched event keeps its bytes and its
+//! event id; events without a message (priming, `retry:`, keep-alives) pass as they are.
+//! When the server fails or cuts the stream before answering, every request still owed
+//! gets a clear JSON-RPC error.
+
+use super::http::{answered_ids, end_to_end, is_json, is_sse, relay_error, Down};
+use super::sse::{self, Event};
+use super::{Pipe, Relay};
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use brownout_core::jsonrpc::Id;
+use brownout_core::Side;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The server's status line and headers, for the front to pass on.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackError {
+    #[error("`{0}` is not an http:// or https:// URL")]
+    BadUrl(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+}
+
+/// The server at a URL.
+pub struct HttpBack {
+    client: reqwest::Client,
+    /// `scheme://host:port`, without a path.
+    origin: String,
+    /// The path of the URL given (where the MCP endpoint is).
+    pub path: String,
+    pub max_body: usize,
+}
+
+impl HttpBack {
+    pub fn new(url: &str, max_body: usize) -> Result<HttpBack, BackError> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| BackError::BadUrl(url.into()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(BackError::BadUrl(url.into()));
+        }
+        let origin = parsed.origin().ascii_serialization();
+        let mut path = parsed.path().to_string();
+        if let Some(q) = parsed.query() {
+            path = format!("{path}?{q}");
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_max_idle_per_host(1024)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(BackError::Client)?;
+        Ok(HttpBack {
+            client,
+            origin,
+            path,
+            max_body,
+        })
+    }
+
+    /// The server's URL for a request path (with query) the client used.
+    pub fn url_for(&self, path_and_query: &str) -> String {
+        format!("{}{}", self.origin, path_and_query)
+    }
+
+    /// Whether `url` is on the server's origin (legacy `endpoint` events name one).
+    pub fn same_origin(&self, url: &str) -> bool {
+        reqwest::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
+    }
+
+    /// Send one request to the server with the client's end-to-end headers.
+    pub async fn send(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut req = self
+            .client
+            .request(method, self.url_for(path_and_query))
+            .headers(end_to_end(headers));
+        if !body.is_empty() {
+            req = req.body(body);
+        }
+        req.send().await
+    }
+}
+
+/// Where a pump sends what the server says, and what it owes.
+pub struct Pump {
+    pub relay: Arc<Relay>,
+    /// The engine's session key.
+    pub key: String,
+    pub down: mpsc::Sender<Down>,
+    /// Requests of this exchange still waiting for their answer.
+    pub owed: Vec<Id>,
+    pub max_body: usize,
+    /// Legacy HTTP+SSE: called on the `endpoint` event; may rewrite it, and returns the
+    /// session key the rest of the stream belongs to.
+    pub on_endpoint: Option<Box<dyn FnMut(&mut Event) -> Option<String> + Send>>,
+    /// The server gave an event id: the client can resume the stream (so a stream that
+    /// ends before its answer is not a failure).
+    pub resumable: bool,
+}
+
+/// How a pump ended.
+#[derive(Debug)]
+pub enum PumpEnd {
+    /// The server ended its answer.
+    Done,
+    /// The client went away.
+    ClientGone,
+    /// The server failed mid-answer.
+    Failed(String),
+}
+
+impl Pump {
+    fn pipe(&self) -> Pipe<Down, Vec<u8>> {
+        Pipe::new(self.down.clone(), dead_end(), None)
+    }
+
+    /// One message from the server, through the engine, on to the client.
+    async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
+        if !self.owed.is_empty() {
+            let answered = answered_ids(&bytes);
+            self.owed.retain(|id| !answered.contains(id));
+        }
+        let v = self.relay.handle(Side::Server, &self.key, &bytes);
+        if v.is_pass() {
+            let item = match as_event {
+                Some(ev) => Down::Event(ev),
+                None => Down::Msg(bytes),
+            };
+            return self.down.send(item).await.is_ok();
+        }
+        self.pipe().execute(v, bytes).await;
+        !self.down.is_closed()
+    }
+
+    /// Carry a server answer to the client. The head was already taken by the caller.
+    pub async fn run(&mut self, mut resp: reqwest::Response) -> PumpEnd {
+        let headers = resp.headers().clone();
+        if is_sse(&headers) {
+            let mut parser = sse::Parser::new();
+            let mut events = Vec::new();
+            loop {
+                let chunk = match resp.chunk().await {
+                    Ok(Some(c)) => c,
+                    Ok(None) => return PumpEnd::Done,
+                    Err(e) => return PumpEnd::Failed(describe(&e)),
+                };
+                if let Err(e) = parser.feed(&chunk, self.max_body, &mut events) {
+                    return PumpEnd::Failed(e.to_string());
+                }
+                for mut ev in events.drain(..) {
+                    self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
+                    if ev.event.as_deref() == Some("endpoint") {
+                        if let Some(hook) = self.on_endpoint.as_mut() {
+                            if let Some(key) = hook(&mut ev) {
+                                self.key = key;
+                            }
+                        }
+                    }
+                    let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
+                        && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
+                    let alive = if carries_message {
+                        let bytes = ev.data.clone().unwrap_or_default().into_bytes();
+                        self.message(bytes, Some(ev)).await
+                    } else {
+                        self.down.send(Down::Event(ev)).await.is_ok()
+                    };
+                    if !alive {
+                        return PumpEnd::ClientGone;
+                    }
+                }
+            }
+        }
+        // A JSON body is one message; anything else passes as bytes.
+        let json = is_json(&headers);
+        let mut body = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(c)) if json => {
+                    if body.len() + c.len() > self.max_body {
+                        return PumpEnd::Failed(format!(
+                            "the server's answer is over the limit of {} bytes",
+                            self.max_body
+                        ));
+                    }
+                    body.extend_from_slice(&c);
+                }
+                Ok(Some(c)) => {
+                    if self.down.send(Down::Chunk(c)).await.is_err() {
+                        return PumpEnd::ClientGone;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return PumpEnd::Failed(describe(&e)),
+            }
+        }
+        if json && !body.is_empty() && !self.message(body, None).await {
+            return PumpEnd::ClientGone;
+        }
+        PumpEnd::Done
+    }
+
+    /// Answer every request still owed with a clear error (the server failed or went
+    /// silent), through the engine so the failure is counted.
+    pub async fn fail_owed(&mut self, why: &str) {
+        for id in std::mem::take(&mut self.owed) {
+            let err = relay_error(Some(&id), &format!("brownout: {why}"));
+            let v = self.relay.handle(Side::Server, &self.key, &err);
+            self.pipe().execute(v, err).await;
+        }
+    }
+}
+
+/// Words for a failed exchange with the server.
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut s = if e.is_connect() {
+        "cannot connect to the upstream MCP server".to_string()
+    } else if e.is_timeout() {
+        "the upstream MCP server timed out".to_string()
+    } else if e.is_body() || e.is_decode() {
+        "the upstream MCP server cut its answer short".to_string()
+    } else {
+        "the request to the upstream MCP server failed".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s = format!("{s}: {inner}");
+        source = inner.source();
+    }
+    s
+}
+
+/// A sender whose receiver is gone: messages sent to it vanish. Used as the answer path of
+/// server messages, which no fault answers in the server's place.
+pub fn dead_end<T>() -> mpsc::Sender<T> {
+    mpsc::channel(1).0
+}
+
+/// A head for an answer brownout makes itself.
+pub fn own_head(status: StatusCode, content_type: &'static str) -> Head {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    Head { status, headers }
+}
+
+/// The chunk type bodies are built from (re-exported for fronts).
+pub type Chunk = Bytes;

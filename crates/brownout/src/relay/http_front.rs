@@ -1,0 +1,711 @@
+//! The HTTP front: clients reach brownout over streamable HTTP (2025-03-26 … 2026-07-28)
+//! or legacy HTTP+SSE (2024-11-05).
+//!
+//! Every JSON-RPC message a client POSTs passes the engine (as on stdio); the engine's
+//! verdict is carried out by a [`Pipe`] toward the back, and HTTP-level actions (status,
+//! refuse, reset, stall, stream shaping) are carried out here. Requests, headers (auth
+//! included, never logged), status codes, content types, SSE event ids, `retry:` fields
+//! and session ids pass untouched unless a fault changes them.
+//!
+//! Session key: `Mcp-Session-Id`; for legacy HTTP+SSE the endpoint the server announced;
+//! otherwise the client's connection. Safety: loopback by default; `Origin` and `Host` are
+//! checked against DNS rebinding; bodies, headers and concurrent streams are bounded.
+
+use super::child_back::ChildBack;
+use super::http::{self, is_sse, relay_error, request_ids, Down, Shape, DOWN_DEPTH};
+use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
+use super::sse::Event;
+use super::{Pipe, Relay};
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use brownout_core::jsonrpc::{classify, Message};
+use brownout_core::verdict::HttpAction;
+use brownout_core::Side;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+
+/// How long a `connection: stall` fault holds a request before closing it.
+const STALL_MAX: Duration = Duration::from_secs(300);
+
+/// Where the front sends what clients say.
+pub enum Back {
+    /// A server at a URL.
+    Http(Arc<HttpBack>),
+    /// A stdio server started per session.
+    Child(Arc<ChildBack>),
+}
+
+/// Limits and safety settings of the front listener.
+#[derive(Debug, Clone)]
+pub struct FrontOptions {
+    pub max_body: usize,
+    pub max_header_bytes: usize,
+    pub max_streams: usize,
+    /// Extra `Origin` values allowed besides loopback ones (`*` allows any).
+    pub allowed_origins: Vec<String>,
+    /// Extra `Host` names allowed besides loopback ones (`*` allows any).
+    pub allowed_hosts: Vec<String>,
+    /// How long streams in flight may take to finish on SIGTERM.
+    pub grace: Duration,
+}
+
+impl Default for FrontOptions {
+    fn default() -> Self {
+        FrontOptions {
+            max_body: super::framing::DEFAULT_MAX_MESSAGE,
+            max_header_bytes: 64 * 1024,
+            max_streams: 4096,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+pub struct Front {
+    relay: Arc<Relay>,
+    back: Back,
+    opts: FrontOptions,
+    /// Whether the listener is on loopback (then `Host` must name loopback too).
+    loopback: bool,
+    streams: Arc<Semaphore>,
+    /// Legacy HTTP+SSE: the endpoint each open `/sse` stream announced → that stream.
+    legacy: Arc<Mutex<HashMap<String, mpsc::Sender<Down>>>>,
+}
+
+impl Front {
+    pub fn new(relay: Arc<Relay>, back: Back, opts: FrontOptions, listen: &SocketAddr) -> Front {
+        Front {
+            relay,
+            back,
+            streams: Arc::new(Semaphore::new(opts.max_streams)),
+            opts,
+            loopback: listen.ip().is_loopback(),
+            legacy: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+}
+
+/// Bind `listen` and serve until `stop` resolves; then stop accepting and give streams in
+/// flight `grace` to finish. Returns the bound address (through `bound`) as soon as known.
+pub async fn serve(
+    front: Arc<Front>,
+    listen: SocketAddr,
+    bound: oneshot::Sender<SocketAddr>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let _ = bound.send(listener.local_addr()?);
+    let grace = front.opts.grace;
+    let router = Router::new().fallback(handle).with_state(front);
+    let (stopped_tx, stopped_rx) = oneshot::channel::<()>();
+    let server = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        stop.await;
+        let _ = stopped_tx.send(());
+    });
+    let server = tokio::spawn(async move { server.await });
+    tokio::pin!(server);
+    tokio::select! {
+        r = &mut server => { r??; return Ok(()); }
+        _ = stopped_rx => {}
+    }
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(r) => r??,
+        Err(_) => eprintln!(
+            "brownout: streams still open after the grace period of {}s; closing them",
+            grace.as_secs()
+        ),
+    }
+    Ok(())
+}
+
+fn plain(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A response whose body fails at once: the connection is closed without an answer.
+fn abort(why: &'static str) -> Response {
+    let stream = futures::stream::once(async move {
+        Err::<Bytes, _>(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            why,
+        ))
+    });
+    Response::new(Body::from_stream(stream))
+}
+
+async fn stall() -> Response {
+    tokio::time::sleep(STALL_MAX).await;
+    abort("stalled (fault)")
+}
+
+async fn handle(
+    State(front): State<Arc<Front>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    if let Err(r) = front.guard(req.headers()) {
+        return r;
+    }
+    let method = req.method().clone();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
+    let headers = req.headers().clone();
+    let key = front.session_key(&headers, &path, &peer);
+    match (&front.back, method) {
+        (_, Method::POST) => {
+            let body = match axum::body::to_bytes(req.into_body(), front.opts.max_body).await {
+                Ok(b) => b,
+                Err(_) => {
+                    let msg = format!(
+                        "brownout: request body over the limit of {} bytes (--max-body-bytes)",
+                        front.opts.max_body
+                    );
+                    return json_error(StatusCode::PAYLOAD_TOO_LARGE, relay_error(None, &msg));
+                }
+            };
+            front.post(key, path, headers, body.to_vec()).await
+        }
+        (Back::Http(back), method) => front.forward(back, method, key, path, headers).await,
+        (Back::Child(child), Method::GET) => child.open_stream(&front, &headers).await,
+        (Back::Child(child), Method::DELETE) => child.delete(&headers).await,
+        (Back::Child(_), _) => plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "brownout: the MCP endpoint takes POST, GET and DELETE".into(),
+        ),
+    }
+}
+
+impl Front {
+    /// DNS-rebinding protection and the header-size limit.
+    fn guard(&self, headers: &HeaderMap) -> Result<(), Response> {
+        let size: usize = headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum();
+        if size > self.opts.max_header_bytes {
+            return Err(plain(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                format!(
+                    "brownout: request headers of {size} bytes are over the limit of {} bytes",
+                    self.opts.max_header_bytes
+                ),
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            let allowed = is_loopback_origin(origin)
+                || self
+                    .opts
+                    .allowed_origins
+                    .iter()
+                    .any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
+            if !allowed {
+                return Err(plain(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "brownout: Origin `{origin}` is not allowed (allow it with --allow-origin)"
+                    ),
+                ));
+            }
+        }
+        if self.loopback || !self.opts.allowed_hosts.is_empty() {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            let name = host_name(host);
+            let allowed = is_loopback_name(name)
+                || self.opts.allowed_hosts.iter().any(|h| {
+                    h == "*" || h.eq_ignore_ascii_case(name) || h.eq_ignore_ascii_case(host)
+                });
+            if !allowed {
+                return Err(plain(
+                    StatusCode::MISDIRECTED_REQUEST,
+                    format!("brownout: Host `{host}` is not allowed (allow it with --allow-host)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn session_key(&self, headers: &HeaderMap, path: &str, peer: &SocketAddr) -> String {
+        if let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            return id.to_string();
+        }
+        if self.legacy_stream(path).is_some() {
+            return legacy_key(path);
+        }
+        format!("conn:{peer}")
+    }
+
+    fn legacy_stream(&self, path: &str) -> Option<mpsc::Sender<Down>> {
+        self.legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .cloned()
+    }
+
+    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, Response> {
+        Arc::clone(&self.streams).try_acquire_owned().map_err(|_| {
+            plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "brownout: {} concurrent streams are open, the limit (--max-streams)",
+                    self.opts.max_streams
+                ),
+            )
+        })
+    }
+
+    /// One POSTed body: a JSON-RPC message or batch (through the engine), or anything else
+    /// (passed on untouched, for the server to judge).
+    async fn post(
+        self: &Arc<Self>,
+        key: String,
+        path: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Response {
+        if matches!(classify(&body), Message::Invalid(_)) {
+            return match &self.back {
+                Back::Http(back) => self.raw(back, Method::POST, path, headers, body).await,
+                Back::Child(_) => json_error(
+                    StatusCode::BAD_REQUEST,
+                    relay_error(None, "brownout: the body is not a JSON-RPC message"),
+                ),
+            };
+        }
+        let legacy = self.legacy_stream(&path);
+        let owed = request_ids(&body);
+        let (key, child_session) = match &self.back {
+            Back::Child(child) => match child.session_for(&headers, &body) {
+                Ok((s, new)) => (s.id().to_string(), Some((s, new))),
+                Err(r) => return r,
+            },
+            Back::Http(_) => (key, None),
+        };
+        let v = self.relay.handle(Side::Client, &key, &body);
+        let mut shape = Shape {
+            stream: v.stream.clone().unwrap_or_default(),
+            reset: false,
+        };
+        match v.http.clone() {
+            Some(HttpAction::Status {
+                code,
+                headers,
+                body,
+            }) => return status_response(code, &headers, body),
+            Some(HttpAction::Refuse) => return abort("refused (fault)"),
+            Some(HttpAction::Stall) => return stall().await,
+            Some(HttpAction::Reset) => shape.reset = true,
+            None => {}
+        }
+        let (down_tx, down_rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+        let (up_tx, up_rx) = mpsc::channel::<Vec<u8>>(16);
+        let (head_tx, head_rx) = oneshot::channel::<Head>();
+        // Legacy HTTP+SSE answers on the client's stream, never in the POST's body.
+        let answers = legacy.clone().unwrap_or_else(|| down_tx.clone());
+        let expects_answer = !owed.is_empty() && legacy.is_none();
+        let mut process = None;
+        match (&self.back, child_session) {
+            (Back::Child(child), Some((session, new))) => {
+                let (head, p) =
+                    child.exchange(&session, new, &headers, &owed, up_rx, answers.clone());
+                let _ = head_tx.send(head);
+                process = Some(p);
+            }
+            (Back::Http(back), _) => {
+                let exchange = Exchange {
+                    relay: Arc::clone(&self.relay),
+                    back: Arc::clone(back),
+                    key: key.clone(),
+                    path,
+                    headers,
+                    owed: if legacy.is_some() { Vec::new() } else { owed },
+                };
+                tokio::spawn(exchange.run(up_rx, head_tx, down_tx.clone()));
+            }
+            (Back::Child(_), None) => return abort("no session"),
+        }
+        Pipe::new(up_tx, answers, process).execute(v, body).await;
+        drop(down_tx);
+        let permit = self.stream_permit().ok();
+        respond(head_rx, down_rx, expects_answer, shape, permit).await
+    }
+
+    /// An SSE answer brownout makes itself (the stdio back's GET stream).
+    pub fn stream_response(&self, head: Head, rx: mpsc::Receiver<Down>) -> Response {
+        match self.stream_permit() {
+            Ok(p) => response(head, hold_permit(http::body(rx, true, Shape::default()), p)),
+            Err(r) => r,
+        }
+    }
+
+    /// GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
+    /// server's stream, or a legacy `/sse` stream) passes the engine event by event.
+    async fn forward(
+        self: &Arc<Self>,
+        back: &Arc<HttpBack>,
+        method: Method,
+        key: String,
+        path: String,
+        headers: HeaderMap,
+    ) -> Response {
+        if method != Method::GET {
+            return self.raw(back, method, path, headers, Vec::new()).await;
+        }
+        let resp = match back.send(Method::GET, &path, &headers, Vec::new()).await {
+            Ok(r) => r,
+            Err(e) => {
+                return plain(
+                    StatusCode::BAD_GATEWAY,
+                    format!("brownout: {}", describe(&e)),
+                )
+            }
+        };
+        let head = Head {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+        };
+        if !(head.status.is_success() && is_sse(&head.headers)) {
+            return self.pass_answer(head, resp, key);
+        }
+        let permit = match self.stream_permit() {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        let (down_tx, down_rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+        let legacy = Arc::clone(&self.legacy);
+        let registered: Arc<Mutex<Option<String>>> = Arc::default();
+        let hook = {
+            let down = down_tx.clone();
+            let back = Arc::clone(back);
+            let registered = Arc::clone(&registered);
+            move |ev: &mut Event| -> Option<String> {
+                let endpoint = ev.data.clone()?;
+                let local = local_endpoint(&back, endpoint.trim())?;
+                ev.data = Some(local.clone());
+                legacy
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(local.clone(), down.clone());
+                *registered.lock().unwrap_or_else(|p| p.into_inner()) = Some(local.clone());
+                Some(legacy_key(&local))
+            }
+        };
+        let mut pump = Pump {
+            relay: Arc::clone(&self.relay),
+            key,
+            down: down_tx,
+            owed: Vec::new(),
+            max_body: back.max_body,
+            on_endpoint: Some(Box::new(hook)),
+            resumable: false,
+        };
+        let legacy = Arc::clone(&self.legacy);
+        tokio::spawn(async move {
+            let _permit = permit;
+            pump.run(resp).await;
+            drop(pump);
+            let local = registered.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(local) = local {
+                legacy
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&local);
+            }
+        });
+        response(head, http::body(down_rx, true, Shape::default()))
+    }
+
+    /// Pass a request and its answer on untouched.
+    async fn raw(
+        &self,
+        back: &Arc<HttpBack>,
+        method: Method,
+        path: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Response {
+        match back.send(method, &path, &headers, body).await {
+            Ok(resp) => {
+                let head = Head {
+                    status: resp.status(),
+                    headers: resp.headers().clone(),
+                };
+                self.pass_answer(head, resp, String::new())
+            }
+            Err(e) => plain(
+                StatusCode::BAD_GATEWAY,
+                format!("brownout: {}", describe(&e)),
+            ),
+        }
+    }
+
+    fn pass_answer(&self, head: Head, mut resp: reqwest::Response, _key: String) -> Response {
+        let (tx, rx) = mpsc::channel::<Down>(16);
+        tokio::spawn(async move {
+            while let Ok(Some(c)) = resp.chunk().await {
+                if tx.send(Down::Chunk(c)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        response(head, http::body(rx, false, Shape::default()))
+    }
+}
+
+/// One POST to a server at a URL: each message the client's POST turned into (one, or
+/// more under a `duplicate` fault) is sent; the first answer's head becomes the client's.
+struct Exchange {
+    relay: Arc<Relay>,
+    back: Arc<HttpBack>,
+    key: String,
+    path: String,
+    headers: HeaderMap,
+    owed: Vec<brownout_core::jsonrpc::Id>,
+}
+
+impl Exchange {
+    async fn run(
+        self,
+        mut up: mpsc::Receiver<Vec<u8>>,
+        head: oneshot::Sender<Head>,
+        down: mpsc::Sender<Down>,
+    ) {
+        let mut head = Some(head);
+        while let Some(msg) = up.recv().await {
+            let mut pump = Pump {
+                relay: Arc::clone(&self.relay),
+                key: self.key.clone(),
+                down: down.clone(),
+                owed: self.owed.clone(),
+                max_body: self.back.max_body,
+                on_endpoint: None,
+                resumable: false,
+            };
+            let first = head.is_some();
+            match self
+                .back
+                .send(Method::POST, &self.path, &self.headers, msg)
+                .await
+            {
+                Err(e) => {
+                    if first {
+                        pump.fail_owed(&describe(&e)).await;
+                        head = None;
+                    }
+                }
+                Ok(resp) => {
+                    let status = resp.status();
+                    let sse = is_sse(resp.headers());
+                    if let Some(h) = head.take() {
+                        let _ = h.send(Head {
+                            status,
+                            headers: resp.headers().clone(),
+                        });
+                    }
+                    let work = async move {
+                        match pump.run(resp).await {
+                            PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                            // A stream that ends before its answer is fine when the client
+                            // can resume it (it was given an event id); else it is a failure.
+                            PumpEnd::Done if sse && status.is_success() && !pump.resumable => {
+                                pump.fail_owed(
+                                    "the upstream MCP server ended the stream before answering",
+                                )
+                                .await
+                            }
+                            _ => {}
+                        }
+                    };
+                    if first {
+                        work.await;
+                    } else {
+                        tokio::spawn(work);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Build the client's answer: the server's head (or brownout's own) and a shaped body.
+async fn respond(
+    head_rx: oneshot::Receiver<Head>,
+    mut down_rx: mpsc::Receiver<Down>,
+    expects_answer: bool,
+    shape: Shape,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Response {
+    let head = head_rx.await.ok();
+    let Some(head) = head else {
+        // Not forwarded: brownout answers itself, or (a dropped request) never does.
+        return match down_rx.recv().await {
+            Some(first) => {
+                let (tx, rx) = mpsc::channel(1);
+                let _ = tx.try_send(first);
+                drop(tx);
+                response(
+                    own_head(StatusCode::OK, "application/json"),
+                    http::body(rx, false, shape),
+                )
+            }
+            None if expects_answer => stall().await,
+            None => StatusCode::ACCEPTED.into_response(),
+        };
+    };
+    if head.status.is_success() && is_sse(&head.headers) {
+        let body = http::body(down_rx, true, shape);
+        let body = match permit {
+            Some(p) => hold_permit(body, p),
+            None => body,
+        };
+        return response(head, body);
+    }
+    if head.status.is_success() && http::is_json(&head.headers) {
+        // One message is the whole body; a dropped answer leaves the client waiting.
+        let first = loop {
+            match down_rx.recv().await {
+                Some(item) if item.message().is_some() => break Some(item),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let Some(first) = first else {
+            return if expects_answer {
+                stall().await
+            } else {
+                response(head, Body::empty())
+            };
+        };
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(Down::Msg(
+            first.message().map(<[u8]>::to_vec).unwrap_or_default(),
+        ));
+        drop(tx);
+        return response(head, http::body(rx, false, shape));
+    }
+    response(head, http::body(down_rx, false, Shape::default()))
+}
+
+fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
+    use futures::StreamExt;
+    let stream = body.into_data_stream().map(move |c| {
+        let _ = &permit;
+        c
+    });
+    Body::from_stream(stream)
+}
+
+fn response(head: Head, body: Body) -> Response {
+    let mut r = Response::new(body);
+    *r.status_mut() = head.status;
+    *r.headers_mut() = http::end_to_end(&head.headers);
+    r
+}
+
+fn status_response(code: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            header::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            r.headers_mut().append(k, v);
+        }
+    }
+    if !r.headers().contains_key(header::CONTENT_TYPE) {
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    r
+}
+
+fn legacy_key(endpoint: &str) -> String {
+    format!("sse:{endpoint}")
+}
+
+/// The endpoint a legacy client should post to, on brownout: a URL on the server's origin
+/// becomes its path and query (which the client resolves against brownout); a relative one
+/// stays as it is. A URL on another origin is left alone (and not relayed).
+fn local_endpoint(back: &HttpBack, endpoint: &str) -> Option<String> {
+    if endpoint.starts_with('/') {
+        return Some(endpoint.to_string());
+    }
+    if back.same_origin(endpoint) {
+        let u = reqwest::Url::parse(endpoint).ok()?;
+        return Some(match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        });
+    }
+    None
+}
+
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    reqwest::Url::parse(origin)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_string()))
+        .is_some_and(|h| is_loopback_name(&h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_and_loopback() {
+        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host_name("[::1]:80"), "::1");
+        assert_eq!(host_name("localhost"), "localhost");
+        assert!(is_loopback_name("localhost"));
+        assert!(is_loopback_name("::1"));
+        assert!(!is_loopback_name("evil.example"));
+        assert!(is_loopback_origin("http://localhost:3000"));
+        assert!(is_loopback_origin("http://[::1]:3000"));
+        assert!(!is_loopback_origin("https://evil.example"));
+    }
+}

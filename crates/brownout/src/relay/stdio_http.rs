@@ -1,0 +1,253 @@
+//! The stdio front joined to the HTTP back (`brownout proxy stdio --upstream URL`): a stdio
+//! client (a desktop agent) reaches a remote streamable HTTP server through the faults.
+//!
+//! Each message from stdin passes the engine and is POSTed on its own (so a slow call never
+//! holds up the others), with the session id the server gave at `initialize` and the
+//! negotiated `MCP-Protocol-Version`. Answers (JSON or SSE) pass the engine message by
+//! message to stdout; after `notifications/initialized` the server's GET stream is opened
+//! for server-initiated messages. A failed or non-2xx answer gives the caller a clear
+//! JSON-RPC error. EOF on stdin ends the session (DELETE) and brownout.
+
+use super::framing::{Frame, LineReader};
+use super::http::Down;
+use super::http_back::{describe, HttpBack, Pump, PumpEnd};
+use super::stdio::{spawn_writer, stdin, stdout, SESSION};
+use super::{Pipe, Relay, OUTBOX_DEPTH};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
+use brownout_core::jsonrpc::{classify, Kind, Message};
+use brownout_core::Side;
+use std::sync::{Arc, Mutex};
+use tokio::io::BufReader;
+use tokio::sync::mpsc;
+
+/// What the server told us about the session.
+#[derive(Default)]
+struct Session {
+    id: Option<String>,
+    protocol: Option<String>,
+    stream_opened: bool,
+}
+
+struct Link {
+    back: Arc<HttpBack>,
+    relay: Arc<Relay>,
+    session: Mutex<Session>,
+    down: mpsc::Sender<Down>,
+}
+
+impl Link {
+    fn headers(&self) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let s = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) =
+            s.id.as_deref()
+                .and_then(|id| HeaderValue::from_str(id).ok())
+        {
+            h.insert("mcp-session-id", v);
+        }
+        if let Some(v) = s
+            .protocol
+            .as_deref()
+            .and_then(|p| HeaderValue::from_str(p).ok())
+        {
+            h.insert("mcp-protocol-version", v);
+        }
+        h
+    }
+
+    fn pump(&self, owed: Vec<brownout_core::jsonrpc::Id>) -> Pump {
+        Pump {
+            relay: Arc::clone(&self.relay),
+            key: SESSION.to_string(),
+            down: self.down.clone(),
+            owed,
+            max_body: self.back.max_body,
+            on_endpoint: None,
+            resumable: false,
+        }
+    }
+
+    /// POST one message and carry its answer back.
+    async fn post(self: Arc<Self>, msg: Vec<u8>) {
+        let owed = super::http::request_ids(&msg);
+        let initialized = matches!(classify(&msg), Message::Single(v) if v.kind == Kind::Notification && v.method.as_deref() == Some("notifications/initialized"));
+        let mut pump = self.pump(owed);
+        let resp = match self
+            .back
+            .send(Method::POST, &self.back.path, &self.headers(), msg)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return pump.fail_owed(&describe(&e)).await,
+        };
+        if let Some(id) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            self.session.lock().unwrap_or_else(|p| p.into_inner()).id = Some(id.to_string());
+        }
+        let status = resp.status();
+        if !status.is_success() {
+            let why = match status.as_u16() {
+                404 => "the upstream MCP server answered HTTP 404: the session expired".to_string(),
+                s => format!("the upstream MCP server answered HTTP {s}"),
+            };
+            return pump.fail_owed(&why).await;
+        }
+        let sse = super::http::is_sse(resp.headers());
+        match pump.run(resp).await {
+            PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+            PumpEnd::Done if sse && !pump.resumable => {
+                pump.fail_owed("the upstream MCP server ended the stream before answering")
+                    .await
+            }
+            _ => {}
+        }
+        if initialized {
+            self.open_stream().await;
+        }
+    }
+
+    /// The server's stream of server-initiated messages (if it offers one).
+    async fn open_stream(self: &Arc<Self>) {
+        {
+            let mut s = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            if s.stream_opened {
+                return;
+            }
+            s.stream_opened = true;
+        }
+        let mut h = self.headers();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.remove(header::CONTENT_TYPE);
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Ok(resp) = me
+                .back
+                .send(Method::GET, &me.back.path, &h, Vec::new())
+                .await
+            {
+                if resp.status().is_success() && super::http::is_sse(resp.headers()) {
+                    me.pump(Vec::new()).run(resp).await;
+                }
+            }
+        });
+    }
+}
+
+/// Relay between our stdin/stdout and a server at a URL. Returns the exit code.
+pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::Result<i32> {
+    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    let writer = spawn_writer(stdout(), to_client_rx);
+    let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
+    let link = Arc::new(Link {
+        back,
+        relay: Arc::clone(&relay),
+        session: Mutex::new(Session::default()),
+        down: down_tx,
+    });
+    // Answers to stdout; the negotiated protocol version is noted on the way.
+    {
+        let link = Arc::clone(&link);
+        let to_client = to_client.clone();
+        tokio::spawn(async move {
+            while let Some(item) = down_rx.recv().await {
+                let Some(m) = item.message().map(<[u8]>::to_vec) else {
+                    continue;
+                };
+                note_protocol(&link, &m);
+                if to_client.send(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    {
+        let link = Arc::clone(&link);
+        tokio::spawn(async move {
+            while let Some(m) = up_rx.recv().await {
+                tokio::spawn(Arc::clone(&link).post(m));
+            }
+        });
+    }
+    let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
+    let mut reader = LineReader::new(BufReader::new(stdin()), max);
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            frame = reader.next() => match frame {
+                Ok(Some(Frame::Line(bytes))) => {
+                    let v = relay.handle(Side::Client, SESSION, &bytes);
+                    pipe.execute(v, bytes).await;
+                }
+                Ok(Some(Frame::Oversized { size, .. })) => {
+                    eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped");
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("brownout: reading the client failed: {e}");
+                    break;
+                }
+            },
+            _ = sigterm.recv() => break,
+        }
+    }
+    // End the session politely.
+    let headers = link.headers();
+    if headers.contains_key("mcp-session-id") {
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            link.back
+                .send(Method::DELETE, &link.back.path, &headers, Vec::new()),
+        )
+        .await;
+    }
+    drop((pipe, to_client));
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
+    Ok(0)
+}
+
+fn note_protocol(link: &Link, m: &[u8]) {
+    if link
+        .session
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .protocol
+        .is_some()
+    {
+        return;
+    }
+    #[derive(serde::Deserialize)]
+    struct R {
+        result: Option<Init>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Init {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: Option<String>,
+    }
+    if let Ok(R {
+        result: Some(Init {
+            protocol_version: Some(v),
+        }),
+    }) = serde_json::from_slice::<R>(m)
+    {
+        link.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .protocol = Some(v);
+    }
+}
