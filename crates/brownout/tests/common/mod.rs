@@ -2,6 +2,9 @@
 //! peers are, and how to drive a session through the relay with a real client.
 #![allow(dead_code)]
 
+pub mod http;
+pub mod upstream;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

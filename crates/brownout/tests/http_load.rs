@@ -1,0 +1,244 @@
+//! The HTTP relay under load and under failure (loopback only, bounded, self-stopping):
+//! 500 concurrent sessions × 200 calls lose, duplicate and misroute nothing with bounded
+//! memory; a 10 % error plan injects 10 % within statistical bounds; an upstream that dies
+//! mid-stream gives every waiting client a clear error; SIGTERM lets streams in flight end.
+
+mod common;
+
+use common::http::{brownout_http, everything_http, plan_file};
+use common::{tmp, upstream};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The first JSON-RPC message in a JSON or SSE body.
+fn message(body: &str) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return Some(v);
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v.get("id").is_some())
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, String) {
+    let mut r = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(s) = session {
+        r = r.header("mcp-session-id", s);
+    }
+    match r.send().await {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let sid = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            (status, sid, resp.text().await.unwrap_or_default())
+        }
+        Err(e) => (0, None, e.to_string()),
+    }
+}
+
+/// One session: initialize, then `calls` sequential calls. Returns (right, wrong, errors).
+async fn session(http: reqwest::Client, url: String, calls: u64, tag: u64) -> (u64, Vec<String>, u64) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}}});
+    let (_, sid, _) = post(&http, &url, None, init).await;
+    let Some(sid) = sid else {
+        return (0, vec![format!("session {tag}: no session id")], 0);
+    };
+    let (mut right, mut wrong, mut errors) = (0, Vec::new(), 0);
+    for i in 1..=calls {
+        let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("t{tag}-c{i}")}}});
+        let (status, _, body) = post(&http, &url, Some(&sid), call).await;
+        match message(&body) {
+            Some(m) if m["id"] == i && m.get("error").is_some() => errors += 1,
+            Some(m)
+                if m["id"] == i
+                    && m["result"]["content"][0]["text"] == format!("{sid}:t{tag}-c{i}") =>
+            {
+                right += 1
+            }
+            other => wrong.push(format!("session {tag} call {i}: HTTP {status}: {other:?} {body}")),
+        }
+    }
+    (right, wrong, errors)
+}
+
+async fn run_load(url: &str, sessions: u64, calls: u64) -> (u64, Vec<String>, u64) {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client");
+    let tasks: Vec<_> = (0..sessions)
+        .map(|t| tokio::spawn(session(http.clone(), url.to_string(), calls, t)))
+        .collect();
+    let (mut right, mut wrong, mut errors) = (0, Vec::new(), 0);
+    for t in tasks {
+        let (r, w, e) = t.await.expect("session task");
+        right += r;
+        wrong.extend(w);
+        errors += e;
+    }
+    (right, wrong, errors)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_sessions_lose_duplicate_and_misroute_nothing() {
+    let (url, upstream_calls) = upstream::start(true).await;
+    let (relay, through) = brownout_http(&["--upstream", &url, "--quiet"]);
+    // Warm-up half, then the measured half: memory must not keep growing with traffic.
+    let (right, wrong, errors) = run_load(&through, 500, 100).await;
+    assert!(wrong.is_empty(), "{} wrong answers, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(3)]);
+    assert_eq!((right, errors), (50_000, 0));
+    let rss_half = rss_kib(relay.pid());
+    let (right, wrong, errors) = run_load(&through, 500, 100).await;
+    assert!(wrong.is_empty(), "{} wrong answers, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(3)]);
+    assert_eq!((right, errors), (50_000, 0));
+    assert_eq!(
+        upstream_calls.load(Ordering::Relaxed),
+        100_000,
+        "every call reached the server exactly once"
+    );
+    let rss_end = rss_kib(relay.pid());
+    assert!(rss_half > 0, "could not read brownout's RSS");
+    assert!(
+        rss_end <= rss_half + 32 * 1024,
+        "memory grew from {rss_half} KiB to {rss_end} KiB over 50,000 more calls"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ten_percent_error_plan_injects_ten_percent() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "seed: 42\nfaults:\n  - {id: tenpct, kind: error, tools: [echo], probability: 0.1}\n",
+    );
+    let (url, upstream_calls) = upstream::start(false).await;
+    let (_relay, through) = brownout_http(&["--upstream", &url, "--plan", &plan, "--quiet"]);
+    let (right, wrong, errors) = run_load(&through, 100, 100).await;
+    assert!(wrong.is_empty(), "{:?}", &wrong[..wrong.len().min(3)]);
+    assert_eq!(right + errors, 10_000);
+    // Binomial(10,000, 0.1): σ = 30; 5σ bounds.
+    assert!((850..=1150).contains(&errors), "{errors} errors injected, expected 1000 ± 150");
+    assert_eq!(
+        upstream_calls.load(Ordering::Relaxed),
+        right,
+        "an injected error never reaches the server"
+    );
+}
+
+/// Start a long-running call on server-everything (progress events on an SSE stream).
+async fn long_call(http: &reqwest::Client, url: &str, sid: &str, id: u64, secs: u64) -> reqwest::Response {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", sid)
+        .body(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "trigger-long-running-operation",
+                "arguments": {"duration": secs, "steps": secs},
+                "_meta": {"progressToken": id}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("long call starts")
+}
+
+async fn everything_session(http: &reqwest::Client, url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (_, sid, body) = post(http, url, None, init).await;
+    let sid = sid.unwrap_or_else(|| panic!("no session: {body}"));
+    post(http, url, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    sid
+}
+
+#[tokio::test]
+async fn an_upstream_dying_mid_stream_gives_every_waiter_a_clear_error() {
+    let (mut server, direct) = everything_http("streamableHttp");
+    let (_relay, through) = brownout_http(&["--upstream", &direct, "--quiet"]);
+    let http = reqwest::Client::new();
+    let sid = everything_session(&http, &through).await;
+    let mut waiting = Vec::new();
+    for id in 1..=5u64 {
+        waiting.push(long_call(&http, &through, &sid, id, 20).await);
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _ = server.child.kill();
+    for (i, resp) in waiting.into_iter().enumerate() {
+        let id = i as u64 + 1;
+        let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
+            .await
+            .expect("the waiter is answered promptly, not left hanging")
+            .unwrap_or_default();
+        let answer = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("no answer for call {id}: {body}"));
+        let msg = answer["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.starts_with("brownout: "), "call {id}: {answer}");
+        assert!(msg.contains("upstream"), "the error says what failed: {msg}");
+    }
+}
+
+#[tokio::test]
+async fn sigterm_lets_streams_in_flight_finish() {
+    let (_server, direct) = everything_http("streamableHttp");
+    let (mut relay, through) = brownout_http(&["--upstream", &direct, "--quiet", "--grace", "10"]);
+    let http = reqwest::Client::new();
+    let sid = everything_session(&http, &through).await;
+    let resp = long_call(&http, &through, &sid, 7, 3).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(relay.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let body = tokio::time::timeout(Duration::from_secs(15), resp.text())
+        .await
+        .expect("the stream ends within the grace period")
+        .unwrap_or_default();
+    assert!(
+        body.contains("Long running operation completed"),
+        "the call in flight finished: {body}"
+    );
+    let status = tokio::task::spawn_blocking(move || {
+        for _ in 0..100 {
+            if let Ok(Some(s)) = relay.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    })
+    .await
+    .expect("join");
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "brownout exits cleanly after SIGTERM");
+}
