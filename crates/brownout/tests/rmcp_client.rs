@@ -80,3 +80,42 @@ async fn rmcp_sees_injected_errors_and_drift() {
     assert!(!validator.is_valid(&sc));
     let _ = client.cancel().await;
 }
+
+/// rmcp's streamable HTTP client through `brownout proxy http` to server-everything: the
+/// session works, and an injected error reaches rmcp as that error.
+#[tokio::test]
+async fn rmcp_over_streamable_http_through_brownout() {
+    use common::http::{brownout_http, everything_http, plan_file};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let (_server, direct) = everything_http("streamableHttp");
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {kind: error, tools: [get-sum], code: -32043, message: injected over http}\n",
+    );
+    let (_relay, through) = brownout_http(&["--upstream", &direct, "--plan", &plan]);
+    let transport = StreamableHttpClientTransport::from_uri(through);
+    let client = tokio::time::timeout(Duration::from_secs(20), ().serve(transport))
+        .await
+        .expect("handshake in time")
+        .expect("handshake");
+    let tools = client.list_all_tools().await.expect("tools");
+    assert!(tools.iter().any(|t| t.name == "get-sum"), "{tools:?}");
+    let r = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"message": "rmcp-http"}))))
+        .await
+        .expect("echo");
+    let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap_or_default();
+    assert!(text.contains("rmcp-http"), "{text}");
+    match client
+        .call_tool(CallToolRequestParams::new("get-sum").with_arguments(args(json!({"a": 1, "b": 2}))))
+        .await
+    {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32043);
+            assert_eq!(e.message, "injected over http");
+        }
+        other => panic!("expected the injected error, got {other:?}"),
+    }
+    let _ = client.cancel().await;
+}
