@@ -263,3 +263,46 @@ fn metrics_show_calls_injections_and_live_eta_per_tool() {
     assert_eq!(value("brownout_faults_active"), 1.0);
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
 }
+
+/// The same live control on the HTTP relay: a fault added from the CLI acts on the next
+/// HTTP client's calls, expires by its TTL, and `/metrics` shows live ETA per tool.
+#[test]
+fn the_http_relay_is_steered_live_and_shows_eta() {
+    use common::http::{brownout_http, py_http, python_http};
+    let (_server, direct) = python_http(&["--json-response"]);
+    let (relay, url) = brownout_http(&["--upstream", &direct, "--admin", "127.0.0.1:0"]);
+    let admin = relay
+        .stderr_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("brownout: admin API on "))
+        .map(|s| s.trim().to_string())
+        .expect("admin address printed");
+    let calls = json!([
+        {"op": "call_tool", "name": "add", "arguments": {"a": 1, "b": 1}},
+        {"op": "call_tool", "name": "add", "arguments": {"a": 2, "b": 2}},
+    ]);
+    let before = py_http(&url, &[], calls.clone());
+    assert_eq!(before["ops"][0]["ok"], true, "{before}");
+    let (code, out, err) = faults(&[
+        "add", "--admin", &admin, "--ttl", "3s",
+        "{id: live, kind: error, tools: [add], code: -32070, message: live fault}",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let during = py_http(&url, &[], calls.clone());
+    assert_eq!(during["ops"][0]["error"]["code"], -32070, "{during}");
+    let (code, out, _) = faults(&["list", "--admin", &admin, "--json"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"live\""), "{out}");
+    let (status, metrics) = http(&admin, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    let eta = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"brownout_tool_eta{tool="add"}"#))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no ETA for add: {metrics}"));
+    assert!((eta - 0.5).abs() < 1e-9, "2 of 4 calls failed: ETA {eta}");
+    std::thread::sleep(Duration::from_millis(3300));
+    let after = py_http(&url, &[], calls);
+    assert_eq!(after["ops"][0]["ok"], true, "the fault expired by its TTL: {after}");
+}
