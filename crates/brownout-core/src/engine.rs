@@ -92,6 +92,8 @@ struct Session {
     /// Requests the server sent to the client (sampling, elicitation, roots, ping).
     server_pending: Pending<String>,
     counters: Vec<Counters>,
+    /// A `session_expiry` fault hit: everything the client sends now gets 404.
+    expired: bool,
 }
 
 /// The decision-making core shared by every driver.
@@ -211,6 +213,7 @@ impl Engine {
                 next_loose: 0,
                 pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
                 server_pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
+                expired: false,
                 counters: Vec::new(),
             };
             self.sessions.insert(key.to_string(), s);
@@ -244,6 +247,14 @@ impl Engine {
         bytes: &[u8],
         now: Time,
     ) -> Verdict {
+        if side == Side::Client
+            && v.kind != Kind::Request
+            && self.sessions.get(session).is_some_and(|s| s.expired)
+        {
+            let mut shaping = Shaping::new(bytes);
+            crate::faults::session_expiry::expired(None, &mut shaping);
+            return verdict_of(&shaping);
+        }
         match (side, v.kind) {
             (Side::Client, Kind::Request) => self.on_request(session, v, bytes, now),
             (Side::Server, Kind::Response | Kind::Error) => {
@@ -369,6 +380,9 @@ impl Engine {
         let s = self.session(session);
         let seq = s.next_seq;
         s.next_seq += 1;
+        if s.expired {
+            return self.on_expired_request(session, v, seq, bytes, now);
+        }
         let mut args_cache: Option<Option<serde_json::Value>> = None;
         let mut args = || args_cache.get_or_insert_with(|| v.tool_arguments()).clone();
         let mut hits = Vec::new();
@@ -468,6 +482,35 @@ impl Engine {
                 }
             }
             (None, None) => {}
+        }
+        verdict
+    }
+
+    /// A request on a session a `session_expiry` fault expired: 404 / an error, counted as a
+    /// failed call, never forwarded.
+    fn on_expired_request(
+        &mut self,
+        session: &str,
+        v: &View<'_>,
+        seq: u64,
+        bytes: &[u8],
+        now: Time,
+    ) -> Verdict {
+        let mut shaping = Shaping::new(bytes);
+        crate::faults::session_expiry::expired(v.id.as_ref(), &mut shaping);
+        let mut verdict = verdict_of(&shaping);
+        verdict.forward = Forward::Drop;
+        if let (Some(reply), Some(id)) = (shaping.reply.take(), v.id.clone()) {
+            let call = Call {
+                seq,
+                method: v.method.as_deref().unwrap_or_default().to_string(),
+                tool: v.tool.as_deref().map(String::from),
+                response_hits: Vec::new(),
+                applied: Vec::new(),
+                generation: self.generation,
+            };
+            let (out, delay) = self.finish_call(session, &id, call, &reply, now, now);
+            verdict.reply.extend(out.map(|bytes| Outgoing { bytes, delay }));
         }
         verdict
     }
@@ -742,6 +785,16 @@ impl Engine {
                 r.apply_response(&c, f.select.tools.as_ref(), s)
             }
             (Effect::Process(p), Phase::Request) => Some(p.apply(&c, s)),
+            (Effect::HttpStatus(h), Phase::Request) => Some(h.apply(&c, s)),
+            (Effect::Connection(k), Phase::Request) => Some(k.apply_request(&c, s)),
+            (Effect::Connection(k), Phase::Response) => k.apply_response(s),
+            (Effect::SlowStream(k), Phase::Request) => Some(k.apply(&c, s)),
+            (Effect::Bandwidth(k), Phase::Request) => Some(k.apply(&c, s)),
+            (Effect::SessionExpiry(k), Phase::Request) => {
+                let out = k.apply(&c, s);
+                self.session(session).expired = true;
+                Some(out)
+            }
             _ => None,
         };
         result
@@ -1097,8 +1150,8 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
             })
             .collect(),
         process: s.process.clone(),
-        http: None,
-        stream: None,
+        http: s.http.clone(),
+        stream: s.stream.clone(),
     }
 }
 

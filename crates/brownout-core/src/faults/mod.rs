@@ -5,11 +5,14 @@
 //! replace it, answer in its place, drop, duplicate, hold, corrupt it, or ask the driver to
 //! signal the server process. [`KINDS`] lists every kind with its schema and defaults.
 
+pub mod bandwidth;
 pub mod cold_start;
+pub mod connection;
 pub mod correlation;
 pub mod drop;
 pub mod duplicate;
 pub mod error;
+pub mod http_status;
 pub mod latency;
 pub mod malformed;
 pub mod partial_result;
@@ -18,14 +21,16 @@ pub mod rate_limit;
 pub mod registry;
 pub mod reorder;
 pub mod schema_drift;
+pub mod session_expiry;
 pub mod simulated;
+pub mod slow_stream;
 pub mod timeout;
 
 use crate::jsonrpc::Id;
 use crate::rng::{salt, StreamKey};
 use crate::select::Direction;
 use crate::time::Time;
-use crate::verdict::ProcessAction;
+use crate::verdict::{HttpAction, ProcessAction, StreamShape};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -47,6 +52,11 @@ pub enum Effect {
     PartialResult(partial_result::PartialResult),
     Registry(registry::Registry),
     Process(process::Process),
+    HttpStatus(http_status::HttpStatus),
+    Connection(connection::Connection),
+    SlowStream(slow_stream::SlowStream),
+    Bandwidth(bandwidth::Bandwidth),
+    SessionExpiry(session_expiry::SessionExpiry),
 }
 
 /// What the registry knows about one kind.
@@ -84,6 +94,7 @@ fn parse<T: DeserializeOwned>(v: Value) -> Result<T, serde_json::Error> {
 
 const CALLS: &[&str] = &["tools/call"];
 const LISTS: &[&str] = &["tools/list", "tools/call"];
+const EVERY: &[&str] = &["*"];
 
 macro_rules! kind {
     ($name:literal, $summary:literal, $methods:expr, $dir:expr, $ty:ty, $variant:ident) => {
@@ -204,6 +215,46 @@ pub static KINDS: &[KindInfo] = &[
         process::Process,
         Process
     ),
+    kind!(
+        "http_status",
+        "answer the HTTP request with a status (401 with WWW-Authenticate, 500, 503)",
+        CALLS,
+        Direction::ToServer,
+        http_status::HttpStatus,
+        HttpStatus
+    ),
+    kind!(
+        "connection",
+        "refuse, reset before the answer, stall, or cut an SSE stream after N events/bytes",
+        CALLS,
+        Direction::ToServer,
+        connection::Connection,
+        Connection
+    ),
+    kind!(
+        "slow_stream",
+        "wait between the SSE events of an answer (HTTP)",
+        CALLS,
+        Direction::ToServer,
+        slow_stream::SlowStream,
+        SlowStream
+    ),
+    kind!(
+        "bandwidth",
+        "throttle the answer to N bytes per second (HTTP)",
+        CALLS,
+        Direction::ToServer,
+        bandwidth::Bandwidth,
+        Bandwidth
+    ),
+    kind!(
+        "session_expiry",
+        "expire the session: 404 (stdio: an error) for everything it sends from then on",
+        EVERY,
+        Direction::ToServer,
+        session_expiry::SessionExpiry,
+        SessionExpiry
+    ),
 ];
 
 /// Look a kind up by name.
@@ -231,6 +282,11 @@ impl Effect {
             Effect::PartialResult(_) => "partial_result",
             Effect::Registry(_) => "registry",
             Effect::Process(_) => "process",
+            Effect::HttpStatus(_) => "http_status",
+            Effect::Connection(_) => "connection",
+            Effect::SlowStream(_) => "slow_stream",
+            Effect::Bandwidth(_) => "bandwidth",
+            Effect::SessionExpiry(_) => "session_expiry",
         }
     }
 
@@ -240,6 +296,11 @@ impl Effect {
         match self {
             Effect::Error(e) => e.phase == error::Phase::Request,
             Effect::RateLimit(_) | Effect::ColdStart(_) | Effect::Process(_) => true,
+            Effect::HttpStatus(_)
+            | Effect::Connection(_)
+            | Effect::SlowStream(_)
+            | Effect::Bandwidth(_)
+            | Effect::SessionExpiry(_) => true,
             Effect::Registry(r) => r.acts_on_request(),
             Effect::SchemaDrift(_) | Effect::PartialResult(_) => false,
             _ => direction == Direction::ToServer,
@@ -251,6 +312,11 @@ impl Effect {
         match self {
             Effect::Error(e) => e.phase == error::Phase::Response,
             Effect::RateLimit(_) | Effect::ColdStart(_) | Effect::Process(_) => false,
+            Effect::Connection(c) => c.acts_on_response(),
+            Effect::HttpStatus(_)
+            | Effect::SlowStream(_)
+            | Effect::Bandwidth(_)
+            | Effect::SessionExpiry(_) => false,
             Effect::Registry(r) => r.acts_on_response(),
             Effect::SchemaDrift(_) | Effect::PartialResult(_) => true,
             _ => direction == Direction::ToClient,
@@ -318,6 +384,10 @@ pub struct Shaping<'a> {
     /// Extra messages toward the receiver, after this one.
     pub extra: Vec<Vec<u8>>,
     pub process: Vec<ProcessAction>,
+    /// An HTTP-level action (HTTP fronts prefer it over `reply`).
+    pub http: Option<HttpAction>,
+    /// How the answer's body or stream is shaped (HTTP fronts).
+    pub stream: Option<StreamShape>,
 }
 
 impl<'a> Shaping<'a> {
@@ -335,7 +405,14 @@ impl<'a> Shaping<'a> {
             corrupt: None,
             extra: Vec::new(),
             process: Vec::new(),
+            http: None,
+            stream: None,
         }
+    }
+
+    /// Add a stream shape to the ones asked for so far.
+    pub fn merge_stream(&mut self, shape: &StreamShape) {
+        self.stream.get_or_insert_with(StreamShape::default).merge(shape);
     }
 
     /// The message as a JSON value, parsed on first use. A kind that changes it calls

@@ -5,6 +5,7 @@
 use super::{Ctx, Shaping};
 use crate::jsonrpc;
 use crate::time::Time;
+use crate::verdict::HttpAction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -83,12 +84,18 @@ impl RateLimit {
             .as_deref()
             .unwrap_or("brownout: rate limit exceeded");
         let data = json!({"retry_after_ms": retry_after_ms});
-        s.reply = Some(jsonrpc::error_response(
-            c.id,
-            self.code.unwrap_or(-32000),
-            msg,
-            Some(&data),
-        ));
+        let reply = jsonrpc::error_response(c.id, self.code.unwrap_or(-32000), msg, Some(&data));
+        // Over HTTP: 429 with Retry-After in whole seconds, at least 1.
+        let retry_after_s = retry_after_ms.div_ceil(1000).max(1);
+        s.http = Some(HttpAction::Status {
+            code: 429,
+            headers: vec![
+                ("Retry-After".into(), retry_after_s.to_string()),
+                ("Content-Type".into(), "application/json".into()),
+            ],
+            body: reply.clone(),
+        });
+        s.reply = Some(reply);
         Some(format!("rate limited (retry after {retry_after_ms}ms)"))
     }
 }

@@ -102,9 +102,18 @@ impl Effect {
                 | registry::Action::Phantom => out.worsen(SimOutcome::FailFast),
                 _ => return false,
             },
+            Effect::HttpStatus(_) | Effect::SessionExpiry(_) => out.worsen(SimOutcome::FailFast),
+            Effect::Connection(k) => out.worsen(match k.mode {
+                super::connection::Mode::Refuse => SimOutcome::FailFast,
+                _ => SimOutcome::NoAnswer,
+            }),
+            Effect::SlowStream(k) => {
+                out.response_delay = out.response_delay + Time((k.gap_ms.max(0.0) * 1000.0) as u64)
+            }
             // Duplicates and reordering do not change a call's outcome; process faults act on
-            // a real process and are not modelled by the simulator.
-            Effect::Duplicate(_)
+            // a real process and bandwidth on real bytes: neither is modelled by the simulator.
+            Effect::Bandwidth(_)
+            | Effect::Duplicate(_)
             | Effect::Reorder(_)
             | Effect::Process(_)
             | Effect::RateLimit(_) => return false,

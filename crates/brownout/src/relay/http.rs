@@ -226,6 +226,10 @@ pub fn body(mut rx: mpsc::Receiver<Down>, sse: bool, shape: Shape) -> Body {
                 }
             }
         }
+        if shape.reset {
+            // The answer never came (the engine dropped it): the cut still happens.
+            let _ = tx.send(Err(cut("connection reset (fault)"))).await;
+        }
     });
     Body::from_stream(stream)
 }

@@ -598,7 +598,9 @@ async fn respond(
             }
         };
         let Some(first) = first else {
-            return if expects_answer {
+            return if shape.reset {
+                abort("connection reset (fault)")
+            } else if expects_answer {
                 stall().await
             } else {
                 response(head, Body::empty())
