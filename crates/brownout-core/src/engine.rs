@@ -510,7 +510,9 @@ impl Engine {
                 generation: self.generation,
             };
             let (out, delay) = self.finish_call(session, &id, call, &reply, now, now);
-            verdict.reply.extend(out.map(|bytes| Outgoing { bytes, delay }));
+            verdict
+                .reply
+                .extend(out.map(|bytes| Outgoing { bytes, delay }));
         }
         verdict
     }

@@ -284,7 +284,11 @@ fn the_http_relay_is_steered_live_and_shows_eta() {
     let before = py_http(&url, &[], calls.clone());
     assert_eq!(before["ops"][0]["ok"], true, "{before}");
     let (code, out, err) = faults(&[
-        "add", "--admin", &admin, "--ttl", "3s",
+        "add",
+        "--admin",
+        &admin,
+        "--ttl",
+        "3s",
         "{id: live, kind: error, tools: [add], code: -32070, message: live fault}",
     ]);
     assert_eq!(code, 0, "{out}{err}");
@@ -304,5 +308,8 @@ fn the_http_relay_is_steered_live_and_shows_eta() {
     assert!((eta - 0.5).abs() < 1e-9, "2 of 4 calls failed: ETA {eta}");
     std::thread::sleep(Duration::from_millis(3300));
     let after = py_http(&url, &[], calls);
-    assert_eq!(after["ops"][0]["ok"], true, "the fault expired by its TTL: {after}");
+    assert_eq!(
+        after["ops"][0]["ok"], true,
+        "the fault expired by its TTL: {after}"
+    );
 }

@@ -36,7 +36,12 @@ fn rss_kib(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
-async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, String) {
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, String) {
     let mut r = http
         .post(url)
         .header("content-type", "application/json")
@@ -60,7 +65,12 @@ async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, body: Va
 }
 
 /// One session: initialize, then `calls` sequential calls. Returns (right, wrong, errors).
-async fn session(http: reqwest::Client, url: String, calls: u64, tag: u64) -> (u64, Vec<String>, u64) {
+async fn session(
+    http: reqwest::Client,
+    url: String,
+    calls: u64,
+    tag: u64,
+) -> (u64, Vec<String>, u64) {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}}});
     let (_, sid, _) = post(&http, &url, None, init).await;
@@ -80,7 +90,9 @@ async fn session(http: reqwest::Client, url: String, calls: u64, tag: u64) -> (u
             {
                 right += 1
             }
-            other => wrong.push(format!("session {tag} call {i}: HTTP {status}: {other:?} {body}")),
+            other => wrong.push(format!(
+                "session {tag} call {i}: HTTP {status}: {other:?} {body}"
+            )),
         }
     }
     (right, wrong, errors)
@@ -111,11 +123,21 @@ async fn five_hundred_sessions_lose_duplicate_and_misroute_nothing() {
     let (relay, through) = brownout_http(&["--upstream", &url, "--quiet"]);
     // Warm-up half, then the measured half: memory must not keep growing with traffic.
     let (right, wrong, errors) = run_load(&through, 500, 100).await;
-    assert!(wrong.is_empty(), "{} wrong answers, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(3)]);
+    assert!(
+        wrong.is_empty(),
+        "{} wrong answers, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(3)]
+    );
     assert_eq!((right, errors), (50_000, 0));
     let rss_half = rss_kib(relay.pid());
     let (right, wrong, errors) = run_load(&through, 500, 100).await;
-    assert!(wrong.is_empty(), "{} wrong answers, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(3)]);
+    assert!(
+        wrong.is_empty(),
+        "{} wrong answers, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(3)]
+    );
     assert_eq!((right, errors), (50_000, 0));
     assert_eq!(
         upstream_calls.load(Ordering::Relaxed),
@@ -143,7 +165,10 @@ async fn a_ten_percent_error_plan_injects_ten_percent() {
     assert!(wrong.is_empty(), "{:?}", &wrong[..wrong.len().min(3)]);
     assert_eq!(right + errors, 10_000);
     // Binomial(10,000, 0.1): σ = 30; 5σ bounds.
-    assert!((850..=1150).contains(&errors), "{errors} errors injected, expected 1000 ± 150");
+    assert!(
+        (850..=1150).contains(&errors),
+        "{errors} errors injected, expected 1000 ± 150"
+    );
     assert_eq!(
         upstream_calls.load(Ordering::Relaxed),
         right,
@@ -152,7 +177,13 @@ async fn a_ten_percent_error_plan_injects_ten_percent() {
 }
 
 /// Start a long-running call on server-everything (progress events on an SSE stream).
-async fn long_call(http: &reqwest::Client, url: &str, sid: &str, id: u64, secs: u64) -> reqwest::Response {
+async fn long_call(
+    http: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    id: u64,
+    secs: u64,
+) -> reqwest::Response {
     http.post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -174,7 +205,13 @@ async fn everything_session(http: &reqwest::Client, url: &str) -> String {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let (_, sid, body) = post(http, url, None, init).await;
     let sid = sid.unwrap_or_else(|| panic!("no session: {body}"));
-    post(http, url, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    post(
+        http,
+        url,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
     sid
 }
 
@@ -204,7 +241,10 @@ async fn an_upstream_dying_mid_stream_gives_every_waiter_a_clear_error() {
             .unwrap_or_else(|| panic!("no answer for call {id}: {body}"));
         let msg = answer["error"]["message"].as_str().unwrap_or("");
         assert!(msg.starts_with("brownout: "), "call {id}: {answer}");
-        assert!(msg.contains("upstream"), "the error says what failed: {msg}");
+        assert!(
+            msg.contains("upstream"),
+            "the error says what failed: {msg}"
+        );
     }
 }
 
@@ -240,5 +280,9 @@ async fn sigterm_lets_streams_in_flight_finish() {
     })
     .await
     .expect("join");
-    assert_eq!(status.and_then(|s| s.code()), Some(0), "brownout exits cleanly after SIGTERM");
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "brownout exits cleanly after SIGTERM"
+    );
 }

@@ -54,8 +54,8 @@ fn message_faults_act_over_http_as_on_stdio() {
         let r = py_http(&through, &[], script(ADD));
         assert_eq!(r["ops"][0]["ok"], true, "{r}");
         let add = &r["ops"][1];
-        let drifted = add["ok"] == false
-            || add["result"]["structuredContent"] != json!({"result": 5});
+        let drifted =
+            add["ok"] == false || add["result"]["structuredContent"] != json!({"result": 5});
         assert!(drifted, "schema drift did not reach the client: {add}");
         let echo = &r["ops"][2];
         assert_eq!(echo["ok"], false, "{echo}");
@@ -76,7 +76,11 @@ fn stateless_2026_07_28_passes_and_takes_faults() {
     let (_relay, through) = brownout_http(&["--upstream", &direct, "--plan", &plan]);
     let r = py_http(&through, &["--mode", "2026-07-28"], script(ADD));
     assert_eq!(r["protocol_version"], "2026-07-28", "{r}");
-    assert_eq!(r["ops"][1]["result"]["structuredContent"], json!({"result": 5}), "{r}");
+    assert_eq!(
+        r["ops"][1]["result"]["structuredContent"],
+        json!({"result": 5}),
+        "{r}"
+    );
     assert_eq!(r["ops"][2]["error"]["code"], -32051, "{r}");
 }
 
@@ -99,7 +103,9 @@ fn server_everything_streamable_http_through_brownout() {
         .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
         .unwrap_or_default();
     assert!(names.contains(&"echo") && names.contains(&"get-sum"), "{r}");
-    let echoed = r["ops"][1]["result"]["content"][0]["text"].as_str().unwrap_or("");
+    let echoed = r["ops"][1]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
     assert!(echoed.contains("über"), "{r}");
     assert_eq!(r["ops"][2]["error"]["code"], -32052, "{r}");
 }
@@ -127,7 +133,9 @@ fn legacy_sse_everything_and_python_through_brownout() {
         ]);
         let r = py_http(&through, &["--sse"], ops);
         assert_eq!(r["completed"], true, "{r}\n{}", relay.stderr_text());
-        let text = r["ops"][0]["result"]["content"][0]["text"].as_str().unwrap_or("");
+        let text = r["ops"][0]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
         assert!(text.contains("legacy"), "{r}");
         assert_eq!(r["ops"][1]["error"]["code"], -32053, "{r}");
     }
@@ -228,7 +236,10 @@ async fn every_protocol_version_on_the_wire() {
         .expect("after delete");
         // server-everything answers an unknown session with 400 (the spec says 404): what
         // matters here is that brownout passed the DELETE on and the server forgot it.
-        assert!(after.status().is_client_error(), "a deleted session is gone ({version})");
+        assert!(
+            after.status().is_client_error(),
+            "a deleted session is gone ({version})"
+        );
     }
 }
 
@@ -255,20 +266,29 @@ async fn event_ids_pass_and_streams_resume() {
         .post(&through)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}).to_string())
+            "clientInfo": {"name": "raw", "version": "1"}}})
+            .to_string(),
+        )
         .send()
         .await
         .expect("initialize");
-    let session = init.headers()["mcp-session-id"].to_str().expect("id").to_string();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
     let body = init.text().await.expect("body");
     let ids: Vec<&str> = body
         .lines()
         .filter_map(|l| l.strip_prefix("id:"))
         .map(str::trim)
         .collect();
-    assert!(!ids.is_empty(), "the server's event ids reach the client: {body}");
+    assert!(
+        !ids.is_empty(),
+        "the server's event ids reach the client: {body}"
+    );
     // Resume from the first id: the server replays what followed it, through brownout.
     let mut resumed = http
         .get(&through)
@@ -330,7 +350,11 @@ async fn origin_host_and_limits_are_enforced() {
         .await
         .expect("send");
     assert_eq!(ok.status(), 200);
-    let big = req().body(format!("{{\"pad\":\"{}\"}}", "x".repeat(5000))).send().await.expect("send");
+    let big = req()
+        .body(format!("{{\"pad\":\"{}\"}}", "x".repeat(5000)))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(big.status(), 413);
     assert!(big.text().await.unwrap_or_default().contains("limit"));
     let huge_header = req()
@@ -346,7 +370,14 @@ async fn origin_host_and_limits_are_enforced() {
 #[test]
 fn listening_beyond_loopback_needs_a_flag() {
     let out = std::process::Command::new(brownout())
-        .args(["proxy", "http", "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9/mcp"])
+        .args([
+            "proxy",
+            "http",
+            "--listen",
+            "0.0.0.0:0",
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+        ])
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
@@ -408,7 +439,11 @@ fn a_stdio_client_reaches_an_http_server() {
     ];
     let r = py_client(script(ADD), &relay);
     assert_eq!(r["completed"], true, "{r}");
-    assert_eq!(r["ops"][1]["result"]["structuredContent"], json!({"result": 5}), "{r}");
+    assert_eq!(
+        r["ops"][1]["result"]["structuredContent"],
+        json!({"result": 5}),
+        "{r}"
+    );
     assert_eq!(r["ops"][2]["error"]["code"], -32055, "{r}");
     let _ = (python(), repo());
 }

@@ -102,13 +102,21 @@ async fn rmcp_over_streamable_http_through_brownout() {
     let tools = client.list_all_tools().await.expect("tools");
     assert!(tools.iter().any(|t| t.name == "get-sum"), "{tools:?}");
     let r = client
-        .call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"message": "rmcp-http"}))))
+        .call_tool(
+            CallToolRequestParams::new("echo")
+                .with_arguments(args(json!({"message": "rmcp-http"}))),
+        )
         .await
         .expect("echo");
-    let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap_or_default();
+    let text = r.content[0]
+        .as_text()
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
     assert!(text.contains("rmcp-http"), "{text}");
     match client
-        .call_tool(CallToolRequestParams::new("get-sum").with_arguments(args(json!({"a": 1, "b": 2}))))
+        .call_tool(
+            CallToolRequestParams::new("get-sum").with_arguments(args(json!({"a": 1, "b": 2}))),
+        )
         .await
     {
         Err(ServiceError::McpError(e)) => {

@@ -355,3 +355,101 @@ fn a_new_plan_keeps_the_state_of_faults_it_keeps() {
     ));
     assert!(injected(&mut e, 5));
 }
+
+fn status_of(v: &Verdict) -> Option<u16> {
+    match &v.http {
+        Some(crate::verdict::HttpAction::Status { code, .. }) => Some(*code),
+        _ => None,
+    }
+}
+
+#[test]
+fn session_expiry_expires_one_session_for_good() {
+    let mut e = engine("faults:\n  - {kind: session_expiry, after_calls: 2}\n");
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+    for i in 0..2 {
+        assert!(e
+            .on_message(Side::Client, "a", &call(i, "echo"), Time(i))
+            .is_pass());
+    }
+    let hit = e.on_message(Side::Client, "a", &call(2, "echo"), Time(3));
+    assert_eq!(status_of(&hit), Some(404));
+    assert_eq!(hit.forward, Forward::Drop, "the server never sees it");
+    let reply: serde_json::Value = serde_json::from_slice(&hit.reply[0].bytes).expect("reply");
+    assert_eq!(reply["error"]["code"], -32001);
+    // Later requests and notifications of that session: 404 without a new draw.
+    let later = e.on_message(Side::Client, "a", &call(9, "anything"), Time(4));
+    assert_eq!(status_of(&later), Some(404));
+    assert_eq!(later.forward, Forward::Drop);
+    let n = e.on_message(Side::Client, "a", note, Time(5));
+    assert_eq!(status_of(&n), Some(404));
+    assert_eq!(n.forward, Forward::Drop);
+    assert!(n.reply.is_empty(), "no JSON-RPC answer to a notification");
+    // Another session is untouched until its own third call.
+    assert!(e
+        .on_message(Side::Client, "b", &call(1, "echo"), Time(6))
+        .is_pass());
+    let r = e.summary().report();
+    assert_eq!(
+        r.injections.len(),
+        1,
+        "one injection counted: {:?}",
+        r.injections
+    );
+}
+
+#[test]
+fn rate_limit_over_http_is_429_with_retry_after() {
+    let mut e = engine("faults:\n  - {kind: rate_limit, rate: 0.5, burst: 1}\n");
+    assert!(e
+        .on_message(Side::Client, "s", &call(1, "echo"), Time(0))
+        .is_pass());
+    let v = e.on_message(Side::Client, "s", &call(2, "echo"), Time(0));
+    let Some(crate::verdict::HttpAction::Status { code, headers, .. }) = &v.http else {
+        panic!("no HTTP status: {v:?}");
+    };
+    assert_eq!(*code, 429);
+    // One token every 2 s: the wait is 2 s.
+    assert!(
+        headers.contains(&("Retry-After".to_string(), "2".to_string())),
+        "{headers:?}"
+    );
+    assert_eq!(v.reply.len(), 1, "stdio still gets the JSON-RPC error");
+}
+
+#[test]
+fn connection_modes_and_stream_shapes() {
+    use crate::verdict::HttpAction;
+    let mut e = engine("faults:\n  - {kind: connection, mode: refuse, tools: [a]}\n  - {kind: connection, mode: stall, tools: [b]}\n  - {kind: connection, mode: reset, tools: [c]}\n  - {kind: connection, mode: drop_stream, after_bytes: 100, tools: [d]}\n  - {kind: slow_stream, gap_ms: 50, tools: [d]}\n  - {kind: bandwidth, bytes_per_sec: 1000, tools: [d]}\n  - {kind: http_status, status: 503, tools: [e]}\n");
+    let a = e.on_message(Side::Client, "s", &call(1, "a"), Time(0));
+    assert_eq!(a.http, Some(HttpAction::Refuse));
+    assert_eq!(a.forward, Forward::Drop);
+    let b = e.on_message(Side::Client, "s", &call(2, "b"), Time(0));
+    assert_eq!(b.http, Some(HttpAction::Stall));
+    assert_eq!(b.forward, Forward::Drop);
+    let c = e.on_message(Side::Client, "s", &call(3, "c"), Time(0));
+    assert_eq!(c.http, Some(HttpAction::Reset));
+    assert_eq!(
+        c.forward,
+        Forward::Original,
+        "a reset call reaches the server"
+    );
+    let answer = e.on_message(Side::Server, "s", &ok(3), Time(10));
+    assert_eq!(answer.forward, Forward::Drop, "and its answer is lost");
+    let d = e.on_message(Side::Client, "s", &call(4, "d"), Time(0));
+    let shape = d.stream.clone().expect("a stream shape");
+    assert_eq!(shape.drop_after_bytes, Some(100));
+    assert_eq!(shape.drop_after_events, None);
+    assert_eq!(shape.event_gap, Time(50_000));
+    assert_eq!(shape.bytes_per_sec, Some(1000));
+    assert_eq!(d.forward, Forward::Original);
+    let x = e.on_message(Side::Client, "s", &call(5, "e"), Time(0));
+    assert_eq!(status_of(&x), Some(503));
+}
+
+#[test]
+fn a_typo_in_an_http_kind_names_the_key() {
+    let err = Plan::from_str_named("faults:\n  - {kind: http_status, statsu: 401}\n", "p.yaml")
+        .expect_err("typo");
+    assert!(err.to_string().contains("statsu"), "{err}");
+}

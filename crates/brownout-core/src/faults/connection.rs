@@ -58,9 +58,11 @@ impl Connection {
             }
             Mode::DropStream => {
                 let shape = StreamShape {
-                    drop_after_events: self
-                        .after_events
-                        .or(if self.after_bytes.is_none() { Some(1) } else { None }),
+                    drop_after_events: self.after_events.or(if self.after_bytes.is_none() {
+                        Some(1)
+                    } else {
+                        None
+                    }),
                     drop_after_bytes: self.after_bytes,
                     ..StreamShape::default()
                 };

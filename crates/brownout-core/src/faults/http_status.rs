@@ -64,7 +64,10 @@ impl HttpStatus {
         let body = match &self.body {
             Some(b) => b.clone().into_bytes(),
             None => {
-                if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                if !headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+                {
                     headers.push(("Content-Type".into(), "application/json".into()));
                 }
                 error.clone()
@@ -105,7 +108,12 @@ mod tests {
         };
         let mut s = Shaping::new(b"{}");
         f.apply(&c, &mut s);
-        let Some(HttpAction::Status { code, headers, body }) = &s.http else {
+        let Some(HttpAction::Status {
+            code,
+            headers,
+            body,
+        }) = &s.http
+        else {
             panic!("no status: {:?}", s.http);
         };
         assert_eq!(*code, 401);

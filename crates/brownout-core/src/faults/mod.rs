@@ -412,7 +412,9 @@ impl<'a> Shaping<'a> {
 
     /// Add a stream shape to the ones asked for so far.
     pub fn merge_stream(&mut self, shape: &StreamShape) {
-        self.stream.get_or_insert_with(StreamShape::default).merge(shape);
+        self.stream
+            .get_or_insert_with(StreamShape::default)
+            .merge(shape);
     }
 
     /// The message as a JSON value, parsed on first use. A kind that changes it calls

@@ -226,9 +226,12 @@ pub fn body(mut rx: mpsc::Receiver<Down>, sse: bool, shape: Shape) -> Body {
                 }
             }
         }
-        if shape.reset {
-            // The answer never came (the engine dropped it): the cut still happens.
-            let _ = tx.send(Err(cut("connection reset (fault)"))).await;
+        // A reset whose answer never came (the engine dropped it) still cuts; a stream that
+        // reached its cut-off point is cut rather than ended cleanly.
+        let reached = s.drop_after_events.is_some_and(|n| events >= n)
+            || s.drop_after_bytes.is_some_and(|n| sent >= n);
+        if shape.reset || reached {
+            let _ = tx.send(Err(cut("stream cut (fault)"))).await;
         }
     });
     Body::from_stream(stream)

@@ -49,11 +49,17 @@ fn wait_port(port: u16, guard: &mut Guard) {
             return;
         }
         if let Ok(Some(status)) = guard.child.try_wait() {
-            panic!("peer exited ({status}) before listening: {}", guard.stderr_text());
+            panic!(
+                "peer exited ({status}) before listening: {}",
+                guard.stderr_text()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("peer did not listen on {port} within 30 s: {}", guard.stderr_text());
+    panic!(
+        "peer did not listen on {port} within 30 s: {}",
+        guard.stderr_text()
+    );
 }
 
 fn spawn(mut cmd: Command) -> Guard {
@@ -80,9 +86,9 @@ fn spawn(mut cmd: Command) -> Guard {
 pub fn everything_http(mode: &str) -> (Guard, String) {
     let port = free_port();
     let mut cmd = Command::new(repo().join("peers/npm/node_modules/node/bin/node"));
-    cmd.arg(repo().join(
-        "peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    ))
+    cmd.arg(
+        repo().join("peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    )
     .arg(mode)
     .env("PORT", port.to_string());
     let mut g = spawn(cmd);
@@ -138,7 +144,14 @@ pub fn brownout_http(args: &[&str]) -> (Guard, String) {
 pub fn py_http(url: &str, flags: &[&str], script: Value) -> Value {
     let out = Command::new(python())
         .arg(repo().join("peers/python/http_client.py"))
-        .args(["--url", url, "--timeout", "60", "--script", &script.to_string()])
+        .args([
+            "--url",
+            url,
+            "--timeout",
+            "60",
+            "--script",
+            &script.to_string(),
+        ])
         .args(flags)
         .current_dir(repo().join("peers/python"))
         .output()

@@ -30,9 +30,7 @@ pub async fn start(sse: bool) -> (String, Arc<AtomicU64>) {
         calls: Arc::new(AtomicU64::new(0)),
     };
     let calls = Arc::clone(&state.calls);
-    let app = Router::new()
-        .route("/mcp", post(handle))
-        .with_state(state);
+    let app = Router::new().route("/mcp", post(handle)).with_state(state);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .expect("bind");

@@ -1,0 +1,229 @@
+//! HTTP-level faults, seen from an HTTP client: statuses with their headers, 429 with
+//! Retry-After, refused / reset / stalled connections, slowed, throttled and cut streams,
+//! expired sessions. The upstream is a small in-process MCP server that counts the calls
+//! it answers, so "the server never saw it" is checked, not assumed.
+
+mod common;
+
+use common::http::{brownout_http, plan_file};
+use common::{tmp, upstream};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn init() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string()
+}
+
+fn call(id: u64, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": {"message": "m"}}})
+    .to_string()
+}
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+}
+
+impl Client {
+    async fn new(url: &str) -> Client {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(3))
+            .build()
+            .expect("client");
+        let resp = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init())
+            .send()
+            .await
+            .expect("initialize");
+        let session = resp.headers()["mcp-session-id"]
+            .to_str()
+            .expect("id")
+            .to_string();
+        Client {
+            http,
+            url: url.to_string(),
+            session,
+        }
+    }
+
+    async fn post(&self, body: String) -> Result<reqwest::Response, reqwest::Error> {
+        self.http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .body(body)
+            .send()
+            .await
+    }
+}
+
+async fn setup(
+    plan: &str,
+    sse: bool,
+) -> (
+    common::http::Guard,
+    Client,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+    tempfile::TempDir,
+) {
+    let dir = tmp();
+    let plan = plan_file(dir.path(), plan);
+    let (url, calls) = upstream::start(sse).await;
+    let (relay, through) = brownout_http(&["--upstream", &url, "--plan", &plan, "--quiet"]);
+    let client = Client::new(&through).await;
+    (relay, client, calls, dir)
+}
+
+#[tokio::test]
+async fn http_status_answers_with_its_status_and_headers() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: http_status, status: 401, tools: [locked], headers: {WWW-Authenticate: 'Bearer realm=\"mcp\"'}}\n",
+        false,
+    )
+    .await;
+    let resp = c.post(call(1, "locked")).await.expect("answer");
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.headers()["www-authenticate"], "Bearer realm=\"mcp\"");
+    let body: Value = resp.json().await.expect("JSON body");
+    assert_eq!(body["id"], 1);
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "the server never saw it");
+    let ok = c.post(call(2, "open")).await.expect("answer");
+    assert_eq!(ok.status(), 200);
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn rate_limit_is_429_with_retry_after() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: rate_limit, rate: 0.2, burst: 2}\n",
+        false,
+    )
+    .await;
+    assert_eq!(c.post(call(1, "echo")).await.expect("1").status(), 200);
+    assert_eq!(c.post(call(2, "echo")).await.expect("2").status(), 200);
+    let limited = c.post(call(3, "echo")).await.expect("3");
+    assert_eq!(limited.status(), 429);
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!(
+        (1..=5).contains(&retry),
+        "one token every 5 s: Retry-After {retry}"
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+#[tokio::test]
+async fn refused_reset_and_stalled_connections() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: connection, mode: refuse, tools: [refused]}\n  - {kind: connection, mode: reset, tools: [reset]}\n  - {kind: connection, mode: stall, tools: [stalled]}\n",
+        false,
+    )
+    .await;
+    let refused = async { c.post(call(1, "refused")).await?.text().await };
+    assert!(refused.await.is_err(), "a refused call gets no answer");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        0,
+        "refused: never reached the server"
+    );
+    let reset = async { c.post(call(2, "reset")).await?.text().await };
+    assert!(reset.await.is_err(), "a reset call gets no answer");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        1,
+        "reset: the server did the work"
+    );
+    let started = Instant::now();
+    let stalled = c.post(call(3, "stalled")).await;
+    assert!(
+        stalled.as_ref().err().is_some_and(|e| e.is_timeout()),
+        "{stalled:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        1,
+        "stalled: never reached the server"
+    );
+    let fine = c.post(call(4, "other")).await.expect("unaffected");
+    assert_eq!(fine.status(), 200);
+}
+
+#[tokio::test]
+async fn slowed_throttled_and_cut_streams() {
+    let (_r, c, _calls, _d) = setup(
+        "faults:\n  - {kind: slow_stream, gap_ms: 400, tools: [slow]}\n  - {kind: bandwidth, bytes_per_sec: 200, tools: [thin]}\n  - {kind: connection, mode: drop_stream, after_bytes: 10, tools: [cut]}\n",
+        true,
+    )
+    .await;
+    let t = Instant::now();
+    let slow = c
+        .post(call(1, "slow"))
+        .await
+        .expect("slow")
+        .text()
+        .await
+        .expect("body");
+    assert!(slow.contains("\"id\":1"), "{slow}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "waited {:?}",
+        t.elapsed()
+    );
+    let t = Instant::now();
+    let thin = c
+        .post(call(2, "thin"))
+        .await
+        .expect("thin")
+        .text()
+        .await
+        .expect("body");
+    // ~120 bytes at 200 B/s.
+    assert!(thin.len() > 100 && thin.contains("\"id\":2"), "{thin}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "throttled: {:?}",
+        t.elapsed()
+    );
+    let cut = async { c.post(call(3, "cut")).await?.bytes().await };
+    match cut.await {
+        Err(_) => {}
+        Ok(b) => assert!(
+            b.len() <= 10,
+            "the stream was not cut: {}",
+            String::from_utf8_lossy(&b)
+        ),
+    }
+}
+
+#[tokio::test]
+async fn an_expired_session_is_404_until_the_client_initializes_again() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: session_expiry, after_calls: 2, max_injections: 1}\n",
+        false,
+    )
+    .await;
+    assert_eq!(c.post(call(1, "echo")).await.expect("1").status(), 200);
+    assert_eq!(c.post(call(2, "echo")).await.expect("2").status(), 200);
+    assert_eq!(c.post(call(3, "echo")).await.expect("3").status(), 404);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(c.post(note).await.expect("note").status(), 404);
+    assert_eq!(c.post(call(4, "echo")).await.expect("4").status(), 404);
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+    // A new session works.
+    let fresh = Client::new(&c.url).await;
+    assert_ne!(fresh.session, c.session);
+    assert_eq!(fresh.post(call(5, "echo")).await.expect("5").status(), 200);
+}
