@@ -107,6 +107,12 @@ pub async fn serve(
     let grace = front.opts.grace;
     let router = Router::new().fallback(handle).with_state(front);
     let (stopped_tx, stopped_rx) = oneshot::channel::<()>();
+    // No Nagle: an SSE answer is written in pieces, and waiting for ACKs between them
+    // costs a delayed-ACK period (~40 ms) per answer.
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -325,6 +331,11 @@ impl Front {
             Some(HttpAction::Reset) => shape.reset = true,
             None => {}
         }
+        if v.is_pass() && legacy.is_none() {
+            if let Back::Http(back) = &self.back {
+                return self.pass_post(back, key, path, headers, body, owed).await;
+            }
+        }
         let (down_tx, down_rx) = mpsc::channel::<Down>(DOWN_DEPTH);
         let (up_tx, up_rx) = mpsc::channel::<Vec<u8>>(16);
         let (head_tx, head_rx) = oneshot::channel::<Head>();
@@ -356,6 +367,103 @@ impl Front {
         drop(down_tx);
         let permit = self.stream_permit().ok();
         respond(head_rx, down_rx, expects_answer, shape, permit).await
+    }
+
+    /// The common case, kept short: no fault touched the request, so it goes up as it is;
+    /// a JSON answer no fault touches comes back as it is, without a task or a queue.
+    async fn pass_post(
+        &self,
+        back: &Arc<HttpBack>,
+        key: String,
+        path: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        owed: Vec<brownout_core::jsonrpc::Id>,
+    ) -> Response {
+        let mut pump = Pump {
+            relay: Arc::clone(&self.relay),
+            key,
+            down: super::http_back::dead_end(),
+            owed,
+            max_body: back.max_body,
+            on_endpoint: None,
+            resumable: false,
+        };
+        let mut resp = match back.send(Method::POST, &path, &headers, body).await {
+            Ok(r) => r,
+            Err(e) => {
+                let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+                pump.down = tx;
+                pump.fail_owed(&describe(&e)).await;
+                drop(pump);
+                return respond_own(rx, Shape::default()).await;
+            }
+        };
+        let head = Head {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+        };
+        let json = head.status.is_success() && http::is_json(&head.headers);
+        if json {
+            let mut bytes = Vec::new();
+            loop {
+                match resp.chunk().await {
+                    Ok(Some(c)) if bytes.len() + c.len() <= back.max_body => {
+                        bytes.extend_from_slice(&c)
+                    }
+                    Ok(Some(_)) => {
+                        let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+                        pump.down = tx;
+                        pump.fail_owed("the upstream MCP server's answer is over --max-body-bytes")
+                            .await;
+                        drop(pump);
+                        return respond_own(rx, Shape::default()).await;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+                        pump.down = tx;
+                        pump.fail_owed(&describe(&e)).await;
+                        drop(pump);
+                        return respond_own(rx, Shape::default()).await;
+                    }
+                }
+            }
+            let v = self.relay.handle(Side::Server, &pump.key, &bytes);
+            if v.is_pass() {
+                return response(head, Body::from(bytes));
+            }
+            let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+            Pipe::new(tx, super::http_back::dead_end::<Vec<u8>>(), None)
+                .execute(v, bytes)
+                .await;
+            let (head_tx, head_rx) = oneshot::channel();
+            let _ = head_tx.send(head);
+            return respond(head_rx, rx, !pump.owed.is_empty(), Shape::default(), None).await;
+        }
+        // SSE or anything else: streamed through the engine by a pump.
+        let sse = is_sse(&head.headers);
+        let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+        pump.down = tx;
+        let ok = head.status.is_success();
+        tokio::spawn(async move {
+            match pump.run(resp).await {
+                PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                PumpEnd::Done if sse && ok && !pump.resumable => {
+                    pump.fail_owed("the upstream MCP server ended the stream before answering")
+                        .await
+                }
+                _ => {}
+            }
+        });
+        if sse && ok {
+            let body = http::body(rx, true, Shape::default());
+            return match self.stream_permit() {
+                Ok(p) => response(head, hold_permit(body, p)),
+                Err(_) => response(head, body),
+            };
+        }
+        response(head, http::body(rx, false, Shape::default()))
     }
 
     /// An SSE answer brownout makes itself (the stdio back's GET stream).
@@ -553,6 +661,12 @@ impl Exchange {
             }
         }
     }
+}
+
+/// brownout's own answer (an error for a request the server could not answer).
+async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Response {
+    let (_, head_rx) = oneshot::channel::<Head>();
+    respond(head_rx, rx, false, shape, None).await
 }
 
 /// Build the client's answer: the server's head (or brownout's own) and a shaped body.
