@@ -37,7 +37,15 @@ impl Drop for Relay {
 
 fn start_relay(exe: &str, upstream: &str) -> Relay {
     let mut child = Command::new(exe)
-        .args(["proxy", "http", "--quiet", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args([
+            "proxy",
+            "http",
+            "--quiet",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            upstream,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -76,7 +84,10 @@ async fn init(http: &reqwest::Client, url: &str) -> String {
         .send()
         .await
         .expect("initialize");
-    let sid = resp.headers()["mcp-session-id"].to_str().expect("id").to_string();
+    let sid = resp.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
     let _ = resp.bytes().await;
     sid
 }
@@ -189,7 +200,12 @@ fn main() {
                 latency(&sse_relay.url).await,
             ]
         });
-        let t = rt.block_on(async { (throughput(&json_up).await, throughput(&json_relay.url).await) });
+        let t = rt.block_on(async {
+            (
+                throughput(&json_up).await,
+                throughput(&json_relay.url).await,
+            )
+        });
         eprintln!(
             "round {}/{ROUNDS}: JSON p50 {:.0}/{:.0} µs, SSE p50 {:.0}/{:.0} µs (direct/through); 64 sessions {:.0}/{:.0} calls/s",
             round + 1, r[0].0, r[1].0, r[2].0, r[3].0, t.0, t.1
@@ -197,11 +213,23 @@ fn main() {
         lat.push(r);
         tput.push(t);
     }
-    let m = |i: usize, p99: bool| median(lat.iter().map(|r| if p99 { r[i].1 } else { r[i].0 }).collect());
+    let m = |i: usize, p99: bool| {
+        median(
+            lat.iter()
+                .map(|r| if p99 { r[i].1 } else { r[i].0 })
+                .collect(),
+        )
+    };
     let added = |d: usize, t: usize, p99: bool| {
         median(
             lat.iter()
-                .map(|r| if p99 { r[t].1 - r[d].1 } else { r[t].0 - r[d].0 })
+                .map(|r| {
+                    if p99 {
+                        r[t].1 - r[d].1
+                    } else {
+                        r[t].0 - r[d].0
+                    }
+                })
                 .collect(),
         )
     };
@@ -230,13 +258,33 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     let rss_idle = status_kib(pid, "VmRSS:");
     let hwm = status_kib(pid, "VmHWM:");
-    let conns = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    let conns = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
 
     println!("\nHTTP relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} sequential calls per round for latency)");
-    println!("| answer | direct p50 | through p50 | added p50 | direct p99 | through p99 | added p99 |");
+    println!(
+        "| answer | direct p50 | through p50 | added p50 | direct p99 | through p99 | added p99 |"
+    );
     println!("|---|---|---|---|---|---|---|");
-    println!("| JSON | {:.0} µs | {:.0} µs | **{:.0} µs** | {:.0} µs | {:.0} µs | {:.0} µs |", m(0, false), m(1, false), added(0, 1, false), m(0, true), m(1, true), added(0, 1, true));
-    println!("| SSE | {:.0} µs | {:.0} µs | **{:.0} µs** | {:.0} µs | {:.0} µs | {:.0} µs |", m(2, false), m(3, false), added(2, 3, false), m(2, true), m(3, true), added(2, 3, true));
+    println!(
+        "| JSON | {:.0} µs | {:.0} µs | **{:.0} µs** | {:.0} µs | {:.0} µs | {:.0} µs |",
+        m(0, false),
+        m(1, false),
+        added(0, 1, false),
+        m(0, true),
+        m(1, true),
+        added(0, 1, true)
+    );
+    println!(
+        "| SSE | {:.0} µs | {:.0} µs | **{:.0} µs** | {:.0} µs | {:.0} µs | {:.0} µs |",
+        m(2, false),
+        m(3, false),
+        added(2, 3, false),
+        m(2, true),
+        m(3, true),
+        added(2, 3, true)
+    );
     println!("\nthroughput, {SESSIONS} sessions × {CALLS_PER_SESSION} calls: direct {tput_direct:.0} calls/s, through {tput_through:.0} calls/s, ratio **{:.0} %**", ratio * 100.0);
     println!("RSS: {:.1} MiB at start, **{:.1} MiB with {} idle sessions** ({} open fds), peak {:.1} MiB", rss_start as f64 / 1024.0, rss_idle as f64 / 1024.0, sids.len(), conns, hwm as f64 / 1024.0);
 

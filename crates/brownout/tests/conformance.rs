@@ -16,8 +16,13 @@ use std::process::Command;
 /// Run the server suite against `url`; returns "scenario/check" → status.
 fn run_suite(url: &str, out: &Path, scenario: Option<&str>) -> BTreeMap<String, String> {
     let node_bin = repo().join("peers/npm/node_modules/node/bin");
-    let suite = repo().join("peers/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(suite.exists(), "run scripts/setup-peers: {} is missing", suite.display());
+    let suite =
+        repo().join("peers/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        suite.exists(),
+        "run scripts/setup-peers: {} is missing",
+        suite.display()
+    );
     let path = format!(
         "{}:{}",
         node_bin.display(),
@@ -63,14 +68,23 @@ fn run_suite(url: &str, out: &Path, scenario: Option<&str>) -> BTreeMap<String, 
 #[test]
 fn the_conformance_suite_sees_the_same_server_through_brownout() {
     let (_server, direct_url) = everything_http("streamableHttp");
-    let (_relay, through_url) =
-        brownout_http(&["--upstream", &direct_url, "--allow-origin", "*", "--allow-host", "*"]);
+    let (_relay, through_url) = brownout_http(&[
+        "--upstream",
+        &direct_url,
+        "--allow-origin",
+        "*",
+        "--allow-host",
+        "*",
+    ]);
     let dir = tmp();
     let direct = run_suite(&direct_url, &dir.path().join("direct"), None);
     let through = run_suite(&through_url, &dir.path().join("through"), None);
     assert!(direct.len() >= 20, "too few checks ran: {direct:?}");
     let passed = direct.values().filter(|s| *s == "SUCCESS").count();
-    assert!(passed >= 10, "the direct run should pass a good part of the suite: {direct:?}");
+    assert!(
+        passed >= 10,
+        "the direct run should pass a good part of the suite: {direct:?}"
+    );
     let differences: Vec<String> = direct
         .iter()
         .filter(|(k, v)| through.get(*k) != Some(*v))
@@ -91,8 +105,5 @@ fn brownout_adds_dns_rebinding_protection_by_default() {
     let (_relay, through_url) = brownout_http(&["--upstream", &direct_url]);
     let dir = tmp();
     let r = run_suite(&through_url, dir.path(), Some("dns-rebinding-protection"));
-    assert!(
-        r.values().all(|s| s == "SUCCESS") && r.len() >= 2,
-        "{r:?}"
-    );
+    assert!(r.values().all(|s| s == "SUCCESS") && r.len() >= 2, "{r:?}");
 }

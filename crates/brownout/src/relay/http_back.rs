@@ -97,6 +97,9 @@ impl HttpBack {
     }
 }
 
+/// Legacy HTTP+SSE: sees the `endpoint` event, may rewrite it, returns the session key.
+pub type EndpointHook = Box<dyn FnMut(&mut Event) -> Option<String> + Send>;
+
 /// Where a pump sends what the server says, and what it owes.
 pub struct Pump {
     pub relay: Arc<Relay>,
@@ -108,7 +111,7 @@ pub struct Pump {
     pub max_body: usize,
     /// Legacy HTTP+SSE: called on the `endpoint` event; may rewrite it, and returns the
     /// session key the rest of the stream belongs to.
-    pub on_endpoint: Option<Box<dyn FnMut(&mut Event) -> Option<String> + Send>>,
+    pub on_endpoint: Option<EndpointHook>,
     /// The server gave an event id: the client can resume the stream (so a stream that
     /// ends before its answer is not a failure).
     pub resumable: bool,

@@ -11,6 +11,9 @@
 //! otherwise the client's connection. Safety: loopback by default; `Origin` and `Host` are
 //! checked against DNS rebinding; bodies, headers and concurrent streams are bounded.
 
+// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+#![allow(clippy::result_large_err)]
+
 use super::child_back::ChildBack;
 use super::http::{self, is_sse, relay_error, request_ids, Down, Shape, DOWN_DEPTH};
 use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
