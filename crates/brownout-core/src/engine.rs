@@ -50,6 +50,9 @@ pub struct EngineConfig {
     pub pending_ttl: Time,
     /// Keep events for [`Engine::drain_events`] (the summary is kept either way).
     pub record_events: bool,
+    /// Forget sessions idle this long in [`Engine::expire`] (HTTP, where clients come and
+    /// go); `None` keeps every session (stdio has one).
+    pub idle_session_ttl: Option<Time>,
 }
 
 impl Default for EngineConfig {
@@ -58,6 +61,7 @@ impl Default for EngineConfig {
             max_pending: DEFAULT_CAPACITY,
             pending_ttl: DEFAULT_TTL,
             record_events: true,
+            idle_session_ttl: None,
         }
     }
 }
@@ -94,6 +98,8 @@ struct Session {
     counters: Vec<Counters>,
     /// A `session_expiry` fault hit: everything the client sends now gets 404.
     expired: bool,
+    /// When the session last sent or received a message (idle sessions are forgotten).
+    last_seen: Time,
 }
 
 /// The decision-making core shared by every driver.
@@ -214,6 +220,7 @@ impl Engine {
                 pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
                 server_pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
                 expired: false,
+                last_seen: Time::ZERO,
                 counters: Vec::new(),
             };
             self.sessions.insert(key.to_string(), s);
@@ -232,6 +239,7 @@ impl Engine {
     /// Feed one message. `session` identifies the client session (stdio: one per relay;
     /// HTTP: the `Mcp-Session-Id`), `now` is run time.
     pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+        self.session(session).last_seen = now;
         match classify(bytes) {
             Message::Invalid(_) => Verdict::pass(),
             Message::Single(v) => self.on_view(side, session, &v, bytes, now),
@@ -956,11 +964,23 @@ impl Engine {
     }
 
     /// Expire old pending requests in every session (call now and then).
+    /// Give up on calls older than the pending TTL and, with `idle_session_ttl`, forget
+    /// sessions idle (nothing in flight, no message) that long: HTTP clients come and go,
+    /// and a long run must not keep every session it ever saw. A forgotten session that
+    /// speaks again starts with fresh per-session counters (its blast-radius membership is
+    /// a hash of its key and does not change).
     pub fn expire(&mut self, now: Time) {
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for k in keys {
             let gone = self.session(&k).pending.expire(now);
             self.unanswered(&k, gone, now);
+            let Some(ttl) = self.config.idle_session_ttl else {
+                continue;
+            };
+            let s = self.session(&k);
+            if s.pending.is_empty() && !s.expired && now.saturating_sub(s.last_seen) > ttl {
+                self.sessions.remove(&k);
+            }
         }
     }
 

@@ -304,7 +304,10 @@ struct Setup {
     relay: Arc<Relay>,
 }
 
-async fn setup(c: &CommonArgs) -> anyhow::Result<Setup> {
+async fn setup(
+    c: &CommonArgs,
+    idle_session_ttl: Option<std::time::Duration>,
+) -> anyhow::Result<Setup> {
     // A plan that does not exist or does not parse stops brownout before anything starts.
     let (plan, plan_text) = match &c.plan {
         Some(p) => (plan_cmd::load(p)?, std::fs::read_to_string(p)?),
@@ -320,6 +323,7 @@ async fn setup(c: &CommonArgs) -> anyhow::Result<Setup> {
     let opts = RelayOptions {
         strict: c.strict,
         max_pending: Some(c.max_pending),
+        idle_session_ttl,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
@@ -364,7 +368,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         None => Some(child_spec(&a.command)?),
     };
     single_thread_runtime()?.block_on(async move {
-        let Setup { relay } = setup(&a.common).await?;
+        let Setup { relay } = setup(&a.common, None).await?;
         let code = match (spec, &a.upstream) {
             (Some(spec), _) => {
                 relay::stdio::run(
@@ -402,7 +406,9 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
         None
     };
     runtime()?.block_on(async move {
-        let Setup { relay } = setup(&a.common).await?;
+        // HTTP clients come and go: a session idle for ten minutes is forgotten.
+        let idle = Some(std::time::Duration::from_secs(600));
+        let Setup { relay } = setup(&a.common, idle).await?;
         let (back, path) = match (&a.upstream, spec) {
             (Some(url), _) => {
                 let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);

@@ -453,3 +453,26 @@ fn a_typo_in_an_http_kind_names_the_key() {
         .expect_err("typo");
     assert!(err.to_string().contains("statsu"), "{err}");
 }
+
+#[test]
+fn idle_sessions_are_forgotten_and_busy_ones_kept() {
+    let config = EngineConfig {
+        idle_session_ttl: Some(Time(1_000_000)),
+        ..EngineConfig::default()
+    };
+    let mut e = Engine::new(plan("faults: []"), config);
+    e.on_message(Side::Client, "idle", &call(1, "echo"), Time(0));
+    e.on_message(Side::Server, "idle", &ok(1), Time(10));
+    e.on_message(Side::Client, "busy", &call(1, "echo"), Time(0));
+    e.on_message(Side::Server, "busy", &ok(1), Time(1_500_000));
+    assert_eq!(e.session_count(), 2);
+    e.expire(Time(2_000_000));
+    assert_eq!(
+        e.session_count(),
+        1,
+        "the idle session is forgotten, the busy one kept"
+    );
+    e.end_session("busy", Time(2_000_001));
+    assert_eq!(e.session_count(), 0);
+    assert_eq!(e.summary().report().calls, 2, "their calls still count");
+}

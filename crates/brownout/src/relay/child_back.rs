@@ -189,6 +189,7 @@ impl ChildBack {
                 for f in failed {
                     session.route(f.reply).await;
                 }
+                me.relay.end_session(&session.id);
                 lock(&session.routes).clear();
                 lock(&session.stream).take();
                 drop(routed_tx);

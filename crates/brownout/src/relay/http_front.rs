@@ -108,6 +108,17 @@ pub async fn serve(
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let _ = bound.send(listener.local_addr()?);
     let grace = front.opts.grace;
+    // Calls never answered and sessions long idle are given up on (see `Engine::expire`).
+    {
+        let relay = Arc::clone(&front.relay);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                relay.expire();
+            }
+        });
+    }
     let router = Router::new().fallback(handle).with_state(front);
     let (stopped_tx, stopped_rx) = oneshot::channel::<()>();
     // No Nagle: an SSE answer is written in pieces, and waiting for ACKs between them
@@ -488,7 +499,12 @@ impl Front {
         headers: HeaderMap,
     ) -> Response {
         if method != Method::GET {
-            return self.raw(back, method, path, headers, Vec::new()).await;
+            let ends = method == Method::DELETE;
+            let r = self.raw(back, method, path, headers, Vec::new()).await;
+            if ends && r.status().is_success() {
+                self.relay.end_session(&key);
+            }
+            return r;
         }
         let resp = match back.send(Method::GET, &path, &headers, Vec::new()).await {
             Ok(r) => r,

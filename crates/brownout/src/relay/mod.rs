@@ -40,6 +40,8 @@ pub const OUTBOX_DEPTH: usize = 1024;
 pub struct RelayOptions {
     pub strict: bool,
     pub max_pending: Option<usize>,
+    /// Forget sessions idle this long (the HTTP relay; stdio keeps its one session).
+    pub idle_session_ttl: Option<Duration>,
 }
 
 /// The engine, the clock and the event log of one relay.
@@ -59,6 +61,7 @@ impl Relay {
         if let Some(n) = opts.max_pending {
             config.max_pending = n;
         }
+        config.idle_session_ttl = opts.idle_session_ttl.map(|d| Time(d.as_micros() as u64));
         Relay {
             engine: Mutex::new(Engine::new(plan, config)),
             start: Instant::now(),
@@ -158,6 +161,14 @@ impl Relay {
         let out = engine.on_timer(session, now);
         self.flush_events(&mut engine);
         out
+    }
+
+    /// A session ended (HTTP DELETE, its server process gone): forget it.
+    pub fn end_session(&self, session: &str) {
+        let now = self.now();
+        let mut engine = self.engine();
+        engine.end_session(session, now);
+        self.flush_events(&mut engine);
     }
 
     pub fn expire(&self) {
