@@ -99,6 +99,8 @@ enum Proxy {
     /// Example:
     ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
     ///   brownout proxy stdio --plan plan.yaml --watch -- python my_server.py
+    ///   brownout proxy stdio --plan plan.yaml --upstream https://tools.example/mcp
+    #[command(verbatim_doc_comment)]
     Stdio(StdioArgs),
     /// Serve MCP over streamable HTTP (and legacy HTTP+SSE), relaying to a server at a URL
     /// or to a stdio server started per session.
@@ -113,6 +115,7 @@ enum Proxy {
     /// Examples:
     ///   brownout proxy http --plan plan.yaml --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:8900
     ///   brownout proxy http --plan plan.yaml --listen 127.0.0.1:8900 -- python my_stdio_server.py
+    #[command(verbatim_doc_comment)]
     Http(HttpArgs),
 }
 
