@@ -156,6 +156,10 @@ struct HttpArgs {
     /// Seconds streams in flight get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value_t = 10)]
     grace: u64,
+    /// With a stdio server (-- CMD): most sessions, hence server processes, at once (503
+    /// beyond; DELETE ends one).
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
     /// A stdio server to start per session instead of --upstream, and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -423,6 +427,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
                     spec,
                     Arc::clone(&relay),
                     a.max_body_bytes,
+                    a.max_sessions,
                 ))),
                 "/mcp".to_string(),
             ),

@@ -447,3 +447,59 @@ fn a_stdio_client_reaches_an_http_server() {
     assert_eq!(r["ops"][2]["error"]["code"], -32055, "{r}");
     let _ = (python(), repo());
 }
+
+/// With a stdio back, sessions (processes) are bounded: beyond `--max-sessions` a new
+/// `initialize` gets 503 with a clear error; ending a session with DELETE frees its place.
+#[tokio::test]
+async fn stdio_back_sessions_are_bounded() {
+    let mut args = vec!["--max-sessions".to_string(), "1".into(), "--".into()];
+    args.extend(fixture());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_relay, url) = brownout_http(&argv);
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let post = || {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(init.clone())
+            .send()
+    };
+    let first = post().await.expect("first");
+    assert_eq!(first.status(), 200);
+    let session = first.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let answer: Value = first.json().await.expect("JSON answer");
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "brownout-fixture",
+        "{answer}"
+    );
+    let second = post().await.expect("second");
+    assert_eq!(second.status(), 503);
+    assert!(second
+        .text()
+        .await
+        .unwrap_or_default()
+        .contains("--max-sessions"));
+    let del = http
+        .delete(&url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(del.status(), 200);
+    // The process ends, then the place is free again.
+    let mut status = 0;
+    for _ in 0..50 {
+        status = post().await.expect("third").status().as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200);
+}

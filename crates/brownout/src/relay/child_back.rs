@@ -46,6 +46,8 @@ pub struct ChildBack {
     spec: ChildSpec,
     relay: Arc<Relay>,
     max_message: usize,
+    /// Most sessions (server processes) at once.
+    max_sessions: usize,
     sessions: Mutex<HashMap<String, Arc<ChildSession>>>,
 }
 
@@ -79,11 +81,17 @@ fn new_session_id() -> String {
 }
 
 impl ChildBack {
-    pub fn new(spec: ChildSpec, relay: Arc<Relay>, max_message: usize) -> ChildBack {
+    pub fn new(
+        spec: ChildSpec,
+        relay: Arc<Relay>,
+        max_message: usize,
+        max_sessions: usize,
+    ) -> ChildBack {
         ChildBack {
             spec,
             relay,
             max_message,
+            max_sessions,
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -111,6 +119,18 @@ impl ChildBack {
                 StatusCode::BAD_REQUEST,
                 [(header::CONTENT_TYPE, "application/json")],
                 relay_error(None, "brownout: no Mcp-Session-Id: initialize first"),
+            )
+                .into_response());
+        }
+        let open = self.session_count();
+        if open >= self.max_sessions {
+            let msg = format!(
+                "brownout: {open} sessions are open, the limit (--max-sessions); end one with DELETE"
+            );
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CONTENT_TYPE, "application/json")],
+                relay_error(None, &msg),
             )
                 .into_response());
         }
