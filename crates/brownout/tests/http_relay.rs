@@ -503,3 +503,59 @@ async fn stdio_back_sessions_are_bounded() {
     }
     assert_eq!(status, 200);
 }
+
+/// Auth and MCP headers reach the server untouched, and the token appears nowhere in
+/// brownout's output or its event log.
+#[tokio::test]
+async fn auth_and_mcp_headers_pass_untouched_and_are_never_logged() {
+    let dir = tmp();
+    let events = dir.path().join("events.jsonl");
+    let (upstream_url, _) = common::upstream::start(false).await;
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {kind: latency, tools: [headers], added_ms: 1}\n",
+    );
+    let (relay, url) = brownout_http(&[
+        "--upstream",
+        &upstream_url,
+        "--plan",
+        &plan,
+        "--events",
+        &events.display().to_string(),
+    ]);
+    let secret = "Bearer s3cr3t-t0ken-value";
+    let resp = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", secret)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "headers")
+        .header("x-custom", "kept")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                     "params": {"name": "headers", "arguments": {}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("call");
+    assert_eq!(resp.status(), 200);
+    let answer: Value = resp.json().await.expect("JSON");
+    let seen = &answer["result"]["structuredContent"];
+    assert_eq!(seen["authorization"], secret, "{answer}");
+    assert_eq!(seen["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(seen["mcp-method"], "tools/call");
+    assert_eq!(seen["mcp-name"], "headers");
+    assert_eq!(seen["x-custom"], "kept");
+    assert!(
+        seen.get("accept-encoding").is_none(),
+        "dropped on the way up: {seen}"
+    );
+    assert!(!relay.stderr_text().contains("s3cr3t"), "a token on stderr");
+    drop(relay);
+    let log = std::fs::read_to_string(&events).unwrap_or_default();
+    assert!(log.contains("latency"), "the event log was written: {log}");
+    assert!(!log.contains("s3cr3t"), "a token in the event log");
+}

@@ -1,7 +1,8 @@
 //! A minimal streamable-HTTP MCP server inside the test process, for load tests that need
 //! an upstream faster than any real one: `initialize` (with a session id), notifications
 //! (202), `tools/call` of `echo` (answers `<session>:<message>`, so a misrouted answer is
-//! visible), as JSON or as one SSE event.
+//! visible) and of `headers` (answers the request headers it received), as JSON or as one
+//! SSE event.
 #![allow(dead_code)]
 
 use axum::body::Bytes;
@@ -64,6 +65,17 @@ async fn handle(
                 json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                        "serverInfo": {"name": "test-upstream", "version": "1"}}),
                 Some(format!("s{n}")),
+            )
+        }
+        Some("tools/call") if msg["params"]["name"] == "headers" => {
+            // What the server received: proves which headers a relay passed on.
+            let seen: serde_json::Map<String, Value> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), json!(v.to_str().unwrap_or(""))))
+                .collect();
+            (
+                json!({"content": [{"type": "text", "text": "headers"}], "structuredContent": seen}),
+                None,
             )
         }
         Some("tools/call") => {
