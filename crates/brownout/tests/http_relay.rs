@@ -350,6 +350,11 @@ async fn origin_host_and_limits_are_enforced() {
         .await
         .expect("send");
     assert_eq!(ok.status(), 200);
+    // Bad bytes are the server's to judge: passed on, its 4xx comes back, brownout lives on.
+    let garbage = req().body("{not json").send().await.expect("send");
+    assert!(garbage.status().is_client_error(), "{}", garbage.status());
+    let again = req().body(init.clone()).send().await.expect("send");
+    assert_eq!(again.status(), 200, "the relay survived the garbage");
     let big = req()
         .body(format!("{{\"pad\":\"{}\"}}", "x".repeat(5000)))
         .send()
