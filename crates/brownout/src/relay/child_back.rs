@@ -13,7 +13,7 @@
 
 use super::child::{describe, ChildSpec, ProcessHandle, ServerProcess};
 use super::framing::{Frame, LineReader};
-use super::http::{answered_ids, end_to_end, relay_error, Down};
+use super::http::{answered_ids, relay_error, Down};
 use super::http_back::{dead_end, Head};
 use super::http_front::Front;
 use super::stdio::spawn_writer;
@@ -317,7 +317,6 @@ impl ChildBack {
             .apply(brownout_core::verdict::ProcessAction::Kill(
                 brownout_core::verdict::Signal::Term,
             ));
-        let _ = end_to_end(headers);
         StatusCode::OK.into_response()
     }
 

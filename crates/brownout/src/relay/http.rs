@@ -77,15 +77,16 @@ pub fn is_hop_header(name: &HeaderName) -> bool {
     )
 }
 
-/// A copy of `headers` without hop-by-hop ones.
-pub fn end_to_end(headers: &HeaderMap) -> HeaderMap {
-    let mut out = HeaderMap::with_capacity(headers.len());
-    for (k, v) in headers {
-        if !is_hop_header(k) {
-            out.append(k.clone(), v.clone());
-        }
+/// Drop hop-by-hop headers, in place.
+pub fn strip_hop_headers(headers: &mut HeaderMap) {
+    let hop: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| is_hop_header(k))
+        .cloned()
+        .collect();
+    for k in hop {
+        headers.remove(k);
     }
-    out
 }
 
 pub fn content_type(headers: &HeaderMap) -> &str {

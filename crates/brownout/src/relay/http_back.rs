@@ -7,7 +7,7 @@
 //! When the server fails or cuts the stream before answering, every request still owed
 //! gets a clear JSON-RPC error.
 
-use super::http::{answered_ids, end_to_end, is_json, is_sse, relay_error, Down};
+use super::http::{answered_ids, is_json, is_sse, relay_error, strip_hop_headers, Down};
 use super::sse::{self, Event};
 use super::{Pipe, Relay};
 use axum::body::Bytes;
@@ -40,6 +40,8 @@ pub struct HttpBack {
     origin: String,
     /// The path of the URL given (where the MCP endpoint is).
     pub path: String,
+    /// The URL given, parsed once: most requests go there.
+    endpoint: reqwest::Url,
     pub max_body: usize,
 }
 
@@ -64,6 +66,7 @@ impl HttpBack {
             client,
             origin,
             path,
+            endpoint: parsed,
             max_body,
         })
     }
@@ -78,18 +81,21 @@ impl HttpBack {
         reqwest::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
     }
 
-    /// Send one request to the server with the client's end-to-end headers.
+    /// Send one request to the server with the client's headers (hop-by-hop ones dropped).
     pub async fn send(
         &self,
         method: Method,
         path_and_query: &str,
-        headers: &HeaderMap,
+        mut headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        let mut req = self
-            .client
-            .request(method, self.url_for(path_and_query))
-            .headers(end_to_end(headers));
+        strip_hop_headers(&mut headers);
+        let req = if path_and_query == self.path {
+            self.client.request(method, self.endpoint.clone())
+        } else {
+            self.client.request(method, self.url_for(path_and_query))
+        };
+        let mut req = req.headers(headers);
         if !body.is_empty() {
             req = req.body(body);
         }

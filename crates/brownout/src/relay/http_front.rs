@@ -188,16 +188,17 @@ async fn handle(
     if let Err(r) = front.guard(req.headers()) {
         return r;
     }
-    let method = req.method().clone();
-    let path = req
-        .uri()
+    let (parts, body) = req.into_parts();
+    let method = parts.method;
+    let path = parts
+        .uri
         .path_and_query()
         .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
-    let headers = req.headers().clone();
+    let headers = parts.headers;
     let key = front.session_key(&headers, &path, &peer);
     match (&front.back, method) {
         (_, Method::POST) => {
-            let body = match axum::body::to_bytes(req.into_body(), front.opts.max_body).await {
+            let body = match axum::body::to_bytes(body, front.opts.max_body).await {
                 Ok(b) => b,
                 Err(_) => {
                     let msg = format!(
@@ -403,7 +404,7 @@ impl Front {
             on_endpoint: None,
             resumable: false,
         };
-        let mut resp = match back.send(Method::POST, &path, &headers, body).await {
+        let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => {
                 let (tx, rx) = mpsc::channel(DOWN_DEPTH);
@@ -506,7 +507,7 @@ impl Front {
             }
             return r;
         }
-        let resp = match back.send(Method::GET, &path, &headers, Vec::new()).await {
+        let resp = match back.send(Method::GET, &path, headers, Vec::new()).await {
             Ok(r) => r,
             Err(e) => {
                 return plain(
@@ -579,7 +580,7 @@ impl Front {
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Response {
-        match back.send(method, &path, &headers, body).await {
+        match back.send(method, &path, headers, body).await {
             Ok(resp) => {
                 let head = Head {
                     status: resp.status(),
@@ -639,7 +640,7 @@ impl Exchange {
             let first = head.is_some();
             match self
                 .back
-                .send(Method::POST, &self.path, &self.headers, msg)
+                .send(Method::POST, &self.path, self.headers.clone(), msg)
                 .await
             {
                 Err(e) => {
@@ -758,10 +759,11 @@ fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
     Body::from_stream(stream)
 }
 
-fn response(head: Head, body: Body) -> Response {
+fn response(mut head: Head, body: Body) -> Response {
+    http::strip_hop_headers(&mut head.headers);
     let mut r = Response::new(body);
     *r.status_mut() = head.status;
-    *r.headers_mut() = http::end_to_end(&head.headers);
+    *r.headers_mut() = head.headers;
     r
 }
 

@@ -82,7 +82,7 @@ impl Link {
         let mut pump = self.pump(owed);
         let resp = match self
             .back
-            .send(Method::POST, &self.back.path, &self.headers(), msg)
+            .send(Method::POST, &self.back.path, self.headers(), msg)
             .await
         {
             Ok(r) => r,
@@ -136,7 +136,7 @@ impl Link {
         tokio::spawn(async move {
             if let Ok(resp) = me
                 .back
-                .send(Method::GET, &me.back.path, &h, Vec::new())
+                .send(Method::GET, &me.back.path, h, Vec::new())
                 .await
             {
                 if resp.status().is_success() && super::http::is_sse(resp.headers()) {
@@ -211,7 +211,7 @@ pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::
         let _ = tokio::time::timeout(
             std::time::Duration::from_secs(2),
             link.back
-                .send(Method::DELETE, &link.back.path, &headers, Vec::new()),
+                .send(Method::DELETE, &link.back.path, headers, Vec::new()),
         )
         .await;
     }
