@@ -1,12 +1,13 @@
 """Scripted MCP client over HTTP for brownout tests, built on the official Python SDK (mcp 2.x).
 
 Usage: http_client.py --url URL [--sse] [--mode legacy|auto|2026-07-28] --script SCRIPT
-                      [--timeout S] [--read-timeout S]
+                      [--timeout S] [--read-timeout S] [--sampling-reply TEXT]
 
 Connects to URL with the SDK's `Client`: streamable HTTP (default), or legacy HTTP+SSE with
 --sse (URL is then the /sse endpoint). --mode is the SDK's negotiation mode: `legacy` (the
 initialize handshake, 2025-11-25), `2026-07-28` (stateless, no handshake) or `auto`.
-Runs the operations of SCRIPT (same format as client.py) and prints ONE JSON document:
+With --sampling-reply the client declares sampling and answers every sampling/createMessage
+request from the server with TEXT (model "brownout-test"). Runs the operations of SCRIPT (same format as client.py) and prints ONE JSON document:
   {"completed": bool, "protocol_version": str, "ops": [{"index", "op", "ok", "result"|"error",
    "elapsed_ms"}...], "elapsed_ms"}
 Exit: 0 script ran (ops may have failed); 2 connection failure; 3 overall --timeout expired.
@@ -19,6 +20,7 @@ import time
 from typing import Any
 
 import anyio
+import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
 
@@ -44,9 +46,21 @@ async def run_op(client: Client, op: dict[str, Any], default_timeout: float | No
     raise ValueError(f"unknown op {kind!r}")
 
 
+def sampler(text: str) -> Any:
+    async def sample(context: Any, params: Any) -> Any:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=text), model="brownout-test"
+        )
+
+    return sample
+
+
 async def run_script(args: argparse.Namespace, ops: list[dict[str, Any]], doc: dict[str, Any]) -> None:
     server: Any = sse_client(args.url) if args.sse else args.url
-    async with Client(server, mode=args.mode) as client:
+    extra: dict[str, Any] = {}
+    if args.sampling_reply is not None:
+        extra["sampling_callback"] = sampler(args.sampling_reply)
+    async with Client(server, mode=args.mode, **extra) as client:
         doc["protocol_version"] = client.protocol_version
         for index, op in enumerate(ops):
             entry: dict[str, Any] = {"index": index, "op": op.get("op")}
@@ -72,6 +86,7 @@ def main() -> int:
     parser.add_argument("--script", required=True)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--read-timeout", type=float, default=None)
+    parser.add_argument("--sampling-reply", default=None, help="answer sampling requests with this text")
     args = parser.parse_args()
     ops = load_script(args.script)
     doc: dict[str, Any] = {"completed": False, "url": args.url, "ops": []}

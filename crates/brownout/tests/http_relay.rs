@@ -564,3 +564,27 @@ async fn auth_and_mcp_headers_pass_untouched_and_are_never_logged() {
     assert!(log.contains("latency"), "the event log was written: {log}");
     assert!(!log.contains("s3cr3t"), "a token in the event log");
 }
+
+/// A server-to-client request (sampling) crosses brownout both ways over streamable HTTP:
+/// server-everything asks the Python SDK client to sample in the middle of a tool call, the
+/// client's answer is POSTed back through brownout, and the tool's result carries it.
+#[test]
+fn server_to_client_requests_cross_brownout() {
+    let (_server, direct) = everything_http("streamableHttp");
+    let (relay, through) = brownout_http(&["--upstream", &direct]);
+    let ops = json!([{"op": "call_tool", "name": "trigger-sampling-request",
+                      "arguments": {"prompt": "hello", "maxTokens": 20}}]);
+    let r = py_http(
+        &through,
+        &["--sampling-reply", "sampled-through-brownout"],
+        ops,
+    );
+    let text = r["ops"][0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        text.contains("sampled-through-brownout"),
+        "{r}\n{}",
+        relay.stderr_text()
+    );
+}
