@@ -96,7 +96,8 @@ struct Session {
     /// Requests the server sent to the client (sampling, elicitation, roots, ping).
     server_pending: Pending<String>,
     counters: Vec<Counters>,
-    /// A `session_expiry` fault hit: everything the client sends now gets 404.
+    /// A `session_expiry` fault hit: everything the client sends now gets 404, until it
+    /// sends `initialize` again.
     expired: bool,
     /// When the session last sent or received a message (idle sessions are forgotten).
     last_seen: Time,
@@ -314,6 +315,10 @@ impl Engine {
         if !sel.method_matches(method) {
             return false;
         }
+        if method == "initialize" && matches!(f.effect, Effect::SessionExpiry(_)) {
+            // An initialize starts a session: there is nothing yet to expire.
+            return false;
+        }
         let tools_are_targets = match &f.effect {
             Effect::Registry(r) => {
                 if method == "tools/call" {
@@ -389,7 +394,14 @@ impl Engine {
         let seq = s.next_seq;
         s.next_seq += 1;
         if s.expired {
-            return self.on_expired_request(session, v, seq, bytes, now);
+            if method != "initialize" {
+                return self.on_expired_request(session, v, seq, bytes, now);
+            }
+            // The client initializes again on the same session key (stdio, where the key
+            // never changes): as over HTTP, where that makes a new session, the session
+            // starts afresh: the expiry is lifted and per-session counters start again.
+            s.expired = false;
+            s.counters.iter_mut().for_each(|c| *c = Counters::default());
         }
         let mut args_cache: Option<Option<serde_json::Value>> = None;
         let mut args = || args_cache.get_or_insert_with(|| v.tool_arguments()).clone();
@@ -423,7 +435,10 @@ impl Engine {
             if f.effect.acts_on_response(f.direction) {
                 response_hits.push(i);
             }
-            if !f.effect.acts_on_request(f.direction) || shaping.reply.is_some() {
+            // The first short-circuit answer stands, except that an expiry overrides it:
+            // the session is gone whatever else was going to happen to this call.
+            let overrides = matches!(f.effect, Effect::SessionExpiry(_));
+            if !f.effect.acts_on_request(f.direction) || (shaping.reply.is_some() && !overrides) {
                 continue;
             }
             if let Some(action) = self.apply(

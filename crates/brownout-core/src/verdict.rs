@@ -56,8 +56,11 @@ impl fmt::Display for ProcessAction {
 pub enum HttpAction {
     /// Answer the HTTP request with this status, headers and body; the server never sees it.
     Status {
+        /// The HTTP status, 100..=599.
         code: u16,
+        /// Response headers, in order (names as the plan spelled them).
         headers: Vec<(String, String)>,
+        /// The response body, sent as it is.
         body: Vec<u8>,
     },
     /// Refuse: close the connection without any answer; the server never sees it.
@@ -114,9 +117,11 @@ pub struct Verdict {
     /// Extra messages to the receiver, after the forwarded one.
     pub extra: Vec<Outgoing>,
     pub process: Vec<ProcessAction>,
-    /// An HTTP-level action on the request carrying this message (HTTP fronts).
+    /// An HTTP-level action on the request carrying this message. An HTTP front carries it
+    /// out in preference to `reply` (which is then the same failure as a JSON-RPC message,
+    /// for the stdio relay); the stdio relay ignores it.
     pub http: Option<HttpAction>,
-    /// How the answer's body or stream is shaped (HTTP fronts).
+    /// How the answer's body or stream is shaped (HTTP fronts; the stdio relay ignores it).
     pub stream: Option<StreamShape>,
 }
 
@@ -148,5 +153,49 @@ impl Verdict {
             && self.process.is_empty()
             && self.http.is_none()
             && self.stream.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_merge_to_the_slower_gap_and_rate_and_the_earlier_cut() {
+        let mut a = StreamShape {
+            event_gap: Time::from_millis(50),
+            bytes_per_sec: Some(4096),
+            drop_after_events: None,
+            drop_after_bytes: Some(1000),
+        };
+        a.merge(&StreamShape {
+            event_gap: Time::from_millis(20),
+            bytes_per_sec: Some(1024),
+            drop_after_events: Some(3),
+            drop_after_bytes: Some(5000),
+        });
+        assert_eq!(
+            a,
+            StreamShape {
+                event_gap: Time::from_millis(50),
+                bytes_per_sec: Some(1024),
+                drop_after_events: Some(3),
+                drop_after_bytes: Some(1000),
+            }
+        );
+        let mut none = StreamShape::default();
+        none.merge(&StreamShape::default());
+        assert_eq!(none, StreamShape::default());
+    }
+
+    #[test]
+    fn an_http_action_or_a_shape_is_not_a_pass() {
+        let mut v = Verdict::pass();
+        assert!(v.is_pass());
+        v.stream = Some(StreamShape::default());
+        assert!(!v.is_pass());
+        let mut v = Verdict::pass();
+        v.http = Some(HttpAction::Reset);
+        assert!(!v.is_pass());
     }
 }

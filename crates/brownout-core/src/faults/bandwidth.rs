@@ -23,3 +23,37 @@ impl Bandwidth {
         format!("throttled to {} B/s", self.bytes_per_sec)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::KindState;
+    use crate::rng::StreamKey;
+    use crate::time::Time;
+
+    #[test]
+    fn the_rate_shapes_the_stream_and_nothing_else() {
+        let mut state = KindState::default();
+        let c = Ctx {
+            key: StreamKey::new(1, 2, 3),
+            seq: 0,
+            now: Time::ZERO,
+            method: "tools/call",
+            tool: Some("x"),
+            id: None,
+            state: &mut state,
+        };
+        let f: Bandwidth =
+            serde_json::from_value(serde_json::json!({"bytes_per_sec": 2048})).expect("valid");
+        let mut s = Shaping::new(b"{}");
+        f.apply(&c, &mut s);
+        let shape = s.stream.clone().expect("a shape");
+        assert_eq!(shape.bytes_per_sec, Some(2048));
+        assert_eq!(shape.event_gap, Time::ZERO);
+        assert!(s.forwards() && s.delay == Time::ZERO && s.http.is_none());
+        assert!(
+            serde_json::from_value::<Bandwidth>(serde_json::json!({})).is_err(),
+            "bytes_per_sec is required"
+        );
+    }
+}

@@ -102,6 +102,8 @@ impl Effect {
                 | registry::Action::Phantom => out.worsen(SimOutcome::FailFast),
                 _ => return false,
             },
+            // An expired session fails the call it hits; the simulated client is taken to
+            // initialize again at once, so its later calls are not failed.
             Effect::HttpStatus(_) | Effect::SessionExpiry(_) => out.worsen(SimOutcome::FailFast),
             Effect::Connection(k) => out.worsen(match k.mode {
                 super::connection::Mode::Refuse => SimOutcome::FailFast,

@@ -29,3 +29,38 @@ impl SlowStream {
         format!("{}ms between events", self.gap_ms)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::KindState;
+    use crate::rng::StreamKey;
+
+    #[test]
+    fn the_gap_shapes_the_stream_and_nothing_else() {
+        let mut state = KindState::default();
+        let c = Ctx {
+            key: StreamKey::new(1, 2, 3),
+            seq: 0,
+            now: Time::ZERO,
+            method: "tools/call",
+            tool: Some("x"),
+            id: None,
+            state: &mut state,
+        };
+        let f: SlowStream = serde_json::from_value(serde_json::json!({})).expect("defaults");
+        let mut s = Shaping::new(b"{}");
+        f.apply(&c, &mut s);
+        assert_eq!(
+            s.stream.as_ref().map(|k| k.event_gap),
+            Some(Time::from_millis(100))
+        );
+        let f: SlowStream =
+            serde_json::from_value(serde_json::json!({"gap_ms": 2.5})).expect("valid");
+        let mut s = Shaping::new(b"{}");
+        f.apply(&c, &mut s);
+        assert_eq!(s.stream.as_ref().map(|k| k.event_gap), Some(Time(2500)));
+        // Stdio: the message itself is untouched.
+        assert!(s.forwards() && s.delay == Time::ZERO && s.http.is_none());
+    }
+}

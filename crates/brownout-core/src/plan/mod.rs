@@ -352,6 +352,16 @@ fn compile_fault(
                 .into_iter()
                 .map(|(k, m)| at(&format!("/{k}"), false, m)),
         ),
+        Effect::HttpStatus(h) => errors.extend(
+            h.check()
+                .into_iter()
+                .map(|(k, m)| at(&format!("/{k}"), true, m)),
+        ),
+        Effect::Connection(c) => errors.extend(
+            c.check()
+                .into_iter()
+                .map(|(k, m)| at(&format!("/{k}"), false, m)),
+        ),
         _ => {}
     }
     let (Some(mut select), true) = (select, errors.is_empty()) else {

@@ -183,3 +183,136 @@ fn mcp_chaos_plans_load_unchanged() {
     );
     assert!(errs[0].contains("unknown key `rat`"), "{errs:?}");
 }
+
+#[test]
+fn the_http_kinds_parse() {
+    let p = Plan::from_str_named(
+        "faults:\n  - {id: auth, kind: http_status, status: 401, headers: {WWW-Authenticate: Bearer}, body: denied}\n  - {id: lb, kind: connection, mode: drop_stream, after_bytes: 64}\n  - {id: slow, kind: slow_stream, gap_ms: 25}\n  - {id: thin, kind: bandwidth, bytes_per_sec: 512}\n  - {id: gone, kind: session_expiry, after_calls: 3}\n  - {id: busy, kind: rate_limit, rate: 1}\n",
+        "p.yaml",
+    )
+    .expect("valid plan");
+    let Effect::HttpStatus(h) = &p.faults[0].effect else {
+        panic!("http_status")
+    };
+    assert_eq!(h.status, 401);
+    assert_eq!(
+        h.headers.get("WWW-Authenticate").map(String::as_str),
+        Some("Bearer")
+    );
+    assert_eq!(h.body.as_deref(), Some("denied"));
+    let Effect::Connection(c) = &p.faults[1].effect else {
+        panic!("connection")
+    };
+    assert_eq!(c.mode, crate::faults::connection::Mode::DropStream);
+    assert_eq!((c.after_events, c.after_bytes), (None, Some(64)));
+    let Effect::SlowStream(s) = &p.faults[2].effect else {
+        panic!("slow_stream")
+    };
+    assert!((s.gap_ms - 25.0).abs() < 1e-12);
+    let Effect::Bandwidth(b) = &p.faults[3].effect else {
+        panic!("bandwidth")
+    };
+    assert_eq!(b.bytes_per_sec, 512);
+    assert!(matches!(p.faults[4].effect, Effect::SessionExpiry(_)));
+    // Default methods: tools/call for the others, every method for session_expiry.
+    for f in &p.faults {
+        let every = f.effect.kind() == "session_expiry";
+        assert!(f.select.method_matches("tools/call"));
+        assert_eq!(f.select.method_matches("resources/read"), every, "{}", f.id);
+        assert_eq!(f.direction, crate::select::Direction::ToServer, "{}", f.id);
+    }
+}
+
+#[test]
+fn a_typo_in_each_http_kind_names_the_key() {
+    for (kind, keys, typo, fix) in [
+        ("http_status", "stauts: 401", "stauts", "status"),
+        ("http_status", "header: {}", "header", "headers"),
+        ("connection", "mdoe: refuse", "mdoe", "mode"),
+        (
+            "connection",
+            "after_event: 2",
+            "after_event",
+            "after_events",
+        ),
+        ("slow_stream", "gapms: 5", "gapms", "gap_ms"),
+        (
+            "bandwidth",
+            "bytes_per_sec: 5, bytes_per_second: 5",
+            "bytes_per_second",
+            "bytes_per_sec",
+        ),
+        (
+            "session_expiry",
+            "after_call: 5",
+            "after_call",
+            "after_calls",
+        ),
+    ] {
+        let errs = errors(
+            &format!("faults:\n  - {{kind: {kind}, {keys}}}\n"),
+            "p.yaml",
+        );
+        assert_eq!(errs.len(), 1, "{kind}: {errs:#?}");
+        assert!(
+            errs[0].contains(&format!(
+                "`faults[0].{typo}`: unknown key `{typo}` (did you mean `{fix}`?)"
+            )),
+            "{kind}: {errs:?}"
+        );
+    }
+}
+
+#[test]
+fn http_kinds_check_their_values() {
+    for (fault, key) in [
+        ("{kind: http_status, status: 600}", "status"),
+        ("{kind: http_status, status: 99}", "status"),
+        ("{kind: http_status, headers: {'Bad Name': x}}", "headers"),
+        ("{kind: connection, mode: hangup}", "mode"),
+        (
+            "{kind: connection, mode: reset, after_events: 2}",
+            "after_events",
+        ),
+        ("{kind: slow_stream, gap_ms: -1}", "gap_ms"),
+        ("{kind: bandwidth, bytes_per_sec: 0}", "bytes_per_sec"),
+    ] {
+        let errs = errors(&format!("faults:\n  - {fault}\n"), "p.yaml");
+        assert_eq!(errs.len(), 1, "{fault}: {errs:#?}");
+        assert!(
+            errs[0].contains(&format!("`faults[0].{key}")),
+            "{fault}: {errs:?}"
+        );
+    }
+    let errs = errors("faults:\n  - {kind: bandwidth}\n", "p.yaml");
+    assert!(errs[0].contains("bytes_per_sec"), "{errs:?}");
+}
+
+/// Every YAML example in the plan reference loads (a list of faults is read as `faults:`).
+#[test]
+fn the_examples_in_the_plan_reference_are_valid_plans() {
+    let doc = include_str!("../../../../docs/plans.md");
+    let mut blocks = 0;
+    let mut lines = doc.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        if line.trim() != "```yaml" {
+            continue;
+        }
+        let body: Vec<&str> = lines
+            .by_ref()
+            .map(|(_, l)| l)
+            .take_while(|l| l.trim() != "```")
+            .collect();
+        let body = body.join("\n");
+        let text = if body.trim_start().starts_with("- ") {
+            format!("faults:\n{body}\n")
+        } else {
+            format!("{body}\n")
+        };
+        if let Err(e) = Plan::from_str_named(&text, "plans.md") {
+            panic!("the example at docs/plans.md:{} does not load:\n{e}", n + 1);
+        }
+        blocks += 1;
+    }
+    assert!(blocks >= 14, "only {blocks} examples found");
+}

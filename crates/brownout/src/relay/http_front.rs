@@ -18,6 +18,7 @@ use super::child_back::ChildBack;
 use super::http::{self, is_sse, relay_error, request_ids, Down, Shape, DOWN_DEPTH};
 use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
 use super::sse::Event;
+use super::sse_stream::SseRelay;
 use super::{Pipe, Relay};
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
@@ -456,28 +457,26 @@ impl Front {
             let _ = head_tx.send(head);
             return respond(head_rx, rx, !pump.owed.is_empty(), Shape::default(), None).await;
         }
-        // SSE or anything else: streamed through the engine by a pump.
-        let sse = is_sse(&head.headers);
+        if is_sse(&head.headers) && head.status.is_success() {
+            let permit = self.stream_permit().ok();
+            let st = SseRelay::new(
+                Arc::clone(&self.relay),
+                pump.key.clone(),
+                resp,
+                std::mem::take(&mut pump.owed),
+                back.max_body,
+                permit,
+            );
+            return response(head, st.into_body());
+        }
+        // Anything else passes as bytes.
         let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
         pump.down = tx;
-        let ok = head.status.is_success();
         tokio::spawn(async move {
-            match pump.run(resp).await {
-                PumpEnd::Failed(why) => pump.fail_owed(&why).await,
-                PumpEnd::Done if sse && ok && !pump.resumable => {
-                    pump.fail_owed("the upstream MCP server ended the stream before answering")
-                        .await
-                }
-                _ => {}
+            if let PumpEnd::Failed(why) = pump.run(resp).await {
+                pump.fail_owed(&why).await;
             }
         });
-        if sse && ok {
-            let body = http::body(rx, true, Shape::default());
-            return match self.stream_permit() {
-                Ok(p) => response(head, hold_permit(body, p)),
-                Err(_) => response(head, body),
-            };
-        }
         response(head, http::body(rx, false, Shape::default()))
     }
 
@@ -527,39 +526,36 @@ impl Front {
             Ok(p) => p,
             Err(r) => return r,
         };
-        let (down_tx, down_rx) = mpsc::channel::<Down>(DOWN_DEPTH);
-        let legacy = Arc::clone(&self.legacy);
+        let st = SseRelay::new(
+            Arc::clone(&self.relay),
+            key,
+            resp,
+            Vec::new(),
+            back.max_body,
+            Some(permit),
+        );
         let registered: Arc<Mutex<Option<String>>> = Arc::default();
         let hook = {
-            let down = down_tx.clone();
+            let legacy = Arc::clone(&self.legacy);
+            let side = st.side_sender();
             let back = Arc::clone(back);
             let registered = Arc::clone(&registered);
             move |ev: &mut Event| -> Option<String> {
                 let endpoint = ev.data.clone()?;
                 let local = local_endpoint(&back, endpoint.trim())?;
                 ev.data = Some(local.clone());
-                legacy
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(local.clone(), down.clone());
+                if let Some(side) = &side {
+                    legacy
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(local.clone(), side.clone());
+                }
                 *registered.lock().unwrap_or_else(|p| p.into_inner()) = Some(local.clone());
                 Some(legacy_key(&local))
             }
         };
-        let mut pump = Pump {
-            relay: Arc::clone(&self.relay),
-            key,
-            down: down_tx,
-            owed: Vec::new(),
-            max_body: back.max_body,
-            on_endpoint: Some(Box::new(hook)),
-            resumable: false,
-        };
         let legacy = Arc::clone(&self.legacy);
-        tokio::spawn(async move {
-            let _permit = permit;
-            pump.run(resp).await;
-            drop(pump);
+        let st = st.on_endpoint(Box::new(hook)).on_end(Box::new(move || {
             let local = registered.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(local) = local {
                 legacy
@@ -567,8 +563,8 @@ impl Front {
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&local);
             }
-        });
-        response(head, http::body(down_rx, true, Shape::default()))
+        }));
+        response(head, st.into_body())
     }
 
     /// Pass a request and its answer on untouched.

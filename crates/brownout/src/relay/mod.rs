@@ -15,6 +15,7 @@ pub mod http_back;
 pub mod http_front;
 pub mod reload;
 pub mod sse;
+pub mod sse_stream;
 pub mod stdio;
 pub mod stdio_http;
 

@@ -1,0 +1,211 @@
+//! An upstream SSE stream relayed to the client inline: the client's body pulls events from
+//! the server's body, each message passes the engine on the way, and an untouched event is
+//! written as it came — no task and no queue in between (the common case, and what a GET
+//! stream held open for hours costs in memory).
+//!
+//! A message a fault acts on is handed to a [`Pipe`] whose outbox is this stream's side
+//! queue, so delays, duplicates and replacements work as everywhere else; what the pipe sends
+//! at once is taken before the next event, so order holds. Legacy HTTP+SSE registers the
+//! side queue as the session's stream, for answers brownout makes itself.
+
+use super::http::{answered_ids, relay_error, Down};
+use super::http_back::{dead_end, describe, EndpointHook};
+use super::sse::{self, Event};
+use super::{Pipe, Relay};
+use axum::body::{Body, Bytes};
+use brownout_core::jsonrpc::Id;
+use brownout_core::Side;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+/// Depth of the side queue (faulted messages, brownout's own answers).
+const SIDE_DEPTH: usize = 64;
+
+pub struct SseRelay {
+    relay: Arc<Relay>,
+    key: String,
+    resp: Option<reqwest::Response>,
+    parser: sse::Parser,
+    out: VecDeque<Bytes>,
+    side_tx: Option<mpsc::Sender<Down>>,
+    side_rx: mpsc::Receiver<Down>,
+    /// Requests still waiting for their answer on this stream.
+    owed: Vec<Id>,
+    /// The server gave an event id: the client can resume, so an early end is no failure.
+    resumable: bool,
+    max_event: usize,
+    on_endpoint: Option<EndpointHook>,
+    /// Run once when the server's stream ends or the client leaves.
+    on_end: Option<Box<dyn FnOnce() + Send>>,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+enum Next {
+    Side(Option<Down>),
+    Chunk(Result<Option<Bytes>, reqwest::Error>),
+}
+
+impl SseRelay {
+    pub fn new(
+        relay: Arc<Relay>,
+        key: String,
+        resp: reqwest::Response,
+        owed: Vec<Id>,
+        max_event: usize,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> SseRelay {
+        let (side_tx, side_rx) = mpsc::channel(SIDE_DEPTH);
+        SseRelay {
+            relay,
+            key,
+            resp: Some(resp),
+            parser: sse::Parser::new(),
+            out: VecDeque::new(),
+            side_tx: Some(side_tx),
+            side_rx,
+            owed,
+            resumable: false,
+            max_event,
+            on_endpoint: None,
+            on_end: None,
+            _permit: permit,
+        }
+    }
+
+    /// Legacy HTTP+SSE: see the `endpoint` event (it may rewrite it and name the session).
+    pub fn on_endpoint(mut self, hook: EndpointHook) -> SseRelay {
+        self.on_endpoint = Some(hook);
+        self
+    }
+
+    pub fn on_end(mut self, f: Box<dyn FnOnce() + Send>) -> SseRelay {
+        self.on_end = Some(f);
+        self
+    }
+
+    /// Where brownout's own messages for this stream's client go.
+    pub fn side_sender(&self) -> Option<mpsc::Sender<Down>> {
+        self.side_tx.clone()
+    }
+
+    pub fn into_body(self) -> Body {
+        let stream = futures::stream::unfold(self, |mut st| async move {
+            st.next_bytes()
+                .await
+                .map(|b| (Ok::<_, std::io::Error>(b), st))
+        });
+        Body::from_stream(stream)
+    }
+
+    async fn next_bytes(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(b) = self.out.pop_front() {
+                return Some(b);
+            }
+            let next = match self.resp.as_mut() {
+                Some(resp) => {
+                    let rx = &mut self.side_rx;
+                    tokio::select! {
+                        biased;
+                        item = rx.recv() => Next::Side(item),
+                        chunk = resp.chunk() => Next::Chunk(chunk),
+                    }
+                }
+                None => Next::Side(self.side_rx.recv().await),
+            };
+            match next {
+                Next::Side(Some(item)) => self.out.push_back(Bytes::from(item.sse_bytes())),
+                Next::Side(None) => return None,
+                Next::Chunk(Ok(Some(c))) => self.feed(&c).await,
+                Next::Chunk(Ok(None)) => self.upstream_ended(None).await,
+                Next::Chunk(Err(e)) => self.upstream_ended(Some(describe(&e))).await,
+            }
+        }
+    }
+
+    async fn feed(&mut self, chunk: &[u8]) {
+        let mut events = Vec::new();
+        if let Err(e) = self.parser.feed(chunk, self.max_event, &mut events) {
+            return self.upstream_ended(Some(e.to_string())).await;
+        }
+        for mut ev in events {
+            if ev.event.as_deref() == Some("endpoint") {
+                if let Some(hook) = self.on_endpoint.as_mut() {
+                    if let Some(key) = hook(&mut ev) {
+                        self.key = key;
+                    }
+                }
+            }
+            self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
+            let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
+                && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
+            if !carries_message {
+                self.out.push_back(Bytes::from(ev.encode()));
+                continue;
+            }
+            self.message(ev).await;
+        }
+    }
+
+    async fn message(&mut self, ev: Event) {
+        let bytes = ev.data.as_deref().unwrap_or_default().as_bytes().to_vec();
+        if !self.owed.is_empty() {
+            let answered = answered_ids(&bytes);
+            self.owed.retain(|id| !answered.contains(id));
+        }
+        let v = self.relay.handle(Side::Server, &self.key, &bytes);
+        if v.is_pass() {
+            self.out.push_back(Bytes::from(ev.encode()));
+            return;
+        }
+        self.through_pipe(v, bytes).await;
+    }
+
+    async fn through_pipe(&mut self, v: brownout_core::verdict::Verdict, bytes: Vec<u8>) {
+        let Some(tx) = self.side_tx.clone() else {
+            return;
+        };
+        Pipe::new(tx, dead_end::<Vec<u8>>(), None)
+            .execute(v, bytes)
+            .await;
+        // What the pipe sent at once goes before the next event.
+        while let Ok(item) = self.side_rx.try_recv() {
+            self.out.push_back(Bytes::from(item.sse_bytes()));
+        }
+    }
+
+    /// The server's stream ended (or failed): requests still owed get a clear error unless
+    /// the client can resume the stream, then the side queue drains and the stream ends.
+    async fn upstream_ended(&mut self, failure: Option<String>) {
+        self.resp = None;
+        let why = match failure {
+            Some(why) => Some(why),
+            None if !self.resumable => {
+                Some("the upstream MCP server ended the stream before answering".to_string())
+            }
+            None => None,
+        };
+        if let Some(why) = why {
+            for id in std::mem::take(&mut self.owed) {
+                let err = relay_error(Some(&id), &format!("brownout: {why}"));
+                let v = self.relay.handle(Side::Server, &self.key, &err);
+                self.through_pipe(v, err).await;
+            }
+        }
+        if let Some(f) = self.on_end.take() {
+            f();
+        }
+        // Nothing may keep the side queue open now (the endpoint hook holds a sender).
+        self.on_endpoint = None;
+        self.side_tx = None;
+    }
+}
+
+impl Drop for SseRelay {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f();
+        }
+    }
+}
