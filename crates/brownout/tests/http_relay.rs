@@ -588,3 +588,73 @@ fn server_to_client_requests_cross_brownout() {
         relay.stderr_text()
     );
 }
+
+/// HTTP front, stdio back: a session's server dying (a `process` fault kills it while a call
+/// is in flight) gives the caller a clear error; the session is then gone (404) and a new
+/// `initialize` starts a new process that works.
+#[tokio::test]
+async fn a_dying_stdio_server_behind_http_fails_its_callers_clearly() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {kind: process, action: kill, signal: KILL, tools: [restart_service], max_injections: 1}\n",
+    );
+    let mut args = vec!["--plan".to_string(), plan, "--".into()];
+    args.extend(fixture());
+    args.extend(["--delay-ms".to_string(), "300".into()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_relay, url) = brownout_http(&argv);
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut r = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(body.to_string());
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.send()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let first = post(init.clone(), None).await.expect("initialize");
+    let session = first.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    // A slow call in flight, then the call that kills the server.
+    let slow = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": "in flight"}}}),
+        Some(session.clone()),
+    );
+    let kill = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "restart_service", "arguments": {"service": "db"}}}),
+        Some(session.clone()),
+    );
+    let (slow, kill) = tokio::join!(slow, kill);
+    for (id, resp) in [(1, slow), (2, kill)] {
+        let answer: Value = resp.expect("answered").json().await.expect("JSON");
+        assert_eq!(answer["id"], id, "{answer}");
+        let msg = answer["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("exited before answering"),
+            "call {id}: {answer}"
+        );
+    }
+    let gone = post(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        Some(session.clone()),
+    )
+    .await
+    .expect("after");
+    assert_eq!(gone.status(), 404, "the dead session is gone");
+    let again = post(init, None).await.expect("initialize again");
+    assert_eq!(again.status(), 200);
+    assert_ne!(
+        again.headers()["mcp-session-id"].to_str().unwrap_or(""),
+        session
+    );
+}
