@@ -153,6 +153,10 @@ struct HttpArgs {
     /// Most concurrent SSE streams (503 beyond).
     #[arg(long, default_value_t = 4096)]
     max_streams: usize,
+    /// Worker threads of the relay. One thread (the default) costs the least CPU per call
+    /// and answers fastest (BENCHMARKS.md); give more for heavy traffic on a many-core host.
+    #[arg(long, env = "BROWNOUT_THREADS", value_name = "N", default_value_t = 1)]
+    threads: usize,
     /// Seconds streams in flight get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value_t = 10)]
     grace: u64,
@@ -412,7 +416,14 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    runtime()?.block_on(async move {
+    let rt = match a.threads {
+        0 | 1 => single_thread_runtime()?,
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
+    };
+    rt.block_on(async move {
         // HTTP clients come and go: a session idle for ten minutes is forgotten.
         let idle = Some(std::time::Duration::from_secs(600));
         let Setup { relay } = setup(&a.common, idle).await?;
