@@ -24,26 +24,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from client import describe, dump, load_script, now_ms
-
-
-async def run_op(client: Client, op: dict[str, Any], default_timeout: float | None) -> Any:
-    kind = op.get("op")
-    timeout = op.get("timeout_s", default_timeout)
-    if kind == "list_tools":
-        return dump(await client.list_tools())
-    if kind == "call_tool":
-        return dump(await client.call_tool(op["name"], op.get("arguments") or {}, read_timeout_seconds=timeout))
-    if kind == "ping":
-        return dump(await client.send_ping())
-    if kind == "list_resources":
-        return dump(await client.list_resources())
-    if kind == "read_resource":
-        return dump(await client.read_resource(op["uri"]))
-    if kind == "sleep":
-        await anyio.sleep(float(op.get("seconds", 0)))
-        return None
-    raise ValueError(f"unknown op {kind!r}")
+from client import describe, load_script, now_ms, run_op  # Client has ClientSession's methods
 
 
 def sampler(text: str) -> Any:
