@@ -164,6 +164,11 @@ struct HttpArgs {
     /// beyond; DELETE ends one).
     #[arg(long, default_value_t = 64)]
     max_sessions: usize,
+    /// Seconds after which an idle session is forgotten (no request, no call in flight, no
+    /// open GET stream). With a stdio server (-- CMD) its process is stopped too (SIGTERM,
+    /// then SIGKILL), so sessions abandoned without DELETE do not pile up.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    session_idle: u64,
     /// A stdio server to start per session instead of --upstream, and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -424,9 +429,9 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
             .build()?,
     };
     rt.block_on(async move {
-        // HTTP clients come and go: a session idle for ten minutes is forgotten.
-        let idle = Some(std::time::Duration::from_secs(600));
-        let Setup { relay } = setup(&a.common, idle).await?;
+        // HTTP clients come and go: a session idle for a while is forgotten.
+        let idle = std::time::Duration::from_secs(a.session_idle.max(1));
+        let Setup { relay } = setup(&a.common, Some(idle)).await?;
         let (back, path) = match (&a.upstream, spec) {
             (Some(url), _) => {
                 let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);
@@ -439,6 +444,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
                     Arc::clone(&relay),
                     a.max_body_bytes,
                     a.max_sessions,
+                    idle,
                 ))),
                 "/mcp".to_string(),
             ),
@@ -482,7 +488,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
         }
         server.await??;
         if let Some(c) = child {
-            c.stop_all();
+            c.stop_all().await;
         }
         finish(&relay, a.common.quiet).await;
         Ok(0)

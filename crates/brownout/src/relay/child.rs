@@ -118,3 +118,18 @@ impl ProcessHandle {
         }
     }
 }
+
+/// Stop a server for good: SIGTERM, then SIGKILL if it is still there `grace` later (a
+/// server that ignores SIGTERM must not outlive its session). Returns how it ended.
+pub async fn terminate(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
+    if let Some(pid) = child.id() {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    }
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            child.start_kill()?;
+            child.wait().await
+        }
+    }
+}

@@ -2,45 +2,39 @@
 //! HTTP with faults (`brownout proxy http -- CMD`).
 //!
 //! Each `initialize` starts one server process and one session (`Mcp-Session-Id`); the
-//! process's lines pass the engine under that session's key. Answers are routed by
-//! JSON-RPC id to the POST that asked; other server messages (notifications, requests) go
-//! to the session's GET stream, else to an open SSE answer. When the process dies, every
-//! request in flight gets a clear error and the session ends (the client sees 404 and
-//! initializes again); DELETE ends the session and the process.
+//! process's lines pass the engine under that session's key. Answers are routed to the
+//! POST that asked (see [`super::child_session`]); other server messages (notifications,
+//! requests) go to the session's GET stream, else to an open SSE answer. When the process
+//! dies, every request in flight gets a clear error and the session ends (the client sees
+//! 404 and initializes again). DELETE, an idle session (`--session-idle`) and shutdown
+//! stop the process: SIGTERM, then SIGKILL if it is still there after a grace period.
+//! Timed `process` faults (`at_ms`) hit every session's process alive at that run time.
 
 // Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
 
-use super::child::{describe, ChildSpec, ProcessHandle, ServerProcess};
+use super::child::{describe, terminate, ChildSpec, ProcessHandle, ServerProcess};
+use super::child_session::{duplicate_id_error, ChildSession, Route};
 use super::framing::{Frame, LineReader};
-use super::http::{answered_ids, relay_error, Down};
+use super::http::{relay_error, request_ids, Down};
 use super::http_back::{dead_end, Head};
-use super::http_front::Front;
 use super::stdio::spawn_writer;
-use super::{Pipe, Relay, OUTBOX_DEPTH};
+use super::{to_duration, Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::Side;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once, Weak};
+use std::time::Duration;
 use tokio::io::BufReader;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-/// Where one answer goes: the POST that asked, and whether it streams (SSE).
-struct Route {
-    down: mpsc::Sender<Down>,
-    sse: bool,
-}
+/// How long a session's server gets to exit after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// One session: one server process.
-pub struct ChildSession {
-    id: String,
-    to_server: mpsc::Sender<Vec<u8>>,
-    routes: Mutex<HashMap<Id, Route>>,
-    stream: Mutex<Option<mpsc::Sender<Down>>>,
-    process: ProcessHandle,
-}
+/// Routes older than this are given up on (the engine's pending TTL).
+const ROUTE_TTL: Duration = Duration::from_secs(600);
 
 pub struct ChildBack {
     spec: ChildSpec,
@@ -48,23 +42,56 @@ pub struct ChildBack {
     max_message: usize,
     /// Most sessions (server processes) at once.
     max_sessions: usize,
+    /// A session idle this long is ended and its process stopped.
+    idle: Duration,
     sessions: Mutex<HashMap<String, Arc<ChildSession>>>,
+    keeper: Once,
+}
+
+/// A POST joined to its session: the session, whether it was just started, and the ids
+/// of its requests, reserved until the POST's answer channel is known.
+pub struct Joined {
+    session: Arc<ChildSession>,
+    new: bool,
+    post: u64,
+    ids: Vec<Id>,
+    opened: bool,
+}
+
+impl Joined {
+    pub fn key(&self) -> &str {
+        self.session.id()
+    }
+}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        if !self.opened {
+            self.session.unreserve(self.post);
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+fn json_answer(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 fn not_found() -> Response {
-    (
+    json_answer(
         StatusCode::NOT_FOUND,
-        [(header::CONTENT_TYPE, "application/json")],
         relay_error(
             None,
             "brownout: no such session (it ended); initialize again",
         ),
     )
-        .into_response()
+}
+
+fn session_header(headers: &HeaderMap) -> Option<&str> {
+    headers.get("mcp-session-id").and_then(|v| v.to_str().ok())
 }
 
 /// A session id: 128 random bits, hex. Not a secret of brownout's, but unguessable.
@@ -86,13 +113,16 @@ impl ChildBack {
         relay: Arc<Relay>,
         max_message: usize,
         max_sessions: usize,
+        idle: Duration,
     ) -> ChildBack {
         ChildBack {
             spec,
             relay,
             max_message,
             max_sessions,
+            idle,
             sessions: Mutex::new(HashMap::new()),
+            keeper: Once::new(),
         }
     }
 
@@ -100,71 +130,105 @@ impl ChildBack {
         lock(&self.sessions).len()
     }
 
-    /// The session a POST belongs to: its `Mcp-Session-Id`, or a new one for `initialize`.
+    /// Requests in flight over every session (each waits for its answer on a route).
+    pub fn route_count(&self) -> usize {
+        lock(&self.sessions).values().map(|s| s.route_count()).sum()
+    }
+
+    fn sessions(&self) -> Vec<Arc<ChildSession>> {
+        lock(&self.sessions).values().cloned().collect()
+    }
+
+    /// The session a POST belongs to (its `Mcp-Session-Id`, or a new one for
+    /// `initialize`), with its request ids reserved. A request whose id is already in
+    /// flight in the session is refused with `-32600`.
     pub fn session_for(
         self: &Arc<Self>,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> Result<(Arc<ChildSession>, bool), Response> {
-        if let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            return lock(&self.sessions)
-                .get(id)
-                .cloned()
-                .map(|s| (s, false))
-                .ok_or_else(not_found);
+    ) -> Result<Joined, Response> {
+        let (session, new) = match session_header(headers) {
+            Some(id) => match lock(&self.sessions).get(id).cloned() {
+                Some(s) => (s, false),
+                None => return Err(not_found()),
+            },
+            None => (self.new_session(body)?, true),
+        };
+        session.touch();
+        let ids = request_ids(body);
+        match session.reserve(&ids) {
+            Ok(post) => Ok(Joined {
+                session,
+                new,
+                post,
+                ids,
+                opened: false,
+            }),
+            Err(dup) => Err(json_answer(StatusCode::OK, duplicate_id_error(&dup))),
         }
+    }
+
+    fn new_session(self: &Arc<Self>, body: &[u8]) -> Result<Arc<ChildSession>, Response> {
         let is_init = matches!(classify(body), Message::Single(v) if v.kind == Kind::Request && v.method.as_deref() == Some("initialize"));
         if !is_init {
-            return Err((
+            return Err(json_answer(
                 StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "application/json")],
                 relay_error(None, "brownout: no Mcp-Session-Id: initialize first"),
-            )
-                .into_response());
+            ));
         }
         let open = self.session_count();
         if open >= self.max_sessions {
             let msg = format!(
                 "brownout: {open} sessions are open, the limit (--max-sessions); end one with DELETE"
             );
-            return Err((
+            return Err(json_answer(
                 StatusCode::SERVICE_UNAVAILABLE,
-                [(header::CONTENT_TYPE, "application/json")],
                 relay_error(None, &msg),
-            )
-                .into_response());
+            ));
         }
-        self.start_session().map(|s| (s, true)).map_err(|e| {
-            (
+        self.start_session().map_err(|e| {
+            json_answer(
                 StatusCode::BAD_GATEWAY,
-                [(header::CONTENT_TYPE, "application/json")],
                 relay_error(None, &format!("brownout: {e}")),
             )
-                .into_response()
         })
     }
 
     fn start_session(self: &Arc<Self>) -> std::io::Result<Arc<ChildSession>> {
+        self.keeper.call_once(|| {
+            tokio::spawn(keep(Arc::downgrade(self)));
+            tokio::spawn(timers(Arc::downgrade(self)));
+            let me = Arc::downgrade(self);
+            self.relay
+                .set_back_status(Box::new(move || match me.upgrade() {
+                    Some(b) => serde_json::json!({
+                        "processes": b.session_count(),
+                        "routes": b.route_count(),
+                    }),
+                    None => serde_json::Value::Null,
+                }));
+        });
         let (mut server, stdin, stdout) = ServerProcess::spawn(&self.spec)?;
         let (to_server, to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
         spawn_writer(stdin, to_server_rx);
         let process = ProcessHandle::default();
         process.set(server.pid);
-        let session = Arc::new(ChildSession {
-            id: new_session_id(),
+        let (ended_tx, ended_rx) = watch::channel(None);
+        let session = Arc::new(ChildSession::new(
+            new_session_id(),
             to_server,
-            routes: Mutex::new(HashMap::new()),
-            stream: Mutex::new(None),
             process,
-        });
+            ended_rx,
+        ));
         lock(&self.sessions).insert(session.id.clone(), Arc::clone(&session));
-        // Server → client: through the engine, then routed.
-        let (routed_tx, mut routed_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-        {
+        // Server → client: through the engine, then to the caller (answers) or the
+        // session's stream (anything else).
+        let (unrouted_tx, mut unrouted_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+        let reader = {
             let relay = Arc::clone(&self.relay);
-            let key = session.id.clone();
+            let session = Arc::clone(&session);
             let max = self.max_message;
-            let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(routed_tx.clone(), dead_end(), None);
+            let unrouted: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(unrouted_tx, dead_end(), None);
             tokio::spawn(async move {
                 let mut reader = LineReader::new(BufReader::new(stdout), max);
                 while let Ok(Some(frame)) = reader.next().await {
@@ -172,16 +236,16 @@ impl ChildBack {
                         eprintln!("brownout: a server message over {max} bytes was skipped");
                         continue;
                     };
-                    let v = relay.handle(Side::Server, &key, &bytes);
-                    pipe.execute(v, bytes).await;
+                    let v = relay.handle(Side::Server, session.id(), &bytes);
+                    session.deliver(v, bytes, &unrouted).await;
                 }
-            });
-        }
+            })
+        };
         {
             let session = Arc::clone(&session);
             tokio::spawn(async move {
-                while let Some(bytes) = routed_rx.recv().await {
-                    session.route(bytes).await;
+                while let Some(bytes) = unrouted_rx.recv().await {
+                    session.send_unrouted(bytes).await;
                 }
             });
         }
@@ -190,11 +254,18 @@ impl ChildBack {
             let me = Arc::clone(self);
             let session = Arc::clone(&session);
             tokio::spawn(async move {
-                let how = match server.child.wait().await {
+                let status = tokio::select! {
+                    s = server.child.wait() => s,
+                    _ = session.stop.notified() => terminate(&mut server.child, STOP_GRACE).await,
+                };
+                session.process.set(None);
+                let how = match status {
                     Ok(status) => describe(&status),
                     Err(e) => e.to_string(),
                 };
                 lock(&me.sessions).remove(&session.id);
+                // What the server wrote before it ended is still answered.
+                let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
                 let failed = me.relay.fail_pending(
                     &session.id,
                     &format!("the MCP server exited before answering ({how})"),
@@ -207,52 +278,43 @@ impl ChildBack {
                     );
                 }
                 for f in failed {
-                    session.route(f.reply).await;
+                    if let Some(route) = session.take(std::slice::from_ref(&f.id)) {
+                        let _ = route.down.send(Down::Msg(f.reply)).await;
+                    }
                 }
                 me.relay.end_session(&session.id);
-                lock(&session.routes).clear();
-                lock(&session.stream).take();
-                drop(routed_tx);
+                session.clear();
+                let _ = ended_tx.send(Some(how));
             });
         }
         Ok(session)
     }
 
-    /// Join a POST to its session: answers to `owed` ids are routed to `answers`; what the
-    /// pipe forwards (`up`) goes to the process. Returns the head of the client's answer.
+    /// Join a POST to its session: answers to its requests are routed to `answers`; what
+    /// the pipe forwards (`up`) goes to the process. Returns the head of the client's
+    /// answer.
     pub fn exchange(
         &self,
-        session: &Arc<ChildSession>,
-        new: bool,
+        mut joined: Joined,
         headers: &HeaderMap,
-        owed: &[Id],
-        mut up: mpsc::Receiver<Vec<u8>>,
+        up: mpsc::Receiver<Vec<u8>>,
         answers: mpsc::Sender<Down>,
     ) -> (Head, ProcessHandle) {
         let accepts_sse = headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|a| a.contains("text/event-stream"));
-        {
-            let mut routes = lock(&session.routes);
-            for id in owed {
-                routes.insert(
-                    id.clone(),
-                    Route {
-                        down: answers.clone(),
-                        sse: accepts_sse,
-                    },
-                );
-            }
-        }
-        let to_server = session.to_server.clone();
-        tokio::spawn(async move {
-            while let Some(m) = up.recv().await {
-                if to_server.send(m).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let session = Arc::clone(&joined.session);
+        session.open(
+            joined.post,
+            &Route {
+                down: answers,
+                sse: accepts_sse,
+            },
+        );
+        joined.opened = true;
+        let owed = std::mem::take(&mut joined.ids);
+        tokio::spawn(Arc::clone(&session).forward_post(joined.post, owed.clone(), up));
         let mut h = HeaderMap::new();
         let (status, ct) = if owed.is_empty() {
             (StatusCode::ACCEPTED, None)
@@ -264,7 +326,7 @@ impl ChildBack {
         if let Some(ct) = ct {
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
         }
-        if new {
+        if joined.new {
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 h.insert("mcp-session-id", v);
             }
@@ -272,37 +334,43 @@ impl ChildBack {
         (Head { status, headers: h }, session.process.clone())
     }
 
-    /// GET: the session's stream of server-initiated messages.
-    pub async fn open_stream(&self, front: &Front, headers: &HeaderMap) -> Response {
-        let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
-            return (
+    /// GET: the session's stream of server-initiated messages: the head and the items of
+    /// the stream, for the front to serve.
+    pub fn open_stream(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Head, mpsc::Receiver<Down>), Response> {
+        let Some(id) = session_header(headers) else {
+            return Err((
                 StatusCode::BAD_REQUEST,
                 "brownout: GET needs an Mcp-Session-Id",
             )
-                .into_response();
+                .into_response());
         };
         let Some(session) = lock(&self.sessions).get(id).cloned() else {
-            return not_found();
+            return Err(not_found());
         };
+        session.touch();
         let (tx, rx) = mpsc::channel::<Down>(super::http::DOWN_DEPTH);
-        *lock(&session.stream) = Some(tx);
+        session.set_stream(tx);
         let mut h = HeaderMap::new();
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        front.stream_response(
+        Ok((
             Head {
                 status: StatusCode::OK,
                 headers: h,
             },
             rx,
-        )
+        ))
     }
 
-    /// DELETE: end the session and its process.
+    /// DELETE: end the session and its process (SIGTERM, then SIGKILL); answers once the
+    /// process is gone.
     pub async fn delete(&self, headers: &HeaderMap) -> Response {
-        let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+        let Some(id) = session_header(headers) else {
             return (
                 StatusCode::BAD_REQUEST,
                 "brownout: DELETE needs an Mcp-Session-Id",
@@ -312,53 +380,96 @@ impl ChildBack {
         let Some(session) = lock(&self.sessions).remove(id) else {
             return not_found();
         };
-        session
-            .process
-            .apply(brownout_core::verdict::ProcessAction::Kill(
-                brownout_core::verdict::Signal::Term,
-            ));
+        stop(&session).await;
         StatusCode::OK.into_response()
     }
 
-    /// Stop every session's process (shutdown).
-    pub fn stop_all(&self) {
-        for (_, s) in lock(&self.sessions).drain() {
-            if let Some(pid) = s.process.pid() {
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    /// Stop every session's process (shutdown), each SIGTERM then SIGKILL.
+    pub async fn stop_all(&self) {
+        let all: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        futures::future::join_all(all.iter().map(|s| stop(s))).await;
+    }
+}
+
+/// Ask a session's process to stop and wait until it has (bounded: the keeper kills it
+/// after the grace period).
+async fn stop(session: &ChildSession) {
+    session.stop.notify_one();
+    let mut ended = session.ended.clone();
+    let _ = tokio::time::timeout(
+        STOP_GRACE + Duration::from_secs(3),
+        ended.wait_for(Option::is_some),
+    )
+    .await;
+}
+
+/// The back's housekeeping, while it lives: end idle sessions, forget stale routes.
+async fn keep(back: Weak<ChildBack>) {
+    let tick = match back.upgrade() {
+        Some(b) => (b.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(1)),
+        None => return,
+    };
+    let mut interval = tokio::time::interval(tick);
+    loop {
+        interval.tick().await;
+        let Some(back) = back.upgrade() else { return };
+        for s in back.sessions() {
+            s.sweep(ROUTE_TTL);
+            if s.idle_for().is_some_and(|d| d >= back.idle) {
+                let gone = lock(&back.sessions).remove(s.id()).is_some();
+                if gone {
+                    eprintln!(
+                        "brownout: session {} idle for {}s; ending it and stopping its server",
+                        short(s.id()),
+                        back.idle.as_secs()
+                    );
+                    let s = Arc::clone(&s);
+                    tokio::spawn(async move { stop(&s).await });
+                }
             }
         }
     }
 }
 
-impl ChildSession {
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Send one server message to where it belongs.
-    async fn route(&self, bytes: Vec<u8>) {
-        let ids = answered_ids(&bytes);
-        if let Some(id) = ids.first() {
-            let route = lock(&self.routes).remove(id);
-            if let Some(r) = route {
-                let _ = r.down.send(Down::Msg(bytes)).await;
+/// Timed process faults, while the back lives: sleep until the next one is due (at most a
+/// second: a reloaded plan may bring an earlier one), then fire it.
+async fn timers(back: Weak<ChildBack>) {
+    loop {
+        let wait = match back.upgrade() {
+            Some(b) => {
+                b.fire_timers();
+                let relay = &b.relay;
+                relay
+                    .next_timer()
+                    .map(|t| to_duration(t.saturating_sub(relay.now())))
+                    .unwrap_or(Duration::from_secs(1))
+                    .clamp(Duration::from_millis(20), Duration::from_secs(1))
             }
+            None => return,
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+impl ChildBack {
+    /// Timed process faults (`at_ms` of run time) that are due hit every session's process
+    /// then alive. With no session yet, they wait for the first one (a fault is never
+    /// counted without being done).
+    fn fire_timers(&self) {
+        let Some(due) = self.relay.next_timer() else {
+            return;
+        };
+        if due > self.relay.now() {
             return;
         }
-        // Not an answer: the GET stream, else an open SSE answer.
-        let stream = lock(&self.stream).clone();
-        if let Some(s) = stream {
-            if s.send(Down::Msg(bytes.clone())).await.is_ok() {
-                return;
+        let sessions = self.sessions();
+        let Some(first) = sessions.first() else {
+            return;
+        };
+        for a in self.relay.on_timer(first.id()) {
+            for s in &sessions {
+                s.process.apply(a);
             }
-            lock(&self.stream).take();
-        }
-        let open = lock(&self.routes)
-            .values()
-            .find(|r| r.sse && !r.down.is_closed())
-            .map(|r| r.down.clone());
-        if let Some(d) = open {
-            let _ = d.send(Down::Msg(bytes)).await;
         }
     }
 }

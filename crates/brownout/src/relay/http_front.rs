@@ -212,7 +212,10 @@ async fn handle(
             front.post(key, path, headers, body.to_vec()).await
         }
         (Back::Http(back), method) => front.forward(back, method, key, path, headers).await,
-        (Back::Child(child), Method::GET) => child.open_stream(&front, &headers).await,
+        (Back::Child(child), Method::GET) => match child.open_stream(&headers) {
+            Ok((head, rx)) => front.stream_response(head, rx),
+            Err(r) => r,
+        },
         (Back::Child(child), Method::DELETE) => child.delete(&headers).await,
         (Back::Child(_), _) => plain(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -326,7 +329,7 @@ impl Front {
         let owed = request_ids(&body);
         let (key, child_session) = match &self.back {
             Back::Child(child) => match child.session_for(&headers, &body) {
-                Ok((s, new)) => (s.id().to_string(), Some((s, new))),
+                Ok(joined) => (joined.key().to_string(), Some(joined)),
                 Err(r) => return r,
             },
             Back::Http(_) => (key, None),
@@ -360,9 +363,8 @@ impl Front {
         let expects_answer = !owed.is_empty() && legacy.is_none();
         let mut process = None;
         match (&self.back, child_session) {
-            (Back::Child(child), Some((session, new))) => {
-                let (head, p) =
-                    child.exchange(&session, new, &headers, &owed, up_rx, answers.clone());
+            (Back::Child(child), Some(joined)) => {
+                let (head, p) = child.exchange(joined, &headers, up_rx, answers.clone());
                 let _ = head_tx.send(head);
                 process = Some(p);
             }

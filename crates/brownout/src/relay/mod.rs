@@ -9,6 +9,7 @@
 
 pub mod child;
 pub mod child_back;
+pub mod child_session;
 pub mod framing;
 pub mod http;
 pub mod http_back;
@@ -51,7 +52,12 @@ pub struct Relay {
     start: Instant,
     strict: bool,
     events: Option<EventSink>,
+    /// Live figures of the back (sessions, routes), shown under `back` in the status.
+    back_status: Mutex<Option<BackStatus>>,
 }
+
+/// A back's live figures, for the status.
+pub type BackStatus = Box<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 impl Relay {
     pub fn new(plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
@@ -68,6 +74,7 @@ impl Relay {
             start: Instant::now(),
             strict: opts.strict,
             events,
+            back_status: Mutex::new(None),
         }
     }
 
@@ -84,12 +91,28 @@ impl Relay {
     /// Live figures for the admin API: sessions, pending requests, and the run summary
     /// (calls, outcomes, error rate, injections per fault, latency percentiles).
     pub fn status(&self) -> serde_json::Value {
-        let engine = self.engine();
-        serde_json::json!({
-            "sessions": engine.session_count(),
-            "pending": engine.pending_count(),
-            "summary": engine.summary().report(),
-        })
+        let mut v = {
+            let engine = self.engine();
+            serde_json::json!({
+                "sessions": engine.session_count(),
+                "pending": engine.pending_count(),
+                "summary": engine.summary().report(),
+            })
+        };
+        if let Some(f) = self
+            .back_status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            v["back"] = f();
+        }
+        v
+    }
+
+    /// Show a back's live figures under `back` in the status.
+    pub fn set_back_status(&self, f: BackStatus) {
+        *self.back_status.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
     /// Read the engine under its lock (metrics snapshots).

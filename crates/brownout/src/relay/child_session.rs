@@ -1,0 +1,286 @@
+//! One session of the stdio back behind the HTTP front: one server process, and the
+//! routes that carry its answers to the POSTs that asked.
+//!
+//! A route is keyed by the JSON-RPC id of the request as the client sent it, and an answer
+//! is routed by the id of the server's message as the server wrote it, before any fault
+//! changed its bytes: a `malformed` answer still reaches its caller, never another. Two
+//! requests with one id in flight at once are refused (the second gets `-32600`), so an
+//! answer always has one caller. A route ends when its answer is delivered or dropped,
+//! when its request never reached the server (the engine answered in the server's place,
+//! or dropped the request), when its client went away, or after the pending TTL; a POST's
+//! answer stream ends when its last route does (a batch's SSE stream ends once every
+//! request of the batch is answered).
+
+use super::http::{answered_ids, Down};
+use super::http_back::dead_end;
+use super::Pipe;
+use brownout_core::jsonrpc::{self, classify, Id, Message};
+use brownout_core::verdict::{Forward, Verdict};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch, Notify};
+
+use super::child::ProcessHandle;
+
+/// Where one answer goes: the POST that asked, and whether it streams (SSE).
+#[derive(Clone)]
+pub struct Route {
+    pub down: mpsc::Sender<Down>,
+    pub sse: bool,
+}
+
+/// One request in flight: reserved when its POST arrives, opened when the POST is joined
+/// to the session (its answer channel exists).
+struct Slot {
+    post: u64,
+    since: Instant,
+    route: Option<Route>,
+}
+
+/// One session: one server process.
+pub struct ChildSession {
+    pub(super) id: String,
+    pub(super) to_server: mpsc::Sender<Vec<u8>>,
+    slots: Mutex<HashMap<Id, Slot>>,
+    stream: Mutex<Option<mpsc::Sender<Down>>>,
+    pub(super) process: ProcessHandle,
+    last_active: Mutex<Instant>,
+    posts: AtomicU64,
+    /// Asks the process's keeper to stop it (TERM, then KILL).
+    pub(super) stop: Notify,
+    /// How the process ended, once it has.
+    pub(super) ended: watch::Receiver<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The refusal of a request whose id is already in flight in the session.
+pub fn duplicate_id_error(id: &Id) -> Vec<u8> {
+    jsonrpc::error_response(
+        Some(id),
+        -32600,
+        &format!(
+            "brownout: a request with id {id} is already in flight in this session; ids must be unique among requests in flight"
+        ),
+        None,
+    )
+}
+
+impl ChildSession {
+    pub fn new(
+        id: String,
+        to_server: mpsc::Sender<Vec<u8>>,
+        process: ProcessHandle,
+        ended: watch::Receiver<Option<String>>,
+    ) -> ChildSession {
+        ChildSession {
+            id,
+            to_server,
+            slots: Mutex::new(HashMap::new()),
+            stream: Mutex::new(None),
+            process,
+            last_active: Mutex::new(Instant::now()),
+            posts: AtomicU64::new(0),
+            stop: Notify::new(),
+            ended,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The client did something in this session.
+    pub fn touch(&self) {
+        *lock(&self.last_active) = Instant::now();
+    }
+
+    /// Requests in flight (routes waiting for an answer).
+    pub fn route_count(&self) -> usize {
+        lock(&self.slots).len()
+    }
+
+    /// How long the session has been idle: nothing in flight, no GET stream open, no
+    /// request for this long. `None` while it is in use.
+    pub fn idle_for(&self) -> Option<Duration> {
+        if !lock(&self.slots).is_empty() {
+            return None;
+        }
+        if lock(&self.stream).as_ref().is_some_and(|s| !s.is_closed()) {
+            return None;
+        }
+        Some(lock(&self.last_active).elapsed())
+    }
+
+    /// Reserve the ids of a POST's requests; refuses an id already in flight (or twice in
+    /// one batch). Returns the POST's token.
+    pub fn reserve(&self, ids: &[Id]) -> Result<u64, Id> {
+        let post = self.posts.fetch_add(1, Ordering::Relaxed);
+        let mut slots = lock(&self.slots);
+        let mut seen = HashSet::new();
+        if let Some(dup) = ids
+            .iter()
+            .find(|id| slots.contains_key(*id) || !seen.insert(*id))
+        {
+            return Err(dup.clone());
+        }
+        let now = Instant::now();
+        for id in ids {
+            slots.insert(
+                id.clone(),
+                Slot {
+                    post,
+                    since: now,
+                    route: None,
+                },
+            );
+        }
+        Ok(post)
+    }
+
+    /// The POST is joined: its answers go to `route`.
+    pub fn open(&self, post: u64, route: &Route) {
+        for slot in lock(&self.slots).values_mut() {
+            if slot.post == post {
+                slot.route = Some(route.clone());
+            }
+        }
+    }
+
+    /// The POST was answered before it was joined (an HTTP-level fault): drop its ids.
+    pub fn unreserve(&self, post: u64) {
+        lock(&self.slots).retain(|_, s| s.post != post || s.route.is_some());
+    }
+
+    /// These requests of a POST never reached the server: nobody will answer them.
+    pub fn forget(&self, post: u64, ids: &[Id]) {
+        let mut slots = lock(&self.slots);
+        for id in ids {
+            if slots.get(id).is_some_and(|s| s.post == post) {
+                slots.remove(id);
+            }
+        }
+    }
+
+    /// End the routes of these answered ids; returns where the answer goes (the first
+    /// route whose client is still there).
+    pub fn take(&self, ids: &[Id]) -> Option<Route> {
+        let mut slots = lock(&self.slots);
+        let mut to = None;
+        for id in ids {
+            if let Some(Slot { route: Some(r), .. }) = slots.remove(id) {
+                if to.is_none() && !r.down.is_closed() {
+                    to = Some(r);
+                }
+            }
+        }
+        to
+    }
+
+    /// Forget routes whose client went away, or older than `ttl` (the engine has given up
+    /// on their calls by then).
+    pub fn sweep(&self, ttl: Duration) {
+        lock(&self.slots).retain(|_, s| {
+            s.since.elapsed() < ttl && s.route.as_ref().is_none_or(|r| !r.down.is_closed())
+        });
+    }
+
+    /// The process is gone: no answer will come.
+    pub fn clear(&self) {
+        lock(&self.slots).clear();
+        lock(&self.stream).take();
+    }
+
+    /// GET: server-initiated messages go here from now on.
+    pub fn set_stream(&self, tx: mpsc::Sender<Down>) {
+        *lock(&self.stream) = Some(tx);
+    }
+
+    /// Carry out the engine's verdict on one server message. An answer goes to the POST
+    /// that asked, found by the ids in `original` (the bytes the server wrote); anything
+    /// else goes through `unrouted`.
+    pub async fn deliver(
+        &self,
+        mut v: Verdict,
+        original: Vec<u8>,
+        unrouted: &Pipe<Vec<u8>, Vec<u8>>,
+    ) {
+        let ids = answered_ids(&original);
+        if ids.is_empty() {
+            return unrouted.execute(v, original).await;
+        }
+        let Some(route) = self.take(&ids) else {
+            // Nobody waits for it (the caller went away, or it was given up on); the
+            // extra messages a fault adds still go out.
+            let rest = Verdict {
+                forward: Forward::Drop,
+                ..v
+            };
+            return unrouted.execute(rest, original).await;
+        };
+        if !route.sse && !v.extra.is_empty() {
+            // A JSON answer carries one message: extra ones go where server messages go.
+            let extra = Verdict {
+                forward: Forward::Drop,
+                extra: std::mem::take(&mut v.extra),
+                ..Verdict::pass()
+            };
+            unrouted.execute(extra, Vec::new()).await;
+        }
+        // The answer's own pipe: a delay or a duplicate keeps the POST's stream open until
+        // the last copy is sent, then the stream ends.
+        Pipe::<Down, Vec<u8>>::new(route.down, dead_end(), None)
+            .execute(v, original)
+            .await;
+    }
+
+    /// A server message that answers no request: the GET stream, else an open SSE answer.
+    pub async fn send_unrouted(&self, bytes: Vec<u8>) {
+        let stream = lock(&self.stream).clone();
+        if let Some(s) = stream {
+            if s.send(Down::Msg(bytes.clone())).await.is_ok() {
+                return;
+            }
+            lock(&self.stream).take();
+        }
+        let open = lock(&self.slots)
+            .values()
+            .filter_map(|s| s.route.as_ref())
+            .find(|r| r.sse && !r.down.is_closed())
+            .map(|r| r.down.clone());
+        if let Some(d) = open {
+            let _ = d.send(Down::Msg(bytes)).await;
+        }
+    }
+
+    /// Carry what a POST's pipe forwards to the process; once the pipe is done, forget
+    /// the requests that never went (the engine answered in the server's place, or dropped
+    /// them).
+    pub async fn forward_post(
+        self: Arc<Self>,
+        post: u64,
+        owed: Vec<Id>,
+        mut up: mpsc::Receiver<Vec<u8>>,
+    ) {
+        let mut sent: HashSet<Id> = HashSet::new();
+        // A message whose ids cannot be read (a `malformed` request) may still be answered.
+        let mut unknown = false;
+        while let Some(m) = up.recv().await {
+            match classify(&m) {
+                Message::Invalid(_) => unknown = true,
+                _ => sent.extend(super::http::request_ids(&m)),
+            }
+            if self.to_server.send(m).await.is_err() {
+                break;
+            }
+        }
+        if !unknown {
+            let never: Vec<Id> = owed.into_iter().filter(|id| !sent.contains(id)).collect();
+            self.forget(post, &never);
+        }
+    }
+}
