@@ -216,6 +216,10 @@ struct StdioArgs {
     /// (a desktop agent) talks to a remote server through the faults.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     upstream: Option<String>,
+    /// With --upstream: most requests (POSTs) in flight to the server at once; beyond it
+    /// brownout reads no more from stdin until one is answered.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "upstream")]
+    max_in_flight: usize,
     /// The server command and its arguments.
     #[arg(last = true, required_unless_present = "upstream", value_name = "CMD")]
     command: Vec<String>,
@@ -398,8 +402,13 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             }
             (None, Some(url)) => {
                 let back = relay::http_back::HttpBack::new(url, a.max_message_bytes)?;
-                relay::stdio_http::run(Arc::new(back), Arc::clone(&relay), a.max_message_bytes)
-                    .await?
+                relay::stdio_http::run(
+                    Arc::new(back),
+                    Arc::clone(&relay),
+                    a.max_message_bytes,
+                    a.max_in_flight,
+                )
+                .await?
             }
             (None, None) => anyhow::bail!("give a server command after -- or --upstream URL"),
         };

@@ -19,6 +19,7 @@ pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
 pub mod stdio_http;
+pub mod upstream_answer;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;

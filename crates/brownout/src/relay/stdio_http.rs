@@ -4,21 +4,26 @@
 //! Each message from stdin passes the engine and is POSTed on its own (so a slow call never
 //! holds up the others), with the session id the server gave at `initialize` and the
 //! negotiated `MCP-Protocol-Version`. Answers (JSON or SSE) pass the engine message by
-//! message to stdout; after `notifications/initialized` the server's GET stream is opened
-//! for server-initiated messages. A failed or non-2xx answer gives the caller a clear
-//! JSON-RPC error. EOF on stdin ends the session (DELETE) and brownout.
+//! message to stdout (see [`super::upstream_answer`]: every call is answered, a stream
+//! that ends early is resumed); after `notifications/initialized` the server's GET stream
+//! is opened for server-initiated messages. A failed or non-2xx answer gives the caller a
+//! clear JSON-RPC error. At most `max_in_flight` POSTs are in flight at once (then stdin
+//! waits). An upstream that cannot be reached at start is reported on stderr; the relay
+//! keeps going (each call gets an error until the server answers). EOF on stdin ends the
+//! session (DELETE) and brownout.
 
 use super::framing::{Frame, LineReader};
 use super::http::Down;
-use super::http_back::{describe, HttpBack, Pump, PumpEnd};
+use super::http_back::{describe, HttpBack, Pump};
 use super::stdio::{spawn_writer, stdin, stdout, SESSION};
+use super::upstream_answer;
 use super::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::Side;
 use std::sync::{Arc, Mutex};
 use tokio::io::BufReader;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 /// What the server told us about the session.
 #[derive(Default)]
@@ -103,15 +108,7 @@ impl Link {
             };
             return pump.fail_owed(&why).await;
         }
-        let sse = super::http::is_sse(resp.headers());
-        match pump.run(resp).await {
-            PumpEnd::Failed(why) => pump.fail_owed(&why).await,
-            PumpEnd::Done if sse && !pump.resumable => {
-                pump.fail_owed("the upstream MCP server ended the stream before answering")
-                    .await
-            }
-            _ => {}
-        }
+        upstream_answer::carry(&mut pump, &self.back, self.headers(), resp).await;
         if initialized {
             self.open_stream().await;
         }
@@ -147,8 +144,25 @@ impl Link {
     }
 }
 
-/// Relay between our stdin/stdout and a server at a URL. Returns the exit code.
-pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::Result<i32> {
+/// Relay between our stdin/stdout and a server at a URL, with at most `max_in_flight`
+/// POSTs in flight. Returns the exit code.
+pub async fn run(
+    back: Arc<HttpBack>,
+    relay: Arc<Relay>,
+    max: usize,
+    max_in_flight: usize,
+) -> anyhow::Result<i32> {
+    {
+        let back = Arc::clone(&back);
+        tokio::spawn(async move {
+            if let Err(why) = probe(&back).await {
+                eprintln!(
+                    "brownout: warning: the upstream {} is unreachable ({why}); relaying anyway: each call is answered with an error until it answers",
+                    back.url_for(&back.path)
+                );
+            }
+        });
+    }
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     let writer = spawn_writer(stdout(), to_client_rx);
     let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
@@ -177,9 +191,17 @@ pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::
     let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     {
         let link = Arc::clone(&link);
+        let in_flight = Arc::new(Semaphore::new(max_in_flight.max(1)));
         tokio::spawn(async move {
             while let Some(m) = up_rx.recv().await {
-                tokio::spawn(Arc::clone(&link).post(m));
+                let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                    break;
+                };
+                let post = Arc::clone(&link).post(m);
+                tokio::spawn(async move {
+                    post.await;
+                    drop(permit);
+                });
             }
         });
     }
@@ -249,5 +271,26 @@ fn note_protocol(link: &Link, m: &[u8]) {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .protocol = Some(v);
+    }
+}
+
+/// Whether the server's host and port take a TCP connection (within five seconds).
+async fn probe(back: &HttpBack) -> Result<(), String> {
+    let url = reqwest::Url::parse(&back.url_for(&back.path)).map_err(|e| e.to_string())?;
+    let host = url
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = url.port_or_known_default().unwrap_or(80);
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no connection within 5 s".into()),
     }
 }
