@@ -436,8 +436,8 @@ async fn keep(back: Weak<ChildBack>) {
 async fn timers(back: Weak<ChildBack>) {
     loop {
         let wait = match back.upgrade() {
+            Some(b) if b.fire_timers() => Duration::from_millis(200),
             Some(b) => {
-                b.fire_timers();
                 let relay = &b.relay;
                 relay
                     .next_timer()
@@ -454,23 +454,24 @@ async fn timers(back: Weak<ChildBack>) {
 impl ChildBack {
     /// Timed process faults (`at_ms` of run time) that are due hit every session's process
     /// then alive. With no session yet, they wait for the first one (a fault is never
-    /// counted without being done).
-    fn fire_timers(&self) {
+    /// counted without being done). Returns whether a due fault waits for a session.
+    fn fire_timers(&self) -> bool {
         let Some(due) = self.relay.next_timer() else {
-            return;
+            return false;
         };
         if due > self.relay.now() {
-            return;
+            return false;
         }
         let sessions = self.sessions();
         let Some(first) = sessions.first() else {
-            return;
+            return true;
         };
         for a in self.relay.on_timer(first.id()) {
             for s in &sessions {
                 s.process.apply(a);
             }
         }
+        false
     }
 }
 
