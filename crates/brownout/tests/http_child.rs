@@ -214,3 +214,41 @@ async fn a_timed_process_fault_signals_the_session_server() {
         "the server never got the timed SIGTERM"
     );
 }
+
+/// The same against a real peer (server-everything over stdio): a broken answer reaches
+/// only its caller, a short-circuited call's SSE stream ends, and no route is left.
+#[tokio::test]
+async fn answers_reach_their_callers_with_server_everything() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {id: broken, kind: malformed, mode: truncate, tools: [echo]}\n  - {id: slow, kind: latency, direction: to_server, added_ms: 1500, tools: [get-sum]}\n  - {id: fail, kind: error, tools: [get-env]}\n",
+    );
+    let (_relay, url, admin) =
+        child::relay_with_admin(&args(Some(plan), common::everything(), &[]));
+    let s = Session::start(&url).await;
+    let b = s.send(call(2, "get-sum", json!({"a": 1, "b": 2})), true);
+    let a = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        s.post(call(1, "echo", json!({"message": "hi"})), true, 20)
+            .await
+    };
+    let (b, a) = tokio::join!(async { child::read(b.await, 30).await }, a);
+    assert!(a.ended, "{a:?}");
+    assert_eq!(a.messages.len(), 1, "{a:?}");
+    assert!(a.messages[0].is_string(), "A gets the broken answer: {a:?}");
+    assert!(b.ended, "{b:?}");
+    assert_eq!(
+        ids(&b.messages),
+        vec![2],
+        "B gets its answer and nothing else: {b:?}"
+    );
+    let c = s.post(call(3, "get-env", json!({})), true, 20).await;
+    assert!(
+        c.ended,
+        "the short-circuited call's stream never ends: {c:?}"
+    );
+    assert!(c.messages[0]["error"].is_object(), "{c:?}");
+    let status = child::status(&admin).await;
+    assert_eq!(status["back"]["routes"], 0, "{status}");
+}
