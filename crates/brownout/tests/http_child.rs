@@ -252,3 +252,29 @@ async fn answers_reach_their_callers_with_server_everything() {
     let status = child::status(&admin).await;
     assert_eq!(status["back"]["routes"], 0, "{status}");
 }
+
+/// A request a `malformed` fault made unreadable: the server's error (with a null id)
+/// reaches the POST that sent it; the JSON caller is not left hanging.
+#[tokio::test]
+async fn the_error_for_an_unreadable_request_reaches_its_caller() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {id: broken, kind: malformed, mode: truncate, direction: to_server, tools: [echo]}\n",
+    );
+    let (_relay, url) = start(&args(Some(plan), fixture(), &[]));
+    let s = Session::start(&url).await;
+    let a = s
+        .post(call(1, "echo", json!({"message": "hi"})), false, 20)
+        .await;
+    assert!(a.ended, "the caller of an unreadable request hangs: {a:?}");
+    assert_eq!(a.messages[0]["error"]["code"], -32700, "{a:?}");
+    let b = s
+        .post(
+            call(2, "search_incidents", json!({"query": "db"})),
+            false,
+            20,
+        )
+        .await;
+    assert!(b.messages[0]["result"].is_object(), "{b:?}");
+}

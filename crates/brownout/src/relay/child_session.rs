@@ -3,7 +3,9 @@
 //!
 //! A route is keyed by the JSON-RPC id of the request as the client sent it, and an answer
 //! is routed by the id of the server's message as the server wrote it, before any fault
-//! changed its bytes: a `malformed` answer still reaches its caller, never another. Two
+//! changed its bytes: a `malformed` answer still reaches its caller, never another (and
+//! the server's error with a null id, for a request a fault made unreadable, reaches the
+//! oldest POST whose request was unreadable). Two
 //! requests with one id in flight at once are refused (the second gets `-32600`), so an
 //! answer always has one caller. A route ends when its answer is delivered or dropped,
 //! when its request never reached the server (the engine answered in the server's place,
@@ -14,9 +16,9 @@
 use super::http::{answered_ids, Down};
 use super::http_back::dead_end;
 use super::Pipe;
-use brownout_core::jsonrpc::{self, classify, Id, Message};
+use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
 use brownout_core::verdict::{Forward, Verdict};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -48,6 +50,9 @@ pub struct ChildSession {
     pub(super) process: ProcessHandle,
     last_active: Mutex<Instant>,
     posts: AtomicU64,
+    /// POSTs whose request reached the server unreadable (a `malformed` request), oldest
+    /// first, with their ids: the server's error with a null id answers the oldest.
+    unreadable: Mutex<VecDeque<(u64, Vec<Id>)>>,
     /// Asks the process's keeper to stop it (TERM, then KILL).
     pub(super) stop: Notify,
     /// How the process ended, once it has.
@@ -85,6 +90,7 @@ impl ChildSession {
             process,
             last_active: Mutex::new(Instant::now()),
             posts: AtomicU64::new(0),
+            unreadable: Mutex::new(VecDeque::new()),
             stop: Notify::new(),
             ended,
         }
@@ -181,11 +187,41 @@ impl ChildSession {
         to
     }
 
+    /// An error with a null id (the server could not read a request): the route of the
+    /// oldest POST whose request reached it unreadable and is still unanswered.
+    fn take_unreadable(&self) -> Option<Option<Route>> {
+        loop {
+            let (post, ids) = lock(&self.unreadable).pop_front()?;
+            let mut slots = lock(&self.slots);
+            let mine: Vec<Id> = ids
+                .into_iter()
+                .filter(|id| slots.get(id).is_some_and(|s| s.post == post))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut to = None;
+            for id in &mine {
+                if let Some(Slot { route: Some(r), .. }) = slots.remove(id) {
+                    if to.is_none() && !r.down.is_closed() {
+                        to = Some(r);
+                    }
+                }
+            }
+            return Some(to);
+        }
+    }
+
     /// Forget routes whose client went away, or older than `ttl` (the engine has given up
     /// on their calls by then).
     pub fn sweep(&self, ttl: Duration) {
-        lock(&self.slots).retain(|_, s| {
+        let mut slots = lock(&self.slots);
+        slots.retain(|_, s| {
             s.since.elapsed() < ttl && s.route.as_ref().is_none_or(|r| !r.down.is_closed())
+        });
+        lock(&self.unreadable).retain(|(post, ids)| {
+            ids.iter()
+                .any(|id| slots.get(id).is_some_and(|s| s.post == *post))
         });
     }
 
@@ -210,10 +246,17 @@ impl ChildSession {
         unrouted: &Pipe<Vec<u8>, Vec<u8>>,
     ) {
         let ids = answered_ids(&original);
-        if ids.is_empty() {
+        let route = if !ids.is_empty() {
+            self.take(&ids)
+        } else if is_anonymous_error(&original) {
+            match self.take_unreadable() {
+                Some(route) => route,
+                None => return unrouted.execute(v, original).await,
+            }
+        } else {
             return unrouted.execute(v, original).await;
-        }
-        let Some(route) = self.take(&ids) else {
+        };
+        let Some(route) = route else {
             // Nobody waits for it (the caller went away, or it was given up on); the
             // extra messages a fault adds still go out.
             let rest = Verdict {
@@ -271,7 +314,12 @@ impl ChildSession {
         let mut unknown = false;
         while let Some(m) = up.recv().await {
             match classify(&m) {
-                Message::Invalid(_) => unknown = true,
+                Message::Invalid(_) if !unknown => {
+                    // Noted before the server can answer it.
+                    lock(&self.unreadable).push_back((post, owed.clone()));
+                    unknown = true;
+                }
+                Message::Invalid(_) => {}
                 _ => sent.extend(super::http::request_ids(&m)),
             }
             if self.to_server.send(m).await.is_err() {
@@ -283,4 +331,9 @@ impl ChildSession {
             self.forget(post, &never);
         }
     }
+}
+
+/// An error response with a null id: the server could not read a request.
+fn is_anonymous_error(bytes: &[u8]) -> bool {
+    matches!(classify(bytes), Message::Single(v) if v.kind == Kind::Error && v.id.is_none())
 }
