@@ -5,14 +5,14 @@
 //! is routed by the id of the server's message as the server wrote it, before any fault
 //! changed its bytes: a `malformed` answer still reaches its caller, never another (and
 //! the server's error with a null id, for a request a fault made unreadable, reaches the
-//! oldest POST whose request was unreadable). Two
-//! requests with one id in flight at once are refused (the second gets `-32600`), so an
-//! answer always has one caller. A route ends when its answer is delivered or dropped,
+//! oldest POST whose request was unreadable). Two requests with one id in flight at once
+//! are refused (the second gets `-32600`), so an answer always has one caller. A route ends when its answer is delivered or dropped,
 //! when its request never reached the server (the engine answered in the server's place,
 //! or dropped the request), when its client went away, or after the pending TTL; a POST's
 //! answer stream ends when its last route does (a batch's SSE stream ends once every
 //! request of the batch is answered).
 
+use super::child::ProcessHandle;
 use super::http::{answered_ids, Down};
 use super::http_back::dead_end;
 use super::Pipe;
@@ -23,8 +23,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch, Notify};
-
-use super::child::ProcessHandle;
 
 /// Where one answer goes: the POST that asked, and whether it streams (SSE).
 #[derive(Clone)]
@@ -175,16 +173,7 @@ impl ChildSession {
     /// End the routes of these answered ids; returns where the answer goes (the first
     /// route whose client is still there).
     pub fn take(&self, ids: &[Id]) -> Option<Route> {
-        let mut slots = lock(&self.slots);
-        let mut to = None;
-        for id in ids {
-            if let Some(Slot { route: Some(r), .. }) = slots.remove(id) {
-                if to.is_none() && !r.down.is_closed() {
-                    to = Some(r);
-                }
-            }
-        }
-        to
+        remove_routes(&mut lock(&self.slots), ids)
     }
 
     /// An error with a null id (the server could not read a request): the route of the
@@ -197,18 +186,9 @@ impl ChildSession {
                 .into_iter()
                 .filter(|id| slots.get(id).is_some_and(|s| s.post == post))
                 .collect();
-            if mine.is_empty() {
-                continue;
+            if !mine.is_empty() {
+                return Some(remove_routes(&mut slots, &mine));
             }
-            let mut to = None;
-            for id in &mine {
-                if let Some(Slot { route: Some(r), .. }) = slots.remove(id) {
-                    if to.is_none() && !r.down.is_closed() {
-                        to = Some(r);
-                    }
-                }
-            }
-            return Some(to);
         }
     }
 
@@ -331,6 +311,19 @@ impl ChildSession {
             self.forget(post, &never);
         }
     }
+}
+
+/// End the routes of `ids`; returns the first whose client is still there.
+fn remove_routes(slots: &mut HashMap<Id, Slot>, ids: &[Id]) -> Option<Route> {
+    let mut to = None;
+    for id in ids {
+        if let Some(Slot { route: Some(r), .. }) = slots.remove(id) {
+            if to.is_none() && !r.down.is_closed() {
+                to = Some(r);
+            }
+        }
+    }
+    to
 }
 
 /// An error response with a null id: the server could not read a request.
