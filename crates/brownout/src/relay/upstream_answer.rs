@@ -165,10 +165,12 @@ async fn read_stream(
                 *retry = ev.retry;
             }
             let is_message = ev.event.as_deref().is_none_or(|e| e == "message");
-            let Some(data) = ev.data.filter(|d| is_message && !d.trim().is_empty()) else {
+            let Some(bytes) = ev.data.as_ref().map(|d| AsRef::<[u8]>::as_ref(d).to_vec()) else {
                 continue;
             };
-            let bytes = data.into_bytes();
+            if !is_message || bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
             if matches!(classify(&bytes), Message::Invalid(_)) {
                 eprintln!(
                     "brownout: the upstream MCP server sent an SSE event that is not JSON-RPC ({}); skipped",
