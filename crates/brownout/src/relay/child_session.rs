@@ -330,3 +330,86 @@ fn remove_routes(slots: &mut HashMap<Id, Slot>, ids: &[Id]) -> Option<Route> {
 fn is_anonymous_error(bytes: &[u8]) -> bool {
     matches!(classify(bytes), Message::Single(v) if v.kind == Kind::Error && v.id.is_none())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> ChildSession {
+        let (to_server, _) = mpsc::channel(1);
+        let (_, ended) = watch::channel(None);
+        ChildSession::new("s".into(), to_server, ProcessHandle::default(), ended)
+    }
+
+    fn num(n: u64) -> Id {
+        Id::Num(n.to_string())
+    }
+
+    #[test]
+    fn an_id_in_flight_is_refused_until_its_route_ends() {
+        let s = session();
+        let post = s.reserve(&[num(1)]).expect("free");
+        assert_eq!(s.reserve(&[num(1)]), Err(num(1)));
+        assert_eq!(
+            s.reserve(&[num(2), num(2)]),
+            Err(num(2)),
+            "twice in one batch"
+        );
+        let (tx, _rx) = mpsc::channel(1);
+        s.open(
+            post,
+            &Route {
+                down: tx,
+                sse: false,
+            },
+        );
+        assert!(s.take(&[num(1)]).is_some());
+        assert_eq!(s.route_count(), 0);
+        assert!(s.reserve(&[num(1)]).is_ok(), "free again");
+    }
+
+    #[test]
+    fn routes_end_with_their_post() {
+        let s = session();
+        let early = s.reserve(&[num(1)]).expect("free");
+        s.unreserve(early);
+        assert_eq!(s.route_count(), 0, "a POST answered before it was joined");
+        let post = s.reserve(&[num(2), num(3)]).expect("free");
+        let (tx, rx) = mpsc::channel(1);
+        s.open(
+            post,
+            &Route {
+                down: tx,
+                sse: true,
+            },
+        );
+        s.forget(post + 1, &[num(2)]);
+        assert_eq!(s.route_count(), 2, "another POST cannot forget them");
+        s.forget(post, &[num(2)]);
+        assert_eq!(s.route_count(), 1);
+        drop(rx);
+        s.sweep(Duration::from_secs(600));
+        assert_eq!(s.route_count(), 0, "the client went away");
+    }
+
+    #[test]
+    fn a_null_id_error_answers_the_oldest_unreadable_post() {
+        let s = session();
+        let post = s.reserve(&[num(4)]).expect("free");
+        let (tx, _rx) = mpsc::channel(1);
+        s.open(
+            post,
+            &Route {
+                down: tx,
+                sse: false,
+            },
+        );
+        lock(&s.unreadable).push_back((post, vec![num(4)]));
+        assert!(is_anonymous_error(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#
+        ));
+        assert!(matches!(s.take_unreadable(), Some(Some(_))));
+        assert_eq!(s.route_count(), 0);
+        assert!(s.take_unreadable().is_none());
+    }
+}
