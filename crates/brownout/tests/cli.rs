@@ -58,6 +58,48 @@ fn plan_check_reports_every_error_and_exits_1() {
     assert_eq!(v[0]["errors"][0]["key"], "faults[0].probabilty");
 }
 
+/// An 80 KB block-style YAML plan nested 40,000 deep used to overflow the stack and abort
+/// the process; empty plans and a NUL byte used to pass as a plan with fewer faults.
+#[test]
+fn plan_check_refuses_deep_empty_and_binary_plans_without_crashing() {
+    let dir = tmp();
+    let cases = [
+        (
+            "deep.yaml",
+            format!("faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n", "- ".repeat(41_000)),
+            "deep.yaml:5:129: syntax error: nested too deeply: more than 64 levels of mappings and lists",
+        ),
+        (
+            "deep.json",
+            format!("{{\"faults\": {}{}}}", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.json:1:",
+        ),
+        (
+            "deep.toml",
+            format!("faults = []\nx = {}{}\n", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.toml:2:",
+        ),
+        (
+            "empty.yaml",
+            "# nothing yet\n".to_string(),
+            "empty.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults",
+        ),
+        (
+            "nul.yaml",
+            "faults:\n  - kind: drop\n\0\0\0\0".to_string(),
+            "nul.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        let (code, out, err) = run(&["plan", "check", &p.display().to_string()]);
+        assert_eq!(code, 1, "{name}: {out}{err}");
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!err.contains("overflow"), "{name}: {err}");
+    }
+}
+
 #[test]
 fn the_printed_schema_accepts_the_examples_and_rejects_typos() {
     let (code, out, _) = run(&["plan", "schema"]);

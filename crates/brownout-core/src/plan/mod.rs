@@ -101,8 +101,8 @@ impl Plan {
                 message: format!("syntax error: {}", e.message),
             }])
         })?;
-        if root.value == NodeValue::Null {
-            root.value = NodeValue::Map(Vec::new());
+        if let Some(e) = missing_faults(&root) {
+            return Err(fail(vec![e]));
         }
         compat::translate(&mut root);
         compile(&root).map_err(fail)
@@ -122,6 +122,28 @@ impl Plan {
     pub fn fault(&self, id: &str) -> Option<&Fault> {
         self.faults.iter().find(|f| f.id == id)
     }
+}
+
+/// An empty document (nothing, `null`, `{}`, only comments) or one without `faults` is refused:
+/// a half-written file or an empty request body must not silently install a plan with no
+/// faults. A plan with no faults says so with `faults: []`.
+fn missing_faults(root: &Node) -> Option<PlanError> {
+    const HINT: &str = "write `faults: []` for a plan with no faults";
+    let mut pos = root.pos;
+    let message = match &root.value {
+        NodeValue::Null => format!("the plan is empty; {HINT}"),
+        NodeValue::Map(entries) if entries.is_empty() => format!("the plan is empty; {HINT}"),
+        NodeValue::Map(entries) if !entries.iter().any(|e| e.key == "faults") => {
+            pos = entries.first().map_or(pos, |e| e.key_pos);
+            format!("the plan has no `faults` key; {HINT}")
+        }
+        _ => return None,
+    };
+    Some(PlanError {
+        pos,
+        key: String::new(),
+        message,
+    })
 }
 
 /// Load any document type (a simulator workload, say) from YAML, JSON or TOML with the same

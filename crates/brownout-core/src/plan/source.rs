@@ -77,12 +77,53 @@ impl Format {
     }
 }
 
+/// The deepest nesting of mappings and lists a document may have. Plans need a handful of
+/// levels; the cap keeps a hostile or broken file from exhausting the stack of the recursive
+/// code that walks the tree (conversion, validation, dropping it).
+pub const MAX_DEPTH: usize = 64;
+
+fn too_deep(pos: Pos) -> SyntaxError {
+    SyntaxError {
+        pos,
+        message: format!("nested too deeply: more than {MAX_DEPTH} levels of mappings and lists"),
+    }
+}
+
 /// Parse plan text into a tree.
+///
+/// Control characters other than tab, line feed and carriage return are refused with their
+/// position (a NUL byte would otherwise end a YAML document early and truncate the plan), and
+/// so is nesting deeper than [`MAX_DEPTH`], before any recursive structure is built.
 pub fn parse(text: &str, format: Format) -> Result<Node, SyntaxError> {
+    check_characters(text)?;
     match format {
         Format::Yaml | Format::Json => yaml::parse(text),
         Format::Toml => toml_src::parse(text),
     }
+}
+
+/// Refuse characters a text document should not hold: C0 controls (but tab, LF and CR), DEL
+/// and C1 controls (but NEL, which YAML allows as a line break).
+fn check_characters(text: &str) -> Result<(), SyntaxError> {
+    let bad =
+        |c: char| (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}')) || c == '\u{7f}';
+    let Some((offset, c)) = text.char_indices().find(|&(_, c)| bad(c)) else {
+        return Ok(());
+    };
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let what = if c == '\0' {
+        "a NUL byte (U+0000)".to_string()
+    } else {
+        format!("the control character U+{:04X}", u32::from(c))
+    };
+    Err(SyntaxError {
+        pos: Pos { line, column },
+        message: format!(
+            "{what} is not allowed in a text document (is the file binary or cut short?)"
+        ),
+    })
 }
 
 impl Node {
@@ -160,7 +201,7 @@ impl Node {
 }
 
 mod yaml {
-    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
+    use super::{too_deep, Entry, Node, NodeValue, Pos, SyntaxError, MAX_DEPTH};
     use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
     use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -183,6 +224,8 @@ mod yaml {
         root: Option<Node>,
         error: Option<SyntaxError>,
         documents: usize,
+        /// Set when the document nests past [`MAX_DEPTH`]: reading stops there.
+        stopped: bool,
     }
 
     impl Builder {
@@ -228,6 +271,12 @@ mod yaml {
         fn on_event(&mut self, ev: Event, mark: Marker) {
             let p = pos(&mark);
             match ev {
+                Event::SequenceStart(..) | Event::MappingStart(..)
+                    if self.stack.len() >= MAX_DEPTH =>
+                {
+                    self.error.get_or_insert(too_deep(p));
+                    self.stopped = true;
+                }
                 Event::DocumentStart => {
                     self.documents += 1;
                     if self.documents > 1 {
@@ -307,13 +356,35 @@ mod yaml {
     pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         let mut b = Builder::default();
         let mut parser = Parser::new_from_str(text);
-        if let Err(e) = parser.load(&mut b, true) {
-            return Err(SyntaxError {
-                pos: pos(e.marker()),
-                message: e.info().to_string(),
-            });
+        // Events are read in a flat loop: `Parser::load` recurses once per level of nesting
+        // and would overflow the stack before the builder could refuse the depth.
+        let mut scan_error = None;
+        while !b.stopped {
+            match parser.next_token() {
+                Ok((Event::StreamEnd, _)) => break,
+                Ok((ev, mark)) => b.on_event(ev, mark),
+                Err(e) => {
+                    scan_error = Some(e);
+                    break;
+                }
+            }
         }
-        if let Some(e) = b.error {
+        let scan_error = scan_error.map(|e| {
+            if e.info().contains("recursion limit") {
+                too_deep(pos(e.marker()))
+            } else {
+                SyntaxError {
+                    pos: pos(e.marker()),
+                    message: e.info().to_string(),
+                }
+            }
+        });
+        // The first problem in the file is the one to fix first.
+        let first = [scan_error, b.error.take()]
+            .into_iter()
+            .flatten()
+            .min_by_key(|e| (e.pos.line, e.pos.column));
+        if let Some(e) = first {
             return Err(e);
         }
         Ok(b.root.unwrap_or(Node {
@@ -324,7 +395,7 @@ mod yaml {
 }
 
 mod toml_src {
-    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
+    use super::{too_deep, Entry, Node, NodeValue, Pos, SyntaxError, MAX_DEPTH};
     use toml::de::{DeTable, DeValue};
     use toml::Spanned;
 
@@ -341,8 +412,17 @@ mod toml_src {
         }
     }
 
-    fn convert(lines: &Lines<'_>, v: &Spanned<DeValue<'_>>) -> Node {
+    /// `depth` counts the collections around `v`; past [`MAX_DEPTH`] the conversion stops.
+    fn convert(
+        lines: &Lines<'_>,
+        v: &Spanned<DeValue<'_>>,
+        depth: usize,
+    ) -> Result<Node, SyntaxError> {
         let pos = lines.pos(v.span().start);
+        let nested = matches!(v.get_ref(), DeValue::Array(_) | DeValue::Table(_));
+        if nested && depth >= MAX_DEPTH {
+            return Err(too_deep(pos));
+        }
         let value = match v.get_ref() {
             DeValue::String(s) => NodeValue::Str(s.to_string()),
             DeValue::Integer(i) => {
@@ -362,37 +442,62 @@ mod toml_src {
             },
             DeValue::Boolean(b) => NodeValue::Bool(*b),
             DeValue::Datetime(d) => NodeValue::Str(d.to_string()),
-            DeValue::Array(items) => {
-                NodeValue::Seq(items.iter().map(|i| convert(lines, i)).collect())
-            }
-            DeValue::Table(t) => NodeValue::Map(table(lines, t)),
+            DeValue::Array(items) => NodeValue::Seq(
+                items
+                    .iter()
+                    .map(|i| convert(lines, i, depth + 1))
+                    .collect::<Result<_, _>>()?,
+            ),
+            DeValue::Table(t) => NodeValue::Map(table(lines, t, depth + 1)?),
         };
-        Node { value, pos }
+        Ok(Node { value, pos })
     }
 
-    fn table(lines: &Lines<'_>, t: &DeTable<'_>) -> Vec<Entry> {
+    fn table(lines: &Lines<'_>, t: &DeTable<'_>, depth: usize) -> Result<Vec<Entry>, SyntaxError> {
         t.iter()
-            .map(|(k, v)| Entry {
-                key: k.get_ref().to_string(),
-                key_pos: lines.pos(k.span().start),
-                value: convert(lines, v),
+            .map(|(k, v)| {
+                Ok(Entry {
+                    key: k.get_ref().to_string(),
+                    key_pos: lines.pos(k.span().start),
+                    value: convert(lines, v, depth)?,
+                })
             })
             .collect()
+    }
+
+    /// The line with the most `.`, `[` and `{`: where a too deep key or value most likely is.
+    fn busiest_line(text: &str) -> Pos {
+        let line = text
+            .lines()
+            .enumerate()
+            .max_by_key(|(i, l)| (l.matches(['.', '[', '{']).count(), std::cmp::Reverse(*i)))
+            .map_or(1, |(i, _)| i + 1);
+        Pos { line, column: 1 }
     }
 
     pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         let lines = Lines { text };
         match DeTable::parse(text) {
             Ok(root) => Ok(Node {
-                value: NodeValue::Map(table(&lines, root.get_ref())),
+                value: NodeValue::Map(table(&lines, root.get_ref(), 1)?),
                 pos: Pos { line: 1, column: 1 },
             }),
-            Err(e) => Err(SyntaxError {
-                pos: e
+            Err(e) => {
+                let pos = e
                     .span()
-                    .map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start)),
-                message: e.message().to_string(),
-            }),
+                    .map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start));
+                // toml's own cap (80 levels) sits above ours: say it the same way. It gives no
+                // position for a long dotted key, so point at the most nested-looking line.
+                if e.message().contains("recurs") {
+                    return Err(too_deep(
+                        e.span().map_or_else(|| busiest_line(text), |_| pos),
+                    ));
+                }
+                Err(SyntaxError {
+                    pos,
+                    message: e.message().to_string(),
+                })
+            }
         }
     }
 }
@@ -457,5 +562,103 @@ mod tests {
         assert_eq!(j["b"], 42);
         assert_eq!(j["c"], 1.5);
         assert_eq!(j["d"], "yes");
+    }
+
+    fn assert_too_deep(text: &str, format: Format, line: usize) {
+        assert!(text.len() > 80_000 || text.len() < 2_000, "{}", text.len());
+        let e = parse(text, format).expect_err("too deep");
+        assert!(e.message.contains("nested too deeply"), "{e:?}");
+        assert_eq!(e.pos.line, line, "{e:?}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_in_every_format() {
+        // Block YAML: compact nested lists on one line, and nested mappings over many lines.
+        assert_too_deep(&"- ".repeat(41_000), Format::Yaml, 1);
+        let block: String = (0..300)
+            .map(|i| format!("{}a:\n", "  ".repeat(i)))
+            .collect();
+        assert!(block.len() > 80_000);
+        assert_too_deep(&block, Format::Yaml, MAX_DEPTH + 1);
+        // Flow YAML and JSON.
+        assert_too_deep(
+            &format!("{}{}", "[".repeat(41_000), "]".repeat(41_000)),
+            Format::Yaml,
+            1,
+        );
+        let json = format!("{}1{}", "{\"a\": ".repeat(20_000), "}".repeat(20_000));
+        assert_too_deep(&json, Format::Json, 1);
+        // TOML: nested arrays, inline tables, dotted keys and table headers.
+        assert_too_deep(
+            &format!("a = {}{}", "[".repeat(41_000), "]".repeat(41_000)),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("a = {}1{}", "{b = ".repeat(20_000), "}".repeat(20_000)),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("{} = 1\n", vec!["a"; 40_000].join(".")),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("x = 1\n[{}]\n", vec!["a"; 40_000].join(".")),
+            Format::Toml,
+            2,
+        );
+        // Just over the cap, below the parsers' own limits.
+        let over = MAX_DEPTH + 1;
+        assert_too_deep(
+            &format!("{}{}", "[".repeat(over), "]".repeat(over)),
+            Format::Json,
+            1,
+        );
+        assert_too_deep(
+            &format!("a = {}{}", "[".repeat(over), "]".repeat(over)),
+            Format::Toml,
+            1,
+        );
+    }
+
+    #[test]
+    fn nesting_up_to_the_cap_parses() {
+        // The document's own mapping is the first level.
+        let inner = MAX_DEPTH - 1;
+        let n = parse(
+            &format!("a: {}{}", "[".repeat(inner), "]".repeat(inner)),
+            Format::Yaml,
+        )
+        .expect("at the cap");
+        assert!(n.to_json()["a"].is_array());
+        let n = parse(
+            &format!("a = {}{}", "[".repeat(inner), "]".repeat(inner)),
+            Format::Toml,
+        )
+        .expect("at the cap");
+        assert!(n.to_json()["a"].is_array());
+        // A key after a refused collection still pairs up (the error is the only outcome).
+        let deep = format!(
+            "a: {}{}\nb: 1\n",
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        assert!(parse(&deep, Format::Yaml).is_err());
+    }
+
+    #[test]
+    fn control_characters_are_refused_with_their_position() {
+        let e = parse("faults: []\nseed: 1\0garbage\n", Format::Yaml).expect_err("NUL");
+        assert_eq!(e.pos, Pos { line: 2, column: 8 });
+        assert!(e.message.contains("NUL"), "{e:?}");
+        for format in [Format::Json, Format::Toml] {
+            let e = parse("\u{1b}[0m", format).expect_err("ESC");
+            assert_eq!(e.pos, Pos { line: 1, column: 1 });
+            assert!(e.message.contains("U+001B"), "{e:?}");
+        }
+        // Tabs and CRLF line ends are text.
+        assert!(parse("a: 1\r\nb: \"x\ty\"\r\n", Format::Yaml).is_ok());
     }
 }

@@ -179,8 +179,8 @@ pub struct PlanSpec {
     /// Planned length of a run; needed by percentage windows.
     #[serde(default)]
     pub duration: Option<Span>,
-    /// The faults, applied in this order.
-    #[serde(default)]
+    /// The faults, applied in this order. Required: a plan with no faults says `faults: []`,
+    /// so an empty or half-written file is an error, not a plan that injects nothing.
     pub faults: Vec<serde_json::Value>,
 }
 

@@ -316,3 +316,61 @@ fn the_examples_in_the_plan_reference_are_valid_plans() {
     }
     assert!(blocks >= 14, "only {blocks} examples found");
 }
+
+#[test]
+fn empty_and_faultless_documents_are_refused() {
+    let empty = "p.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults";
+    for text in ["", "   \n\n", "# only a comment\n", "null\n", "~", "{}\n"] {
+        assert_eq!(errors(text, "p.yaml"), vec![empty], "{text:?}");
+    }
+    assert_eq!(
+        errors("null", "p.json"),
+        vec!["p.json:1:1: the plan is empty; write `faults: []` for a plan with no faults"]
+    );
+    assert_eq!(
+        errors("", "p.toml"),
+        vec!["p.toml:1:1: the plan is empty; write `faults: []` for a plan with no faults"]
+    );
+    // Cut short before `faults:` (a half-written file).
+    assert_eq!(
+        errors("seed: 4\nname: nightly\n", "p.yaml"),
+        vec!["p.yaml:1:1: the plan has no `faults` key; write `faults: []` for a plan with no faults"]
+    );
+    for (text, file) in [
+        ("faults: []\n", "p.yaml"),
+        ("{\"faults\": []}", "p.json"),
+        ("faults = []\n", "p.toml"),
+    ] {
+        let p = Plan::from_str_named(text, file).expect("an explicit empty plan");
+        assert!(p.faults.is_empty());
+    }
+}
+
+#[test]
+fn a_nul_byte_does_not_truncate_a_plan() {
+    // YAML would read up to the NUL and install the faults before it.
+    let text = "faults:\n  - kind: drop\n\0  - kind: error\n";
+    assert_eq!(
+        errors(text, "p.yaml"),
+        vec!["p.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed in a text document (is the file binary or cut short?)"]
+    );
+}
+
+#[test]
+fn a_deeply_nested_plan_is_an_error_not_a_crash() {
+    // Block style, 80 KB and more: one line of compact nested lists under a fault's argument.
+    let text = format!(
+        "faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n",
+        "- ".repeat(41_000)
+    );
+    assert!(text.len() > 80_000);
+    let errs = errors(&text, "deep.yaml");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("deep.yaml:5:")
+            && errs[0].ends_with(
+                "syntax error: nested too deeply: more than 64 levels of mappings and lists"
+            ),
+        "{errs:?}"
+    );
+}
