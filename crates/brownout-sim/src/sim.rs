@@ -106,6 +106,8 @@ struct Attempt {
     replica: usize,
     outcome: SimOutcome,
     response_delay: u64,
+    /// When the attempt went out: its failure is counted in this second, beside its start.
+    started: u64,
 }
 
 #[derive(Default)]
@@ -476,6 +478,7 @@ impl<'w> Sim<'w> {
             .engine
             .on_simulated_call(session, &self.names[tool], Time(self.now));
         let call_gen = self.calls.items[call as usize].gen;
+        let now = self.now;
         let a = self.attempts.insert(
             |_| Attempt {
                 gen: 0,
@@ -488,6 +491,7 @@ impl<'w> Sim<'w> {
                 replica: 0,
                 outcome: sim.outcome,
                 response_delay: sim.response_delay.0,
+                started: now,
             },
             |at| {
                 at.gen += 1;
@@ -499,6 +503,7 @@ impl<'w> Sim<'w> {
                 at.freed = false;
                 at.outcome = sim.outcome;
                 at.response_delay = sim.response_delay.0;
+                at.started = now;
             },
         );
         let gen = self.attempts.items[a as usize].gen;
@@ -602,14 +607,14 @@ impl<'w> Sim<'w> {
     }
 
     fn reply(&mut self, a: u32, answer: Answer) {
-        let (call, call_gen) = {
+        let (call, call_gen, started) = {
             let at = &mut self.attempts.items[a as usize];
             if !at.client {
                 self.maybe_free(a);
                 return;
             }
             at.client = false;
-            (at.call, at.call_gen)
+            (at.call, at.call_gen, at.started)
         };
         self.maybe_free(a);
         let c = &self.calls.items[call as usize];
@@ -622,7 +627,9 @@ impl<'w> Sim<'w> {
             Answer::Ok => self.end_call(call, CallEnd::Ok),
             Answer::Corrupt => self.end_call(call, CallEnd::Corrupt),
             Answer::Fail => {
-                self.c.second(self.now).errors += 1;
+                // Per attempt: the failure lands in the second its attempt started, so a
+                // second's error rate is a share of that second's attempts (never over 100 %).
+                self.c.second(started).errors += 1;
                 self.attempt_failed(call);
             }
         }
