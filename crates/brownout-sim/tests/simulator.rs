@@ -231,6 +231,44 @@ fn a_workload_with_a_typo_names_file_line_and_key() {
     assert!(err.contains("repeats"), "{err}");
 }
 
+/// A workload's errors say what each key accepts, as a plan's do (a tagged `arrival` names
+/// its `mode` values instead of "not valid under any of the schemas listed in 'oneOf'").
+#[test]
+fn workload_errors_name_the_allowed_values() {
+    let text = "tasks: 10
+arrival: {mode: clsoed, concurrency: 2}
+steps:
+  - calls: [{tool: a, repeats: 2}]
+servers:
+  - name: s
+    tools:
+      a: {latency: {added_ms: 5}}
+client: {retries: {max_attempts: \"3\"}}
+";
+    let err = Workload::from_str_named(text, "w.yaml")
+        .expect_err("mistakes")
+        .to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "w.yaml:2:17: `arrival.mode`: unknown value `clsoed`; expected one of `open`, `closed` (did you mean `closed`?)",
+            "w.yaml:4:23: `steps[0].calls[0].repeats`: unknown key `repeats` (did you mean `repeat`?)",
+            "w.yaml:9:34: `client.retries.max_attempts`: expected an integer ≥ 1, got \"3\" (write the number without quotes: 3)",
+        ]
+    );
+    let missing = Workload::from_str_named(
+        "arrival: {rate_per_s: 5}\nsteps: [{calls: [{tool: a}]}]\nservers: [{name: s, tools: {a: {latency: {added_ms: 1}}}}]\n",
+        "w.yaml",
+    )
+    .expect_err("no mode")
+    .to_string();
+    assert_eq!(
+        missing,
+        "w.yaml:1:10: `arrival`: missing required key `mode` (one of `open`, `closed`)"
+    );
+}
+
 #[test]
 fn every_example_workload_runs() {
     for entry in std::fs::read_dir(repo().join("examples/sim")).expect("examples/sim") {

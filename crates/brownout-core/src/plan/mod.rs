@@ -8,6 +8,7 @@
 //! load unchanged (see [`compat`]).
 
 pub mod compat;
+mod explain;
 mod schema;
 pub mod source;
 pub mod spec;
@@ -37,6 +38,18 @@ pub struct PlanError {
 pub struct PlanErrors {
     pub file: String,
     pub errors: Vec<PlanError>,
+}
+
+impl PlanErrors {
+    /// The errors of `file`, sorted by where they sit (stable: errors at one position keep
+    /// the order they were found in), so they read top to bottom like the file.
+    pub fn in_line_order(file: &str, mut errors: Vec<PlanError>) -> PlanErrors {
+        errors.sort_by_key(|e| (e.pos.line, e.pos.column));
+        PlanErrors {
+            file: file.to_string(),
+            errors,
+        }
+    }
 }
 
 impl fmt::Display for PlanErrors {
@@ -90,10 +103,7 @@ impl Plan {
     }
 
     pub fn from_str_format(text: &str, file: &str, format: Format) -> Result<Plan, PlanErrors> {
-        let fail = |errors: Vec<PlanError>| PlanErrors {
-            file: file.to_string(),
-            errors,
-        };
+        let fail = |errors: Vec<PlanError>| PlanErrors::in_line_order(file, errors);
         let mut root = source::parse(text, format).map_err(|e| {
             fail(vec![PlanError {
                 pos: e.pos,
@@ -152,10 +162,7 @@ pub fn load_document<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
     text: &str,
     file: &str,
 ) -> Result<T, PlanErrors> {
-    let fail = |errors: Vec<PlanError>| PlanErrors {
-        file: file.to_string(),
-        errors,
-    };
+    let fail = |errors: Vec<PlanError>| PlanErrors::in_line_order(file, errors);
     let root = source::parse(text, Format::from_path(file)).map_err(|e| {
         fail(vec![PlanError {
             pos: e.pos,
@@ -303,10 +310,11 @@ fn compile_fault(
         )]);
     };
     let Some(kind_name) = obj.get("kind").and_then(|k| k.as_str()) else {
+        let kinds = crate::faults::kind_names().join(", ");
         let msg = if obj.contains_key("kind") {
-            "`kind` must be a string"
+            format!("`kind` must be a string, one of {kinds}")
         } else {
-            "missing `kind` (or `type`)"
+            format!("missing `kind` (or `type`), one of {kinds}")
         };
         return Err(vec![at(
             if obj.contains_key("kind") {
@@ -315,7 +323,7 @@ fn compile_fault(
                 ""
             },
             false,
-            msg.into(),
+            msg,
         )]);
     };
     let Some(info) = kind_info(kind_name) else {

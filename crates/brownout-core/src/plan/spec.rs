@@ -52,7 +52,11 @@ pub enum ArgMatcher {
 #[serde(untagged)]
 pub enum Span {
     Seconds(#[schemars(range(min = 0))] f64),
-    Text(#[schemars(regex(pattern = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|%)\s*$"))] String),
+    Text(
+        #[schemars(regex(pattern = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|%)\s*$"))]
+        #[schemars(extend("examples" = ["500ms", "30s", "2m", "1h", "25%"]))]
+        String,
+    ),
 }
 
 impl Span {
