@@ -97,6 +97,9 @@ struct Attempt {
     gen: u32,
     call: u32,
     call_gen: u32,
+    /// The attempt's tool: its call's slot may be reused by another call (on another
+    /// server) while the attempt still travels or waits at the server.
+    tool: usize,
     /// The client still waits for it.
     client: bool,
     /// The server still holds it (queued or in service).
@@ -484,6 +487,7 @@ impl<'w> Sim<'w> {
                 gen: 0,
                 call,
                 call_gen,
+                tool,
                 client: true,
                 server: false,
                 queued: false,
@@ -497,6 +501,7 @@ impl<'w> Sim<'w> {
                 at.gen += 1;
                 at.call = call;
                 at.call_gen = call_gen;
+                at.tool = tool;
                 at.client = true;
                 at.server = false;
                 at.queued = false;
@@ -526,8 +531,7 @@ impl<'w> Sim<'w> {
     }
 
     fn at_server(&mut self, a: u32) {
-        let call = self.attempts.items[a as usize].call;
-        let tool = self.calls.items[call as usize].tool;
+        let tool = self.attempts.items[a as usize].tool;
         let server = self.tools[tool].server;
         let s = &mut self.servers[server];
         let r = s.next % s.replicas.len();
@@ -562,12 +566,11 @@ impl<'w> Sim<'w> {
     }
 
     fn service_done(&mut self, a: u32) {
-        let (call, r, outcome, delay, gen) = {
+        let (tool, r, outcome, delay, gen) = {
             let at = &mut self.attempts.items[a as usize];
             at.server = false;
-            (at.call, at.replica, at.outcome, at.response_delay, at.gen)
+            (at.tool, at.replica, at.outcome, at.response_delay, at.gen)
         };
-        let tool = self.calls.items[call as usize].tool;
         let server = self.tools[tool].server;
         self.servers[server].replicas[r].busy -= 1;
         let base_error =
@@ -591,7 +594,7 @@ impl<'w> Sim<'w> {
                 continue;
             }
             at.queued = false;
-            let ntool = self.calls.items[at.call as usize].tool;
+            let ntool = at.tool;
             self.begin_service(next, ntool);
             break;
         }

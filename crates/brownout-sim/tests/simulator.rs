@@ -311,3 +311,52 @@ fn no_second_fails_more_attempts_than_it_started() {
         assert!(r.attempt_error_rate <= 1.0);
     }
 }
+
+/// An attempt abandoned at its step deadline used to find its server through its call, whose
+/// slot another call (of a tool on another server) may hold by the time the server finishes:
+/// the wrong server's counters, an index out of bounds or an underflow. Two servers with
+/// different replica counts, short deadlines, retries, a breaker and a rate limiter.
+#[test]
+fn abandoned_attempts_finish_on_their_own_server() {
+    let text = r#"name: mix-reject
+seed: 11
+tasks: 500
+arrival: {mode: open, rate_per_s: 400}
+think_ms: 3
+task_deadline_ms: 400
+steps:
+  - deadline_ms: 150
+    calls:
+      - {tool: a, repeat: 2}
+      - {tool: b, critical: false}
+  - calls:
+      - {tool: c}
+servers:
+  - name: s1
+    concurrency: 4
+    replicas: 2
+    queue_timeout_ms: 40
+    tools:
+      a: {latency: {added_ms: 20, jitter_ms: 15}, error_rate: 0.05}
+      b: {latency: {distribution: pareto, scale_ms: 5, shape: 1.5}}
+  - name: s2
+    concurrency: 2
+    tools:
+      c: {latency: {distribution: normal, mean_ms: 30, stddev_ms: 10}, error_rate: 0.1}
+client:
+  timeout_ms: 100
+  degrade: true
+  deadline_aware: true
+  retries: {max_attempts: 4, backoff_ms: 5, multiplier: 3, jitter: 0.3, max_backoff_ms: 60, min_gap_ms: 2}
+  breaker: {mode: error_rate, threshold: 0.6, window: 30, min_calls: 10, open_ms: 100, half_open_probes: 2}
+  rate_limiter: {rate_per_s: 500, burst: 5, mode: reject}
+"#;
+    for mode in ["reject", "queue"] {
+        let w = workload(&text.replace("mode: reject", &format!("mode: {mode}")));
+        let r = run(&w, error_plan(0.05), None);
+        assert_eq!(r.tasks, 500, "{mode}");
+        let answered = (r.availability * r.calls as f64).round() as u64;
+        assert_eq!(answered + r.surfaced_failures, r.calls, "{mode}");
+        assert!(r.attempts > 0, "{mode}");
+    }
+}
