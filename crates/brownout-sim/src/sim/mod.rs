@@ -159,6 +159,8 @@ struct Sim<'w> {
     attempts: Slab<Attempt>,
     limiter: Option<TokenBucket>,
     retries_made: u64,
+    /// Steps started in all: each step's generation, so stale step deadlines are ignored.
+    steps_started: u32,
     started_tasks: u64,
     target_tasks: u64,
     c: Counters,
@@ -348,6 +350,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         attempts: Slab::new(),
         limiter,
         retries_made: 0,
+        steps_started: 0,
         started_tasks: 0,
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),

@@ -35,11 +35,15 @@ impl Sim<'_> {
     }
 
     pub(super) fn start_step(&mut self, t: u32) {
+        // Unique across tasks: a task slot is reused, and the deadline of the step its last
+        // occupant ran must not end a step of the next.
+        self.steps_started = self.steps_started.wrapping_add(1);
+        let steps_started = self.steps_started;
         let Some(task) = self.tasks[t as usize].as_mut() else {
             return;
         };
         let step = &self.w.steps[task.step];
-        task.step_gen += 1;
+        task.step_gen = steps_started;
         task.calls.clear();
         task.step_deadline = step.deadline_ms.map(|d| self.now + ms(d));
         let step_gen = task.step_gen;

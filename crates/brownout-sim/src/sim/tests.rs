@@ -61,6 +61,15 @@ fn a_deadline_aware_client_skips_a_call_that_cannot_finish() {
     ));
     assert_eq!((r.calls, r.attempts, r.skipped_calls), (10, 0, 10));
     assert_eq!(r.latency_ms.max, 0.001);
+    // With time enough, the same call goes out. (A task slot is reused; the 500 ms deadline
+    // of the first task's step once failed the call of the sixth task in the same slot.)
+    let r = run(&one_tool(
+        10,
+        100,
+        "deadline_ms: 500, ",
+        "timeout_ms: 1000, deadline_aware: true",
+    ));
+    assert_eq!((r.attempts, r.skipped_calls, r.tcsr), (10, 0, 1.0));
 }
 
 #[test]
