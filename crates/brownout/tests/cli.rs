@@ -240,3 +240,31 @@ fn the_plan_reference_documents_every_kind_and_every_key() {
         );
     }
 }
+
+/// `proxy --admin` without `--plan` starts from the plan with no faults (an empty plan *text*
+/// is refused as truncated, but no plan at all is not an empty text).
+#[test]
+fn proxy_with_an_admin_api_and_no_plan_starts() {
+    let mut cmd = vec![
+        brownout().to_string(),
+        "proxy".into(),
+        "stdio".into(),
+        "--quiet".into(),
+        "--admin".into(),
+        "127.0.0.1:0".into(),
+        "--".into(),
+    ];
+    cmd.extend(fixture());
+    let mut w = Wire::spawn(&cmd);
+    w.send(&tool_call(1, "echo", serde_json::json!({"message": "hi"})));
+    let v = w
+        .recv_json(10_000)
+        .unwrap_or_else(|| panic!("no answer: {}", w.stderr_text()));
+    assert_eq!(v["id"], 1, "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+    assert!(
+        w.stderr_text().contains("admin API on"),
+        "{}",
+        w.stderr_text()
+    );
+}
