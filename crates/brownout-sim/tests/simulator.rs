@@ -267,6 +267,15 @@ client: {retries: {max_attempts: \"3\"}}
         missing,
         "w.yaml:1:10: `arrival`: missing required key `mode` (one of `open`, `closed`)"
     );
+    // Workloads are read by the plan's parser: nesting is capped there too, no stack overflow.
+    let deep = format!("name: x\ndescription:\n  {}1\n", "- ".repeat(41_000));
+    let err = Workload::from_str_named(&deep, "w.yaml")
+        .expect_err("too deep")
+        .to_string();
+    assert!(
+        err.starts_with("w.yaml:3:") && err.contains("nested too deeply"),
+        "{err}"
+    );
 }
 
 #[test]
