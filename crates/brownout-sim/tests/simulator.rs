@@ -231,6 +231,53 @@ fn a_workload_with_a_typo_names_file_line_and_key() {
     assert!(err.contains("repeats"), "{err}");
 }
 
+/// A workload's errors say what each key accepts, as a plan's do (a tagged `arrival` names
+/// its `mode` values instead of "not valid under any of the schemas listed in 'oneOf'").
+#[test]
+fn workload_errors_name_the_allowed_values() {
+    let text = "tasks: 10
+arrival: {mode: clsoed, concurrency: 2}
+steps:
+  - calls: [{tool: a, repeats: 2}]
+servers:
+  - name: s
+    tools:
+      a: {latency: {added_ms: 5}}
+client: {retries: {max_attempts: \"3\"}}
+";
+    let err = Workload::from_str_named(text, "w.yaml")
+        .expect_err("mistakes")
+        .to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "w.yaml:2:17: `arrival.mode`: unknown value `clsoed`; expected one of `open`, `closed` (did you mean `closed`?)",
+            "w.yaml:4:23: `steps[0].calls[0].repeats`: unknown key `repeats` (did you mean `repeat`?)",
+            "w.yaml:9:34: `client.retries.max_attempts`: expected an integer ≥ 1, got \"3\" (write the number without quotes: 3)",
+        ]
+    );
+    let missing = Workload::from_str_named(
+        "arrival: {rate_per_s: 5}\nsteps: [{calls: [{tool: a}]}]\nservers: [{name: s, tools: {a: {latency: {added_ms: 1}}}}]\n",
+        "w.yaml",
+    )
+    .expect_err("no mode")
+    .to_string();
+    assert_eq!(
+        missing,
+        "w.yaml:1:10: `arrival`: missing required key `mode` (one of `open`, `closed`)"
+    );
+    // Workloads are read by the plan's parser: nesting is capped there too, no stack overflow.
+    let deep = format!("name: x\ndescription:\n  {}1\n", "- ".repeat(41_000));
+    let err = Workload::from_str_named(&deep, "w.yaml")
+        .expect_err("too deep")
+        .to_string();
+    assert!(
+        err.starts_with("w.yaml:3:") && err.contains("nested too deeply"),
+        "{err}"
+    );
+}
+
 #[test]
 fn every_example_workload_runs() {
     for entry in std::fs::read_dir(repo().join("examples/sim")).expect("examples/sim") {
@@ -251,5 +298,74 @@ fn every_example_workload_runs() {
             },
         );
         assert_eq!(r.tasks, 200, "{}", path.display());
+    }
+}
+
+/// Failures were counted in the second they happened and attempts in the second they
+/// started, so a second after a storm of slow timeouts showed more failures than attempts
+/// (the cascade peaked at 109 %). Both are counted per attempt now, in its start second.
+#[test]
+fn no_second_fails_more_attempts_than_it_started() {
+    let trigger = example("examples/sim/cascade-trigger.yaml");
+    for file in [
+        "examples/sim/cascade.yaml",
+        "examples/sim/cascade-resilient.yaml",
+    ] {
+        let r = run(&workload(&example(file)), plan(&trigger), None);
+        let over: Vec<_> = r.series.iter().filter(|s| s.errors > s.attempts).collect();
+        assert!(over.is_empty(), "{file}: {over:?}");
+        // The totals are the same as before: only the second a failure lands in moved.
+        let failed: u64 = r.series.iter().map(|s| s.errors).sum();
+        assert!(failed <= r.attempts && failed > 0, "{file}");
+        assert!(r.attempt_error_rate <= 1.0);
+    }
+}
+
+/// An attempt abandoned at its step deadline used to find its server through its call, whose
+/// slot another call (of a tool on another server) may hold by the time the server finishes:
+/// the wrong server's counters, an index out of bounds or an underflow. Two servers with
+/// different replica counts, short deadlines, retries, a breaker and a rate limiter.
+#[test]
+fn abandoned_attempts_finish_on_their_own_server() {
+    let text = r#"name: mix-reject
+seed: 11
+tasks: 500
+arrival: {mode: open, rate_per_s: 400}
+think_ms: 3
+task_deadline_ms: 400
+steps:
+  - deadline_ms: 150
+    calls:
+      - {tool: a, repeat: 2}
+      - {tool: b, critical: false}
+  - calls:
+      - {tool: c}
+servers:
+  - name: s1
+    concurrency: 4
+    replicas: 2
+    queue_timeout_ms: 40
+    tools:
+      a: {latency: {added_ms: 20, jitter_ms: 15}, error_rate: 0.05}
+      b: {latency: {distribution: pareto, scale_ms: 5, shape: 1.5}}
+  - name: s2
+    concurrency: 2
+    tools:
+      c: {latency: {distribution: normal, mean_ms: 30, stddev_ms: 10}, error_rate: 0.1}
+client:
+  timeout_ms: 100
+  degrade: true
+  deadline_aware: true
+  retries: {max_attempts: 4, backoff_ms: 5, multiplier: 3, jitter: 0.3, max_backoff_ms: 60, min_gap_ms: 2}
+  breaker: {mode: error_rate, threshold: 0.6, window: 30, min_calls: 10, open_ms: 100, half_open_probes: 2}
+  rate_limiter: {rate_per_s: 500, burst: 5, mode: reject}
+"#;
+    for mode in ["reject", "queue"] {
+        let w = workload(&text.replace("mode: reject", &format!("mode: {mode}")));
+        let r = run(&w, error_plan(0.05), None);
+        assert_eq!(r.tasks, 500, "{mode}");
+        let answered = (r.availability * r.calls as f64).round() as u64;
+        assert_eq!(answered + r.surfaced_failures, r.calls, "{mode}");
+        assert!(r.attempts > 0, "{mode}");
     }
 }

@@ -58,6 +58,48 @@ fn plan_check_reports_every_error_and_exits_1() {
     assert_eq!(v[0]["errors"][0]["key"], "faults[0].probabilty");
 }
 
+/// An 80 KB block-style YAML plan nested 40,000 deep used to overflow the stack and abort
+/// the process; empty plans and a NUL byte used to pass as a plan with fewer faults.
+#[test]
+fn plan_check_refuses_deep_empty_and_binary_plans_without_crashing() {
+    let dir = tmp();
+    let cases = [
+        (
+            "deep.yaml",
+            format!("faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n", "- ".repeat(41_000)),
+            "deep.yaml:5:129: syntax error: nested too deeply: more than 64 levels of mappings and lists",
+        ),
+        (
+            "deep.json",
+            format!("{{\"faults\": {}{}}}", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.json:1:",
+        ),
+        (
+            "deep.toml",
+            format!("faults = []\nx = {}{}\n", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.toml:2:",
+        ),
+        (
+            "empty.yaml",
+            "# nothing yet\n".to_string(),
+            "empty.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults",
+        ),
+        (
+            "nul.yaml",
+            "faults:\n  - kind: drop\n\0\0\0\0".to_string(),
+            "nul.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        let (code, out, err) = run(&["plan", "check", &p.display().to_string()]);
+        assert_eq!(code, 1, "{name}: {out}{err}");
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!err.contains("overflow"), "{name}: {err}");
+    }
+}
+
 #[test]
 fn the_printed_schema_accepts_the_examples_and_rejects_typos() {
     let (code, out, _) = run(&["plan", "schema"]);
@@ -197,4 +239,32 @@ fn the_plan_reference_documents_every_kind_and_every_key() {
             "top-level {key} is not documented"
         );
     }
+}
+
+/// `proxy --admin` without `--plan` starts from the plan with no faults (an empty plan *text*
+/// is refused as truncated, but no plan at all is not an empty text).
+#[test]
+fn proxy_with_an_admin_api_and_no_plan_starts() {
+    let mut cmd = vec![
+        brownout().to_string(),
+        "proxy".into(),
+        "stdio".into(),
+        "--quiet".into(),
+        "--admin".into(),
+        "127.0.0.1:0".into(),
+        "--".into(),
+    ];
+    cmd.extend(fixture());
+    let mut w = Wire::spawn(&cmd);
+    w.send(&tool_call(1, "echo", serde_json::json!({"message": "hi"})));
+    let v = w
+        .recv_json(10_000)
+        .unwrap_or_else(|| panic!("no answer: {}", w.stderr_text()));
+    assert_eq!(v["id"], 1, "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+    assert!(
+        w.stderr_text().contains("admin API on"),
+        "{}",
+        w.stderr_text()
+    );
 }

@@ -8,6 +8,7 @@
 //! load unchanged (see [`compat`]).
 
 pub mod compat;
+mod explain;
 mod schema;
 pub mod source;
 pub mod spec;
@@ -37,6 +38,18 @@ pub struct PlanError {
 pub struct PlanErrors {
     pub file: String,
     pub errors: Vec<PlanError>,
+}
+
+impl PlanErrors {
+    /// The errors of `file`, sorted by where they sit (stable: errors at one position keep
+    /// the order they were found in), so they read top to bottom like the file.
+    pub fn in_line_order(file: &str, mut errors: Vec<PlanError>) -> PlanErrors {
+        errors.sort_by_key(|e| (e.pos.line, e.pos.column));
+        PlanErrors {
+            file: file.to_string(),
+            errors,
+        }
+    }
 }
 
 impl fmt::Display for PlanErrors {
@@ -90,10 +103,7 @@ impl Plan {
     }
 
     pub fn from_str_format(text: &str, file: &str, format: Format) -> Result<Plan, PlanErrors> {
-        let fail = |errors: Vec<PlanError>| PlanErrors {
-            file: file.to_string(),
-            errors,
-        };
+        let fail = |errors: Vec<PlanError>| PlanErrors::in_line_order(file, errors);
         let mut root = source::parse(text, format).map_err(|e| {
             fail(vec![PlanError {
                 pos: e.pos,
@@ -101,8 +111,8 @@ impl Plan {
                 message: format!("syntax error: {}", e.message),
             }])
         })?;
-        if root.value == NodeValue::Null {
-            root.value = NodeValue::Map(Vec::new());
+        if let Some(e) = missing_faults(&root) {
+            return Err(fail(vec![e]));
         }
         compat::translate(&mut root);
         compile(&root).map_err(fail)
@@ -124,16 +134,35 @@ impl Plan {
     }
 }
 
+/// An empty document (nothing, `null`, `{}`, only comments) or one without `faults` is refused:
+/// a half-written file or an empty request body must not silently install a plan with no
+/// faults. A plan with no faults says so with `faults: []`.
+fn missing_faults(root: &Node) -> Option<PlanError> {
+    const HINT: &str = "write `faults: []` for a plan with no faults";
+    let mut pos = root.pos;
+    let message = match &root.value {
+        NodeValue::Null => format!("the plan is empty; {HINT}"),
+        NodeValue::Map(entries) if entries.is_empty() => format!("the plan is empty; {HINT}"),
+        NodeValue::Map(entries) if !entries.iter().any(|e| e.key == "faults") => {
+            pos = entries.first().map_or(pos, |e| e.key_pos);
+            format!("the plan has no `faults` key; {HINT}")
+        }
+        _ => return None,
+    };
+    Some(PlanError {
+        pos,
+        key: String::new(),
+        message,
+    })
+}
+
 /// Load any document type (a simulator workload, say) from YAML, JSON or TOML with the same
 /// `file:line:column` errors as plans: every schema violation, then the typed read.
 pub fn load_document<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
     text: &str,
     file: &str,
 ) -> Result<T, PlanErrors> {
-    let fail = |errors: Vec<PlanError>| PlanErrors {
-        file: file.to_string(),
-        errors,
-    };
+    let fail = |errors: Vec<PlanError>| PlanErrors::in_line_order(file, errors);
     let root = source::parse(text, Format::from_path(file)).map_err(|e| {
         fail(vec![PlanError {
             pos: e.pos,
@@ -281,10 +310,11 @@ fn compile_fault(
         )]);
     };
     let Some(kind_name) = obj.get("kind").and_then(|k| k.as_str()) else {
+        let kinds = crate::faults::kind_names().join(", ");
         let msg = if obj.contains_key("kind") {
-            "`kind` must be a string"
+            format!("`kind` must be a string, one of {kinds}")
         } else {
-            "missing `kind` (or `type`)"
+            format!("missing `kind` (or `type`), one of {kinds}")
         };
         return Err(vec![at(
             if obj.contains_key("kind") {
@@ -293,7 +323,7 @@ fn compile_fault(
                 ""
             },
             false,
-            msg.into(),
+            msg,
         )]);
     };
     let Some(info) = kind_info(kind_name) else {

@@ -4,17 +4,14 @@
 //! own keys, closed with `additionalProperties: false` so a typo is an error. The same
 //! schemas are printed by `brownout plan schema` and used to validate, so they agree.
 
+use super::explain::{Explainer, SchemaError};
 use super::spec::{HeadSpec, PlanSpec, SelectorSpec};
 use crate::faults::{KindInfo, KINDS};
-use jsonschema::error::ValidationErrorKind;
 use jsonschema::Validator;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
-
-/// (JSON pointer, point at the key rather than the value, message)
-pub type SchemaError = (String, bool, String);
 
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12().into_generator()
@@ -90,8 +87,8 @@ pub fn plan_schema() -> Value {
 }
 
 struct Validators {
-    top: Validator,
-    kinds: Vec<(&'static str, Validator)>,
+    top: (Value, Validator),
+    kinds: Vec<(&'static str, Value, Validator)>,
 }
 
 fn validators() -> &'static Validators {
@@ -107,11 +104,13 @@ fn validators() -> &'static Validators {
                 let mut g = generator();
                 let obj = kind_object(k, &mut g);
                 let schema = with_defs(obj, &g);
-                (k.name, compile(&schema))
+                let v = compile(&schema);
+                (k.name, schema, v)
             })
             .collect();
+        let v = compile(&top);
         Validators {
-            top: compile(&top),
+            top: (top, v),
             kinds,
         }
     })
@@ -126,47 +125,20 @@ fn compile(schema: &Value) -> Validator {
         .unwrap_or_else(|e| panic!("internal plan schema does not compile: {e}"))
 }
 
-fn describe(err: &jsonschema::ValidationError<'_>, known: &[String]) -> Vec<SchemaError> {
-    let path = err.instance_path().as_str().to_string();
-    match err.kind() {
-        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
-            .iter()
-            .map(|k| {
-                let hint = super::suggest(k, known.iter().map(String::as_str))
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                (
-                    format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")),
-                    true,
-                    format!("unknown key `{k}`{hint}"),
-                )
-            })
-            .collect(),
-        ValidationErrorKind::Required { property } => {
-            vec![(path, false, format!("missing required key {property}"))]
-        }
-        _ => vec![(path, false, err.to_string())],
-    }
-}
-
-fn known_keys(schema: &Value) -> Vec<String> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
+/// Every violation of `doc`, explained (see [`explain`](super::explain)), one per location.
+fn check(schema: &Value, validator: &Validator, doc: &Value) -> Vec<SchemaError> {
+    let explainer = Explainer { root: schema };
+    first_per_path(
+        validator
+            .iter_errors(doc)
+            .flat_map(|e| explainer.explain(&e)),
+    )
 }
 
 /// Check the top level of a plan (fault bodies are checked per kind).
 pub fn check_top(doc: &Value) -> Vec<SchemaError> {
-    let mut g = generator();
-    let known = known_keys(PlanSpec::json_schema(&mut g).as_value());
-    first_per_path(
-        validators()
-            .top
-            .iter_errors(doc)
-            .flat_map(|e| describe(&e, &known)),
-    )
+    let (schema, v) = &validators().top;
+    check(schema, v, doc)
 }
 
 /// One error per location is enough: a `null` where an enum belongs fails both the type
@@ -178,12 +150,10 @@ fn first_per_path(errors: impl Iterator<Item = SchemaError>) -> Vec<SchemaError>
 
 /// Check one fault against its kind's closed schema. Paths are relative to the fault.
 pub fn check_fault(info: &KindInfo, fault: &Value) -> Vec<SchemaError> {
-    let Some((_, v)) = validators().kinds.iter().find(|(n, _)| *n == info.name) else {
+    let Some((_, schema, v)) = validators().kinds.iter().find(|(n, _, _)| *n == info.name) else {
         return Vec::new();
     };
-    let mut g = generator();
-    let known = known_keys(&kind_object(info, &mut g));
-    first_per_path(v.iter_errors(fault).flat_map(|e| describe(&e, &known)))
+    check(schema, v, fault)
 }
 
 /// Validate any document against the schema of `T` (closed objects come from
@@ -193,9 +163,8 @@ pub fn check_document<T: JsonSchema>(doc: &Value) -> Vec<SchemaError> {
     let root = T::json_schema(&mut g);
     let mut schema = with_defs(root.as_value().clone(), &g);
     close_objects(&mut schema);
-    let known = known_keys(&schema);
     let v = compile(&schema);
-    first_per_path(v.iter_errors(doc).flat_map(|e| describe(&e, &known)))
+    check(&schema, &v, doc)
 }
 
 /// Close every object schema that lists its properties, so a typo anywhere is an error

@@ -77,12 +77,53 @@ impl Format {
     }
 }
 
+/// The deepest nesting of mappings and lists a document may have. Plans need a handful of
+/// levels; the cap keeps a hostile or broken file from exhausting the stack of the recursive
+/// code that walks the tree (conversion, validation, dropping it).
+pub const MAX_DEPTH: usize = 64;
+
+fn too_deep(pos: Pos) -> SyntaxError {
+    SyntaxError {
+        pos,
+        message: format!("nested too deeply: more than {MAX_DEPTH} levels of mappings and lists"),
+    }
+}
+
 /// Parse plan text into a tree.
+///
+/// Control characters other than tab, line feed and carriage return are refused with their
+/// position (a NUL byte would otherwise end a YAML document early and truncate the plan), and
+/// so is nesting deeper than [`MAX_DEPTH`], before any recursive structure is built.
 pub fn parse(text: &str, format: Format) -> Result<Node, SyntaxError> {
+    check_characters(text)?;
     match format {
         Format::Yaml | Format::Json => yaml::parse(text),
         Format::Toml => toml_src::parse(text),
     }
+}
+
+/// Refuse characters a text document should not hold: C0 controls (but tab, LF and CR), DEL
+/// and C1 controls (but NEL, which YAML allows as a line break).
+fn check_characters(text: &str) -> Result<(), SyntaxError> {
+    let bad =
+        |c: char| (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}')) || c == '\u{7f}';
+    let Some((offset, c)) = text.char_indices().find(|&(_, c)| bad(c)) else {
+        return Ok(());
+    };
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let what = if c == '\0' {
+        "a NUL byte (U+0000)".to_string()
+    } else {
+        format!("the control character U+{:04X}", u32::from(c))
+    };
+    Err(SyntaxError {
+        pos: Pos { line, column },
+        message: format!(
+            "{what} is not allowed in a text document (is the file binary or cut short?)"
+        ),
+    })
 }
 
 impl Node {
@@ -159,243 +200,9 @@ impl Node {
     }
 }
 
-mod yaml {
-    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
-    use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-    use yaml_rust2::scanner::{Marker, TScalarStyle};
+mod yaml;
 
-    fn pos(m: &Marker) -> Pos {
-        // yaml-rust2 markers: 1-based lines, 0-based columns.
-        Pos {
-            line: m.line(),
-            column: m.col() + 1,
-        }
-    }
-
-    enum Frame {
-        Seq(Pos, Vec<Node>),
-        Map(Pos, Vec<Entry>, Option<(String, Pos)>),
-    }
-
-    #[derive(Default)]
-    struct Builder {
-        stack: Vec<Frame>,
-        root: Option<Node>,
-        error: Option<SyntaxError>,
-        documents: usize,
-    }
-
-    impl Builder {
-        fn push(&mut self, node: Node) {
-            match self.stack.last_mut() {
-                None => self.root = Some(node),
-                Some(Frame::Seq(_, items)) => items.push(node),
-                Some(Frame::Map(_, entries, pending)) => match pending.take() {
-                    None => {
-                        let key = match &node.value {
-                            NodeValue::Str(s) => s.clone(),
-                            NodeValue::Int(i) => i.to_string(),
-                            NodeValue::Bool(b) => b.to_string(),
-                            NodeValue::Float(f) => f.to_string(),
-                            NodeValue::Null => "null".to_string(),
-                            _ => {
-                                self.error.get_or_insert(SyntaxError {
-                                    pos: node.pos,
-                                    message: "mapping keys must be plain strings".into(),
-                                });
-                                String::new()
-                            }
-                        };
-                        if entries.iter().any(|e| e.key == key) {
-                            self.error.get_or_insert(SyntaxError {
-                                pos: node.pos,
-                                message: format!("duplicate key `{key}`"),
-                            });
-                        }
-                        *pending = Some((key, node.pos));
-                    }
-                    Some((key, key_pos)) => entries.push(Entry {
-                        key,
-                        key_pos,
-                        value: node,
-                    }),
-                },
-            }
-        }
-    }
-
-    impl MarkedEventReceiver for Builder {
-        fn on_event(&mut self, ev: Event, mark: Marker) {
-            let p = pos(&mark);
-            match ev {
-                Event::DocumentStart => {
-                    self.documents += 1;
-                    if self.documents > 1 {
-                        self.error.get_or_insert(SyntaxError {
-                            pos: p,
-                            message: "a plan file holds one document".into(),
-                        });
-                    }
-                }
-                Event::Alias(_) => {
-                    self.error.get_or_insert(SyntaxError {
-                        pos: p,
-                        message: "YAML aliases are not supported in plans".into(),
-                    });
-                    self.push(Node {
-                        value: NodeValue::Null,
-                        pos: p,
-                    });
-                }
-                Event::Scalar(s, style, _, _) => {
-                    let value = if style == TScalarStyle::Plain {
-                        plain(&s)
-                    } else {
-                        NodeValue::Str(s)
-                    };
-                    self.push(Node { value, pos: p });
-                }
-                Event::SequenceStart(..) => self.stack.push(Frame::Seq(p, Vec::new())),
-                Event::MappingStart(..) => self.stack.push(Frame::Map(p, Vec::new(), None)),
-                Event::SequenceEnd | Event::MappingEnd => {
-                    let node = match self.stack.pop() {
-                        Some(Frame::Seq(p, items)) => Node {
-                            value: NodeValue::Seq(items),
-                            pos: p,
-                        },
-                        Some(Frame::Map(p, entries, _)) => Node {
-                            value: NodeValue::Map(entries),
-                            pos: p,
-                        },
-                        None => return,
-                    };
-                    self.push(node);
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Resolve a plain scalar per the YAML 1.2 core schema.
-    fn plain(s: &str) -> NodeValue {
-        match s {
-            "" | "~" | "null" | "Null" | "NULL" => return NodeValue::Null,
-            "true" | "True" | "TRUE" => return NodeValue::Bool(true),
-            "false" | "False" | "FALSE" => return NodeValue::Bool(false),
-            _ => {}
-        }
-        if let Ok(i) = s.parse::<i64>() {
-            return NodeValue::Int(i);
-        }
-        if let Some(hex) = s.strip_prefix("0x") {
-            if let Ok(i) = i64::from_str_radix(hex, 16) {
-                return NodeValue::Int(i);
-            }
-        }
-        let looks_numeric =
-            s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
-        if looks_numeric {
-            if let Ok(f) = s.parse::<f64>() {
-                if f.is_finite() {
-                    return NodeValue::Float(f);
-                }
-            }
-        }
-        NodeValue::Str(s.to_string())
-    }
-
-    pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-        let mut b = Builder::default();
-        let mut parser = Parser::new_from_str(text);
-        if let Err(e) = parser.load(&mut b, true) {
-            return Err(SyntaxError {
-                pos: pos(e.marker()),
-                message: e.info().to_string(),
-            });
-        }
-        if let Some(e) = b.error {
-            return Err(e);
-        }
-        Ok(b.root.unwrap_or(Node {
-            value: NodeValue::Null,
-            pos: Pos { line: 1, column: 1 },
-        }))
-    }
-}
-
-mod toml_src {
-    use super::{Entry, Node, NodeValue, Pos, SyntaxError};
-    use toml::de::{DeTable, DeValue};
-    use toml::Spanned;
-
-    struct Lines<'a> {
-        text: &'a str,
-    }
-
-    impl Lines<'_> {
-        fn pos(&self, offset: usize) -> Pos {
-            let before = &self.text[..offset.min(self.text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            Pos { line, column }
-        }
-    }
-
-    fn convert(lines: &Lines<'_>, v: &Spanned<DeValue<'_>>) -> Node {
-        let pos = lines.pos(v.span().start);
-        let value = match v.get_ref() {
-            DeValue::String(s) => NodeValue::Str(s.to_string()),
-            DeValue::Integer(i) => {
-                let digits = i.as_str().replace('_', "");
-                let digits = digits
-                    .trim_start_matches("0x")
-                    .trim_start_matches("0o")
-                    .trim_start_matches("0b");
-                match i64::from_str_radix(digits, i.radix()) {
-                    Ok(n) => NodeValue::Int(n),
-                    Err(_) => NodeValue::Str(i.as_str().to_string()),
-                }
-            }
-            DeValue::Float(f) => match f.as_str().replace('_', "").parse::<f64>() {
-                Ok(x) => NodeValue::Float(x),
-                Err(_) => NodeValue::Str(f.as_str().to_string()),
-            },
-            DeValue::Boolean(b) => NodeValue::Bool(*b),
-            DeValue::Datetime(d) => NodeValue::Str(d.to_string()),
-            DeValue::Array(items) => {
-                NodeValue::Seq(items.iter().map(|i| convert(lines, i)).collect())
-            }
-            DeValue::Table(t) => NodeValue::Map(table(lines, t)),
-        };
-        Node { value, pos }
-    }
-
-    fn table(lines: &Lines<'_>, t: &DeTable<'_>) -> Vec<Entry> {
-        t.iter()
-            .map(|(k, v)| Entry {
-                key: k.get_ref().to_string(),
-                key_pos: lines.pos(k.span().start),
-                value: convert(lines, v),
-            })
-            .collect()
-    }
-
-    pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-        let lines = Lines { text };
-        match DeTable::parse(text) {
-            Ok(root) => Ok(Node {
-                value: NodeValue::Map(table(&lines, root.get_ref())),
-                pos: Pos { line: 1, column: 1 },
-            }),
-            Err(e) => Err(SyntaxError {
-                pos: e
-                    .span()
-                    .map_or(Pos { line: 1, column: 1 }, |s| lines.pos(s.start)),
-                message: e.message().to_string(),
-            }),
-        }
-    }
-}
+mod toml_src;
 
 #[cfg(test)]
 mod tests {
@@ -457,5 +264,103 @@ mod tests {
         assert_eq!(j["b"], 42);
         assert_eq!(j["c"], 1.5);
         assert_eq!(j["d"], "yes");
+    }
+
+    fn assert_too_deep(text: &str, format: Format, line: usize) {
+        assert!(text.len() > 80_000 || text.len() < 2_000, "{}", text.len());
+        let e = parse(text, format).expect_err("too deep");
+        assert!(e.message.contains("nested too deeply"), "{e:?}");
+        assert_eq!(e.pos.line, line, "{e:?}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_in_every_format() {
+        // Block YAML: compact nested lists on one line, and nested mappings over many lines.
+        assert_too_deep(&"- ".repeat(41_000), Format::Yaml, 1);
+        let block: String = (0..300)
+            .map(|i| format!("{}a:\n", "  ".repeat(i)))
+            .collect();
+        assert!(block.len() > 80_000);
+        assert_too_deep(&block, Format::Yaml, MAX_DEPTH + 1);
+        // Flow YAML and JSON.
+        assert_too_deep(
+            &format!("{}{}", "[".repeat(41_000), "]".repeat(41_000)),
+            Format::Yaml,
+            1,
+        );
+        let json = format!("{}1{}", "{\"a\": ".repeat(20_000), "}".repeat(20_000));
+        assert_too_deep(&json, Format::Json, 1);
+        // TOML: nested arrays, inline tables, dotted keys and table headers.
+        assert_too_deep(
+            &format!("a = {}{}", "[".repeat(41_000), "]".repeat(41_000)),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("a = {}1{}", "{b = ".repeat(20_000), "}".repeat(20_000)),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("{} = 1\n", vec!["a"; 40_000].join(".")),
+            Format::Toml,
+            1,
+        );
+        assert_too_deep(
+            &format!("x = 1\n[{}]\n", vec!["a"; 40_000].join(".")),
+            Format::Toml,
+            2,
+        );
+        // Just over the cap, below the parsers' own limits.
+        let over = MAX_DEPTH + 1;
+        assert_too_deep(
+            &format!("{}{}", "[".repeat(over), "]".repeat(over)),
+            Format::Json,
+            1,
+        );
+        assert_too_deep(
+            &format!("a = {}{}", "[".repeat(over), "]".repeat(over)),
+            Format::Toml,
+            1,
+        );
+    }
+
+    #[test]
+    fn nesting_up_to_the_cap_parses() {
+        // The document's own mapping is the first level.
+        let inner = MAX_DEPTH - 1;
+        let n = parse(
+            &format!("a: {}{}", "[".repeat(inner), "]".repeat(inner)),
+            Format::Yaml,
+        )
+        .expect("at the cap");
+        assert!(n.to_json()["a"].is_array());
+        let n = parse(
+            &format!("a = {}{}", "[".repeat(inner), "]".repeat(inner)),
+            Format::Toml,
+        )
+        .expect("at the cap");
+        assert!(n.to_json()["a"].is_array());
+        // A key after a refused collection still pairs up (the error is the only outcome).
+        let deep = format!(
+            "a: {}{}\nb: 1\n",
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        assert!(parse(&deep, Format::Yaml).is_err());
+    }
+
+    #[test]
+    fn control_characters_are_refused_with_their_position() {
+        let e = parse("faults: []\nseed: 1\0garbage\n", Format::Yaml).expect_err("NUL");
+        assert_eq!(e.pos, Pos { line: 2, column: 8 });
+        assert!(e.message.contains("NUL"), "{e:?}");
+        for format in [Format::Json, Format::Toml] {
+            let e = parse("\u{1b}[0m", format).expect_err("ESC");
+            assert_eq!(e.pos, Pos { line: 1, column: 1 });
+            assert!(e.message.contains("U+001B"), "{e:?}");
+        }
+        // Tabs and CRLF line ends are text.
+        assert!(parse("a: 1\r\nb: \"x\ty\"\r\n", Format::Yaml).is_ok());
     }
 }

@@ -52,7 +52,11 @@ pub enum ArgMatcher {
 #[serde(untagged)]
 pub enum Span {
     Seconds(#[schemars(range(min = 0))] f64),
-    Text(#[schemars(regex(pattern = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|%)\s*$"))] String),
+    Text(
+        #[schemars(regex(pattern = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|%)\s*$"))]
+        #[schemars(extend("examples" = ["500ms", "30s", "2m", "1h", "25%"]))]
+        String,
+    ),
 }
 
 impl Span {
@@ -179,8 +183,8 @@ pub struct PlanSpec {
     /// Planned length of a run; needed by percentage windows.
     #[serde(default)]
     pub duration: Option<Span>,
-    /// The faults, applied in this order.
-    #[serde(default)]
+    /// The faults, applied in this order. Required: a plan with no faults says `faults: []`,
+    /// so an empty or half-written file is an error, not a plan that injects nothing.
     pub faults: Vec<serde_json::Value>,
 }
 

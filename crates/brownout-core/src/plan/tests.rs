@@ -316,3 +316,125 @@ fn the_examples_in_the_plan_reference_are_valid_plans() {
     }
     assert!(blocks >= 14, "only {blocks} examples found");
 }
+
+#[test]
+fn empty_and_faultless_documents_are_refused() {
+    let empty = "p.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults";
+    for text in ["", "   \n\n", "# only a comment\n", "null\n", "~", "{}\n"] {
+        assert_eq!(errors(text, "p.yaml"), vec![empty], "{text:?}");
+    }
+    assert_eq!(
+        errors("null", "p.json"),
+        vec!["p.json:1:1: the plan is empty; write `faults: []` for a plan with no faults"]
+    );
+    assert_eq!(
+        errors("", "p.toml"),
+        vec!["p.toml:1:1: the plan is empty; write `faults: []` for a plan with no faults"]
+    );
+    // Cut short before `faults:` (a half-written file).
+    assert_eq!(
+        errors("seed: 4\nname: nightly\n", "p.yaml"),
+        vec!["p.yaml:1:1: the plan has no `faults` key; write `faults: []` for a plan with no faults"]
+    );
+    for (text, file) in [
+        ("faults: []\n", "p.yaml"),
+        ("{\"faults\": []}", "p.json"),
+        ("faults = []\n", "p.toml"),
+    ] {
+        let p = Plan::from_str_named(text, file).expect("an explicit empty plan");
+        assert!(p.faults.is_empty());
+    }
+}
+
+#[test]
+fn a_nul_byte_does_not_truncate_a_plan() {
+    // YAML would read up to the NUL and install the faults before it.
+    let text = "faults:\n  - kind: drop\n\0  - kind: error\n";
+    assert_eq!(
+        errors(text, "p.yaml"),
+        vec!["p.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed in a text document (is the file binary or cut short?)"]
+    );
+}
+
+#[test]
+fn a_deeply_nested_plan_is_an_error_not_a_crash() {
+    // Block style, 80 KB and more: one line of compact nested lists under a fault's argument.
+    let text = format!(
+        "faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n",
+        "- ".repeat(41_000)
+    );
+    assert!(text.len() > 80_000);
+    let errs = errors(&text, "deep.yaml");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("deep.yaml:5:")
+            && errs[0].ends_with(
+                "syntax error: nested too deeply: more than 64 levels of mappings and lists"
+            ),
+        "{errs:?}"
+    );
+}
+
+/// Every message names the key, what it accepts (every value, or the type and range) and,
+/// for a typo, the likely fix; errors print top to bottom.
+#[test]
+fn typical_mistakes_get_messages_that_say_what_is_allowed() {
+    let text = "faults:
+  - kind: latency
+    distribution: gauss
+    window: {start: 5 minutes, strt: 2}
+    probability: 1.5
+    correlation: {mode: burts}
+    direction: to_srv
+  - kind: timeout
+    then: later
+    tools: fetch_logs
+  - kind: error
+    code: \"-32000\"
+  - probability: 0.5
+  - kind: latncy
+  - kind: drop
+    zzzzzzz: 1
+";
+    let kinds = crate::faults::kind_names().join(", ");
+    let expected = vec![
+        "p.yaml:3:19: `faults[0].distribution`: unknown value `gauss`; expected one of `fixed`, `uniform`, `normal`, `pareto`".to_string(),
+        "p.yaml:4:21: `faults[0].window.start`: expected a number ≥ 0 or a string such as \"500ms\", \"30s\", \"2m\", \"1h\", \"25%\", got \"5 minutes\"".into(),
+        "p.yaml:4:32: `faults[0].window.strt`: unknown key `strt` (did you mean `start`?)".into(),
+        "p.yaml:5:18: `faults[0].probability`: expected a number from 0 to 1, got 1.5".into(),
+        "p.yaml:6:25: `faults[0].correlation.mode`: unknown value `burts`; expected one of `burst`, `episodes` (did you mean `burst`?)".into(),
+        "p.yaml:7:16: `faults[0].direction`: unknown value `to_srv`; expected one of `to_server`, `to_client` (did you mean `to_server`?)".into(),
+        "p.yaml:9:11: `faults[1].then`: unknown value `later`; expected one of `drop`, `deliver`".into(),
+        "p.yaml:10:12: `faults[1].tools`: expected a list of strings, got \"fetch_logs\" (a list of one is written [\"fetch_logs\"])".into(),
+        "p.yaml:12:11: `faults[2].code`: expected an integer, got \"-32000\" (write the number without quotes: -32000)".into(),
+        format!("p.yaml:13:16: `faults[3]`: missing `kind` (or `type`), one of {kinds}"),
+        format!("p.yaml:14:11: `faults[4].kind`: unknown kind `latncy` (did you mean `latency`?); known kinds: {kinds}"),
+        "p.yaml:16:5: `faults[5].zzzzzzz`: unknown key `zzzzzzz`; known keys: id, kind, description, enabled, direction, methods, tools, arguments, probability, sessions, after_calls, every_nth, max_injections, window, correlation".into(),
+    ];
+    assert_eq!(errors(text, "p.yaml"), expected);
+}
+
+#[test]
+fn messages_are_the_same_in_json_and_toml_and_at_the_top_level() {
+    assert_eq!(
+        errors("{\"seed\": -1, \"faults\": {}}", "p.json"),
+        vec![
+            "p.json:1:10: `seed`: expected an integer ≥ 0, got -1",
+            "p.json:1:24: `faults`: expected a list of mappings, got {}",
+        ]
+    );
+    assert_eq!(
+        errors(
+            "[[faults]]\nkind = \"connection\"\nmode = \"hangup\"\nwindow = {duration = \"1 hour\"}\n",
+            "p.toml"
+        ),
+        vec![
+            "p.toml:3:8: `faults[0].mode`: unknown value `hangup`; expected one of `refuse`, `reset`, `stall`, `drop_stream`",
+            "p.toml:4:22: `faults[0].window.duration`: expected a number ≥ 0 or a string such as \"500ms\", \"30s\", \"2m\", \"1h\", \"25%\", got \"1 hour\"",
+        ]
+    );
+    assert_eq!(
+        errors("faults:\n  - {kind: drop, correlation: {intensity: 0.5}}\n", "p.yaml"),
+        vec!["p.yaml:2:31: `faults[0].correlation`: missing required key `mode` (one of `burst`, `episodes`)"]
+    );
+}

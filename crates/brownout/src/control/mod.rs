@@ -69,7 +69,13 @@ impl Control {
             started: Instant::now(),
             label: label.to_string(),
         };
-        control.replace_text(plan_text, label)?;
+        // No plan is the plan with no faults (an empty plan *text* is refused as truncated).
+        let text = if plan_text.is_empty() {
+            "faults: []\n"
+        } else {
+            plan_text
+        };
+        control.replace_text(text, label)?;
         Ok(control)
     }
 

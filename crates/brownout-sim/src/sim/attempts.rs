@@ -1,0 +1,219 @@
+//! Attempts on the wire: the client's gates (deadline-aware skip, breaker, rate limiter),
+//! the engine's fault decision, the trip to the server, its pool (replicas, concurrency,
+//! queue, queue timeout), service time and base error rate, and the answer or the client's
+//! timeout. Abandoned attempts keep their server slot until the server finishes them.
+
+use super::limiter::Take;
+use super::{ms, Answer, Attempt, CallEnd, Ev, Sim};
+use brownout_core::faults::simulated::SimOutcome;
+use brownout_core::Time;
+
+impl Sim<'_> {
+    pub(super) fn try_attempt(&mut self, call: u32) {
+        let tool = self.calls.items[call as usize].tool;
+        let deadline = self.deadline_of(call);
+        if let Some(d) = deadline {
+            let left = d.saturating_sub(self.now);
+            if left == 0 || (self.w.client.deadline_aware && left < self.tools[tool].expect_us) {
+                return self.end_call(call, CallEnd::Skipped);
+            }
+        }
+        if !self.breaker_allows(tool) {
+            return self.end_call(call, CallEnd::Skipped);
+        }
+        let take = match self.limiter.as_mut() {
+            Some(bucket) => bucket.take(self.now),
+            None => Take::Go,
+        };
+        match take {
+            Take::Go => {}
+            Take::Wait(wait) => {
+                // Go out when the token exists, without passing the limiter again.
+                let gen = self.calls.items[call as usize].gen;
+                self.push(self.now + wait, Ev::Launch(call, gen));
+                return;
+            }
+            Take::Reject => {
+                self.calls.items[call as usize].attempts += 1;
+                self.c.attempts += 1;
+                let s = self.c.second(self.now);
+                s.attempts += 1;
+                s.errors += 1;
+                return self.attempt_failed(call);
+            }
+        }
+        self.launch(call, deadline);
+    }
+
+    pub(super) fn launch(&mut self, call: u32, deadline: Option<u64>) {
+        let (tool, task) = {
+            let c = &mut self.calls.items[call as usize];
+            c.attempts += 1;
+            (c.tool, c.task)
+        };
+        self.c.attempts += 1;
+        self.c.second(self.now).attempts += 1;
+        let session = self.tasks[task as usize]
+            .as_ref()
+            .map_or("", |t| t.session.as_str());
+        let sim = self
+            .engine
+            .on_simulated_call(session, &self.names[tool], Time(self.now));
+        let call_gen = self.calls.items[call as usize].gen;
+        let now = self.now;
+        let a = self.attempts.insert(
+            |_| Attempt {
+                gen: 0,
+                call,
+                call_gen,
+                tool,
+                client: true,
+                server: false,
+                queued: false,
+                freed: false,
+                replica: 0,
+                outcome: sim.outcome,
+                response_delay: sim.response_delay.0,
+                started: now,
+            },
+            |at| {
+                at.gen += 1;
+                at.call = call;
+                at.call_gen = call_gen;
+                at.tool = tool;
+                at.client = true;
+                at.server = false;
+                at.queued = false;
+                at.freed = false;
+                at.outcome = sim.outcome;
+                at.response_delay = sim.response_delay.0;
+                at.started = now;
+            },
+        );
+        let gen = self.attempts.items[a as usize].gen;
+        let timeout = self.now + self.timeout_us;
+        match deadline {
+            Some(d) if d < timeout => self.push(d, Ev::ClientTimeout(a, gen)),
+            _ => self.queue.push_timeout(timeout, a, gen),
+        }
+        let arrive = self.now + sim.request_delay.0;
+        if sim.outcome == SimOutcome::FailFast {
+            self.push(arrive, Ev::Reply(a, gen, Answer::Fail));
+        } else {
+            self.attempts.items[a as usize].server = true;
+            if arrive == self.now {
+                self.at_server(a);
+            } else {
+                self.push(arrive, Ev::AtServer(a, gen));
+            }
+        }
+    }
+
+    pub(super) fn at_server(&mut self, a: u32) {
+        let tool = self.attempts.items[a as usize].tool;
+        let server = self.tools[tool].server;
+        let s = &mut self.servers[server];
+        let r = s.next % s.replicas.len();
+        s.next = s.next.wrapping_add(1);
+        self.attempts.items[a as usize].replica = r;
+        if s.replicas[r].busy < s.concurrency {
+            self.begin_service(a, tool);
+        } else {
+            s.replicas[r]
+                .queue
+                .push_back((a, self.attempts.items[a as usize].gen));
+            let depth = s.replicas[r].queue.len() as u64;
+            let qt = s.queue_timeout;
+            self.attempts.items[a as usize].queued = true;
+            let sec = self.c.second(self.now);
+            sec.max_queue = sec.max_queue.max(depth);
+            if let Some(qt) = qt {
+                let gen = self.attempts.items[a as usize].gen;
+                self.push(self.now + qt, Ev::QueueTimeout(a, gen));
+            }
+        }
+    }
+
+    pub(super) fn begin_service(&mut self, a: u32, tool: usize) {
+        let server = self.tools[tool].server;
+        let r = self.attempts.items[a as usize].replica;
+        self.servers[server].replicas[r].busy += 1;
+        let (u1, u2) = (self.rng.unit(), self.rng.unit());
+        let service = ms(self.tools[tool].latency.sample_ms(u1, u2));
+        let gen = self.attempts.items[a as usize].gen;
+        self.push(self.now + service, Ev::ServiceDone(a, gen));
+    }
+
+    pub(super) fn service_done(&mut self, a: u32) {
+        let (tool, r, outcome, delay, gen) = {
+            let at = &mut self.attempts.items[a as usize];
+            at.server = false;
+            (at.tool, at.replica, at.outcome, at.response_delay, at.gen)
+        };
+        let server = self.tools[tool].server;
+        self.servers[server].replicas[r].busy -= 1;
+        let base_error =
+            self.tools[tool].error_rate > 0.0 && self.rng.unit() < self.tools[tool].error_rate;
+        let answer = match (base_error, outcome) {
+            (_, SimOutcome::NoAnswer) => None,
+            (true, _) | (_, SimOutcome::FailAfter | SimOutcome::FailFast) => Some(Answer::Fail),
+            (false, SimOutcome::Corrupt) => Some(Answer::Corrupt),
+            (false, SimOutcome::Server) => Some(Answer::Ok),
+        };
+        // A reply at once frees the slot itself (when the client still waits for it).
+        match answer {
+            Some(ans) if delay == 0 && self.attempts.items[a as usize].client => self.reply(a, ans),
+            Some(ans) if delay > 0 => self.push(self.now + delay, Ev::Reply(a, gen, ans)),
+            _ => self.maybe_free(a),
+        }
+        // Next in the queue, skipping those that timed out while waiting.
+        while let Some((next, ngen)) = self.servers[server].replicas[r].queue.pop_front() {
+            let at = &mut self.attempts.items[next as usize];
+            if at.gen != ngen || !at.queued {
+                continue;
+            }
+            at.queued = false;
+            let ntool = at.tool;
+            self.begin_service(next, ntool);
+            break;
+        }
+    }
+
+    /// Return the slot once neither the client nor the server holds the attempt (once).
+    pub(super) fn maybe_free(&mut self, a: u32) {
+        let at = &mut self.attempts.items[a as usize];
+        if !at.client && !at.server && !at.freed {
+            at.freed = true;
+            self.attempts.free.push(a);
+        }
+    }
+
+    pub(super) fn reply(&mut self, a: u32, answer: Answer) {
+        let (call, call_gen, started) = {
+            let at = &mut self.attempts.items[a as usize];
+            if !at.client {
+                self.maybe_free(a);
+                return;
+            }
+            at.client = false;
+            (at.call, at.call_gen, at.started)
+        };
+        self.maybe_free(a);
+        let c = &self.calls.items[call as usize];
+        if c.gen != call_gen || c.resolved {
+            return;
+        }
+        let tool = c.tool;
+        self.breaker_record(tool, answer);
+        match answer {
+            Answer::Ok => self.end_call(call, CallEnd::Ok),
+            Answer::Corrupt => self.end_call(call, CallEnd::Corrupt),
+            Answer::Fail => {
+                // Per attempt: the failure lands in the second its attempt started, so a
+                // second's error rate is a share of that second's attempts (never over 100 %).
+                self.c.second(started).errors += 1;
+                self.attempt_failed(call);
+            }
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The discrete-event simulation: virtual time, an event queue, agents, servers, clients.
+//!
+//! Each attempt asks the core engine which faults hit it (`Engine::on_simulated_call`, the
+//! same decisions the relay makes), then travels: request delay → the server's pool (queue,
+//! queue timeout, service time, base error rate) → response delay → the client, whose own
+//! timeout may have fired first. Abandoned attempts keep their server slot until the server
+//! finishes them, which is how retry storms overload a squeezed pool.
+//!
+//! This module holds the state and the event loop; [`tasks`] runs tasks, steps and calls,
+//! [`attempts`] the trip of one attempt, [`retry`], [`breaker`] and [`limiter`] the client's
+//! resilience, [`queue`] virtual time's event queue.
+
+mod attempts;
+mod breaker;
+mod limiter;
+mod queue;
+mod retry;
+mod slab;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+use crate::metrics::{Counters, Report};
+use crate::workload::{Arrival, Workload};
+use breaker::Breaker;
+use brownout_core::faults::latency::Latency;
+use brownout_core::faults::simulated::SimOutcome;
+use brownout_core::rng::SplitMix;
+use brownout_core::{Engine, EngineConfig, Plan};
+use limiter::TokenBucket;
+use queue::{Due, EventQueue};
+use slab::Slab;
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, Default)]
+pub struct SimOptions {
+    /// Override the workload's task count.
+    pub tasks: Option<u64>,
+    /// Override the workload's seed.
+    pub seed: Option<u64>,
+    /// Keep the per-second series in the report.
+    pub keep_series: bool,
+}
+
+/// Milliseconds → microseconds of virtual time (negative → 0).
+fn ms(x: f64) -> u64 {
+    (x.max(0.0) * 1000.0) as u64
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Arrive,
+    StartTask,
+    StepStart(u32),
+    Attempt(u32, u32),
+    Launch(u32, u32),
+    AtServer(u32, u32),
+    ServiceDone(u32, u32),
+    QueueTimeout(u32, u32),
+    Reply(u32, u32, Answer),
+    ClientTimeout(u32, u32),
+    StepDeadline(u32, u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answer {
+    Ok,
+    Corrupt,
+    Fail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CallEnd {
+    Ok,
+    Corrupt,
+    Fail,
+    Skipped,
+}
+
+struct ToolInfo {
+    server: usize,
+    latency: Latency,
+    error_rate: f64,
+    /// A rough expected service time, for deadline-aware skipping.
+    expect_us: u64,
+}
+
+struct Task {
+    session: String,
+    step: usize,
+    step_gen: u32,
+    started: u64,
+    deadline: Option<u64>,
+    step_deadline: Option<u64>,
+    outstanding: u32,
+    failed: bool,
+    calls: Vec<u32>,
+}
+
+struct Call {
+    task: u32,
+    tool: usize,
+    critical: bool,
+    attempts: u32,
+    started: u64,
+    resolved: bool,
+    gen: u32,
+}
+
+struct Attempt {
+    gen: u32,
+    call: u32,
+    call_gen: u32,
+    /// The attempt's tool: its call's slot may be reused by another call (on another
+    /// server) while the attempt still travels or waits at the server.
+    tool: usize,
+    /// The client still waits for it.
+    client: bool,
+    /// The server still holds it (queued or in service).
+    server: bool,
+    queued: bool,
+    freed: bool,
+    replica: usize,
+    outcome: SimOutcome,
+    response_delay: u64,
+    /// When the attempt went out: its failure is counted in this second, beside its start.
+    started: u64,
+}
+
+#[derive(Default)]
+struct Replica {
+    busy: u32,
+    queue: VecDeque<(u32, u32)>,
+}
+
+struct ServerState {
+    replicas: Vec<Replica>,
+    next: usize,
+    concurrency: u32,
+    queue_timeout: Option<u64>,
+}
+
+struct Sim<'w> {
+    w: &'w Workload,
+    engine: Engine,
+    rng: SplitMix,
+    now: u64,
+    queue: EventQueue<Ev>,
+    tools: Vec<ToolInfo>,
+    names: Vec<String>,
+    /// Per step: (tool index, critical) of every call, repeats expanded.
+    step_calls: Vec<Vec<(usize, bool)>>,
+    servers: Vec<ServerState>,
+    breakers: Vec<Breaker>,
+    open_breakers: u64,
+    tasks: Vec<Option<Task>>,
+    free_tasks: Vec<u32>,
+    calls: Slab<Call>,
+    attempts: Slab<Attempt>,
+    limiter: Option<TokenBucket>,
+    retries_made: u64,
+    /// Steps started in all: each step's generation, so stale step deadlines are ignored.
+    steps_started: u32,
+    started_tasks: u64,
+    target_tasks: u64,
+    c: Counters,
+    timeout_us: u64,
+}
+
+impl Sim<'_> {
+    fn push(&mut self, at: u64, ev: Ev) {
+        self.queue.push(at, ev);
+    }
+
+    fn run(&mut self) {
+        match self.w.arrival {
+            Some(Arrival::Closed { concurrency }) => {
+                for _ in 0..concurrency {
+                    self.push(0, Ev::StartTask);
+                }
+            }
+            Some(Arrival::Open { .. }) => self.push(0, Ev::Arrive),
+            None => self.push(0, Ev::StartTask),
+        }
+        while let Some(due) = self.queue.pop() {
+            match due {
+                Due::Event(at, ev) => {
+                    self.now = at;
+                    self.handle(ev);
+                }
+                Due::Timeout(at, a, gen) => self.timeout_due(at, a, gen),
+            }
+        }
+        // Carry breaker state through seconds with no change.
+        let mut open = 0;
+        for s in &mut self.c.series {
+            if s.open_breakers == u64::MAX {
+                s.open_breakers = open;
+            } else {
+                open = s.open_breakers;
+            }
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Arrive => {
+                if self.started_tasks < self.target_tasks {
+                    self.start_task();
+                    if let Some(Arrival::Open { rate_per_s }) = self.w.arrival {
+                        let gap = -(1.0 - self.rng.unit()).ln() / rate_per_s;
+                        self.push(self.now + (gap * 1e6) as u64, Ev::Arrive);
+                    }
+                }
+            }
+            Ev::StartTask => {
+                if self.started_tasks < self.target_tasks {
+                    self.start_task();
+                }
+            }
+            Ev::StepStart(t) => self.start_step(t),
+            Ev::Attempt(call, gen) => {
+                if self.calls.items[call as usize].gen == gen
+                    && !self.calls.items[call as usize].resolved
+                {
+                    self.try_attempt(call);
+                }
+            }
+            Ev::Launch(call, gen) => {
+                if self.calls.items[call as usize].gen == gen
+                    && !self.calls.items[call as usize].resolved
+                {
+                    let deadline = self.deadline_of(call);
+                    self.launch(call, deadline);
+                }
+            }
+            Ev::AtServer(a, gen) => {
+                if self.attempts.items[a as usize].gen == gen {
+                    self.at_server(a);
+                }
+            }
+            Ev::ServiceDone(a, gen) => {
+                if self.attempts.items[a as usize].gen == gen {
+                    self.service_done(a);
+                }
+            }
+            Ev::QueueTimeout(a, gen) => {
+                let at = &mut self.attempts.items[a as usize];
+                if at.gen == gen && at.queued {
+                    at.queued = false; // left in the queue, skipped when popped
+                    at.server = false;
+                    self.reply(a, Answer::Fail);
+                }
+            }
+            Ev::Reply(a, gen, answer) => {
+                if self.attempts.items[a as usize].gen == gen {
+                    self.reply(a, answer);
+                }
+            }
+            Ev::ClientTimeout(a, gen) => {
+                if self.attempts.items[a as usize].gen == gen
+                    && self.attempts.items[a as usize].client
+                {
+                    self.reply(a, Answer::Fail);
+                }
+            }
+            Ev::StepDeadline(t, step_gen) => self.step_deadline(t, step_gen),
+        }
+    }
+
+    /// A client timeout came due: it fails the attempt if the client still waits for it.
+    fn timeout_due(&mut self, at: u64, a: u32, gen: u32) {
+        let attempt = &self.attempts.items[a as usize];
+        if attempt.gen == gen && attempt.client {
+            self.now = at;
+            self.reply(a, Answer::Fail);
+        }
+    }
+}
+
+/// Run a workload under a plan.
+pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
+    let seed = opts.seed.or(w.seed).unwrap_or(0);
+    let plan_seed = plan.seed;
+    let mut tools = Vec::new();
+    let mut names = Vec::new();
+    let mut tool_index = std::collections::HashMap::new();
+    let mut servers = Vec::new();
+    for (si, s) in w.servers.iter().enumerate() {
+        servers.push(ServerState {
+            replicas: (0..s.replicas.unwrap_or(1))
+                .map(|_| Replica::default())
+                .collect(),
+            next: 0,
+            concurrency: s.concurrency.unwrap_or(u32::MAX),
+            queue_timeout: s.queue_timeout_ms.map(ms),
+        });
+        for (name, t) in &s.tools {
+            let mut rng = SplitMix::new(seed ^ 0xe57);
+            let expect = (0..64)
+                .map(|_| t.latency.sample_ms(rng.unit(), rng.unit()))
+                .sum::<f64>()
+                / 64.0;
+            tool_index.insert(name.clone(), tools.len());
+            names.push(name.clone());
+            tools.push(ToolInfo {
+                server: si,
+                latency: t.latency.clone(),
+                error_rate: t.error_rate.unwrap_or(0.0),
+                expect_us: ms(expect),
+            });
+        }
+    }
+    let step_calls: Vec<Vec<(usize, bool)>> = w
+        .steps
+        .iter()
+        .map(|st| {
+            st.calls
+                .iter()
+                .flat_map(|c| {
+                    std::iter::repeat_n(
+                        (tool_index[&c.tool], c.critical.unwrap_or(true)),
+                        c.repeat.unwrap_or(1) as usize,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let breakers = tools.iter().map(|_| Breaker::new()).collect();
+    let limiter = w.client.rate_limiter.as_ref().map(TokenBucket::new);
+    let config = EngineConfig {
+        record_events: false,
+        ..EngineConfig::default()
+    };
+    let mut sim = Sim {
+        w,
+        engine: Engine::new(plan, config),
+        rng: SplitMix::new(seed),
+        now: 0,
+        queue: EventQueue::new(),
+        tools,
+        names,
+        step_calls,
+        servers,
+        breakers,
+        open_breakers: 0,
+        tasks: Vec::new(),
+        free_tasks: Vec::new(),
+        calls: Slab::new(),
+        attempts: Slab::new(),
+        limiter,
+        retries_made: 0,
+        steps_started: 0,
+        started_tasks: 0,
+        target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
+        c: Counters::default(),
+        timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+    };
+    sim.run();
+    let injections = sim
+        .engine
+        .summary()
+        .report()
+        .injections
+        .into_iter()
+        .map(|(k, v)| (k, v.count))
+        .collect();
+    let duration = sim.now;
+    Report::from_counters(
+        &sim.c,
+        w.name.clone(),
+        seed,
+        plan_seed,
+        duration,
+        injections,
+        opts.keep_series,
+    )
+}

@@ -1,0 +1,185 @@
+//! Tasks, their steps and their calls: a task runs its steps in order, a step's calls in
+//! parallel; a call ends answered, corrupt, failed or skipped, and a failed critical call (or
+//! any failed call without graceful degradation) fails its task. Step and task deadlines end
+//! what is still open.
+
+use super::{ms, Arrival, Call, CallEnd, Ev, Sim, Task};
+use brownout_core::Time;
+
+impl Sim<'_> {
+    pub(super) fn start_task(&mut self) {
+        self.started_tasks += 1;
+        let id = self.started_tasks;
+        let task = Task {
+            session: format!("task-{id}"),
+            step: 0,
+            step_gen: 0,
+            started: self.now,
+            deadline: self.w.task_deadline_ms.map(|d| self.now + ms(d)),
+            step_deadline: None,
+            outstanding: 0,
+            failed: false,
+            calls: Vec::new(),
+        };
+        let t = match self.free_tasks.pop() {
+            Some(i) => {
+                self.tasks[i as usize] = Some(task);
+                i
+            }
+            None => {
+                self.tasks.push(Some(task));
+                (self.tasks.len() - 1) as u32
+            }
+        };
+        self.start_step(t);
+    }
+
+    pub(super) fn start_step(&mut self, t: u32) {
+        // Unique across tasks: a task slot is reused, and the deadline of the step its last
+        // occupant ran must not end a step of the next.
+        self.steps_started = self.steps_started.wrapping_add(1);
+        let steps_started = self.steps_started;
+        let Some(task) = self.tasks[t as usize].as_mut() else {
+            return;
+        };
+        let step = &self.w.steps[task.step];
+        task.step_gen = steps_started;
+        task.calls.clear();
+        task.step_deadline = step.deadline_ms.map(|d| self.now + ms(d));
+        let step_gen = task.step_gen;
+        let deadline = task.step_deadline;
+        let new_calls = self.step_calls[task.step].clone();
+        if let Some(d) = deadline {
+            self.push(d, Ev::StepDeadline(t, step_gen));
+        }
+        let now = self.now;
+        let ids: Vec<u32> = new_calls
+            .into_iter()
+            .map(|(tool, critical)| {
+                self.calls.insert(
+                    |_| Call {
+                        task: t,
+                        tool,
+                        critical,
+                        attempts: 0,
+                        started: now,
+                        resolved: false,
+                        gen: 0,
+                    },
+                    |c| {
+                        c.task = t;
+                        c.tool = tool;
+                        c.critical = critical;
+                        c.attempts = 0;
+                        c.started = now;
+                        c.resolved = false;
+                        c.gen += 1;
+                    },
+                )
+            })
+            .collect();
+        if let Some(task) = self.tasks[t as usize].as_mut() {
+            task.outstanding = ids.len() as u32;
+            task.calls = ids.clone();
+        }
+        for id in ids {
+            self.c.calls += 1;
+            self.c.second(self.now).offered += 1;
+            self.try_attempt(id);
+        }
+    }
+
+    /// The time the call's step and task have left.
+    pub(super) fn deadline_of(&self, call: u32) -> Option<u64> {
+        let task = self.tasks[self.calls.items[call as usize].task as usize].as_ref()?;
+        match (task.deadline, task.step_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub(super) fn end_call(&mut self, call: u32, end: CallEnd) {
+        let (task, critical, started) = {
+            let c = &mut self.calls.items[call as usize];
+            if c.resolved {
+                return;
+            }
+            c.resolved = true;
+            (c.task, c.critical, c.started)
+        };
+        self.calls.free.push(call);
+        let _ = self.c.latency_us.record((self.now - started).max(1));
+        match end {
+            CallEnd::Ok => {
+                self.c.responded += 1;
+                self.c.correct += 1;
+            }
+            CallEnd::Corrupt => {
+                self.c.responded += 1;
+                self.c.silent += 1;
+            }
+            CallEnd::Fail => self.c.surfaced += 1,
+            CallEnd::Skipped => {
+                self.c.surfaced += 1;
+                self.c.skipped += 1;
+            }
+        }
+        let degrade = self.w.client.degrade;
+        let Some(t) = self.tasks[task as usize].as_mut() else {
+            return;
+        };
+        if matches!(end, CallEnd::Fail | CallEnd::Skipped) && (critical || !degrade) {
+            t.failed = true;
+        }
+        t.outstanding = t.outstanding.saturating_sub(1);
+        if t.outstanding == 0 {
+            self.step_done(task);
+        }
+    }
+
+    pub(super) fn step_deadline(&mut self, t: u32, step_gen: u32) {
+        let calls = match self.tasks[t as usize].as_ref() {
+            Some(task) if task.step_gen == step_gen && task.outstanding > 0 => task.calls.clone(),
+            _ => return,
+        };
+        for call in calls {
+            let c = &self.calls.items[call as usize];
+            if !c.resolved && c.task == t {
+                self.end_call(call, CallEnd::Fail);
+            }
+        }
+    }
+
+    pub(super) fn step_done(&mut self, t: u32) {
+        let Some(task) = self.tasks[t as usize].as_mut() else {
+            return;
+        };
+        let last = task.step + 1 >= self.w.steps.len();
+        if task.failed || last {
+            return self.end_task(t);
+        }
+        task.step += 1;
+        let think = ms(self.w.think_ms.unwrap_or(0.0));
+        self.push(self.now + think, Ev::StepStart(t));
+    }
+
+    pub(super) fn end_task(&mut self, t: u32) {
+        let Some(task) = self.tasks[t as usize].take() else {
+            return;
+        };
+        self.free_tasks.push(t);
+        let late = task.deadline.is_some_and(|d| self.now > d);
+        self.c.tasks += 1;
+        if task.failed || late {
+            self.c.failed_tasks += 1;
+        }
+        if !late {
+            self.c.tasks_within_deadline += 1;
+        }
+        let _ = task.started;
+        self.engine.end_session(&task.session, Time(self.now));
+        if matches!(self.w.arrival, Some(Arrival::Closed { .. }) | None) {
+            self.push(self.now, Ev::StartTask);
+        }
+    }
+}

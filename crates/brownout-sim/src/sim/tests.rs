@@ -1,0 +1,138 @@
+//! Small whole runs, one mechanism each, with numbers worked out by hand: step and task
+//! deadlines, deadline-aware skipping, client timeouts with retries and backoff, a server's
+//! pool and its queue timeout.
+
+use super::*;
+
+fn run(workload: &str) -> Report {
+    let w = Workload::from_str_named(workload, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let plan = Plan::from_str_named("faults: []\n", "p.yaml").unwrap_or_else(|e| panic!("{e}"));
+    simulate(
+        &w,
+        plan,
+        &SimOptions {
+            keep_series: true,
+            ..SimOptions::default()
+        },
+    )
+}
+
+/// One tool `t` with a fixed service time, `tasks` tasks one after another.
+fn one_tool(tasks: u32, service_ms: u32, step: &str, client: &str) -> String {
+    format!(
+        "tasks: {tasks}
+steps:
+  - {{{step}calls: [{{tool: t}}]}}
+servers:
+  - name: s
+    tools:
+      t: {{latency: {{added_ms: {service_ms}}}}}
+client: {{{client}}}
+"
+    )
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= b * 0.01
+}
+
+#[test]
+fn a_step_deadline_fails_what_is_still_open() {
+    let r = run(&one_tool(10, 100, "deadline_ms: 30, ", "timeout_ms: 1000"));
+    assert_eq!((r.calls, r.attempts, r.surfaced_failures), (10, 10, 10));
+    assert_eq!(r.blast_radius, 1.0);
+    // Each call ends at its deadline, not when the server answers.
+    assert!(close(r.latency_ms.max, 30.0), "{:?}", r.latency_ms);
+    // The server still finishes each abandoned attempt; the run covers that time.
+    assert!(
+        r.duration_s >= 0.1 && r.duration_s < 1.2,
+        "{}",
+        r.duration_s
+    );
+}
+
+#[test]
+fn a_deadline_aware_client_skips_a_call_that_cannot_finish() {
+    let r = run(&one_tool(
+        10,
+        100,
+        "deadline_ms: 50, ",
+        "timeout_ms: 1000, deadline_aware: true",
+    ));
+    assert_eq!((r.calls, r.attempts, r.skipped_calls), (10, 0, 10));
+    assert_eq!(r.latency_ms.max, 0.001);
+    // With time enough, the same call goes out. (A task slot is reused; the 500 ms deadline
+    // of the first task's step once failed the call of the sixth task in the same slot.)
+    let r = run(&one_tool(
+        10,
+        100,
+        "deadline_ms: 500, ",
+        "timeout_ms: 1000, deadline_aware: true",
+    ));
+    assert_eq!((r.attempts, r.skipped_calls, r.tcsr), (10, 0, 1.0));
+}
+
+#[test]
+fn a_task_deadline_makes_a_slow_task_late_and_failed() {
+    let w = "tasks: 4
+task_deadline_ms: 60
+steps:
+  - calls: [{tool: t}]
+  - calls: [{tool: t}]
+servers:
+  - name: s
+    tools:
+      t: {latency: {added_ms: 40}}
+client: {timeout_ms: 1000}
+";
+    let r = run(w);
+    assert_eq!(r.tasks, 4);
+    // The first step answers at 40 ms; the second is cut at the task's 60 ms.
+    assert_eq!((r.calls, r.surfaced_failures), (8, 4));
+    assert_eq!(r.blast_radius, 1.0);
+    assert_eq!(
+        r.deadline_adherence, 1.0,
+        "ended at the deadline, not after it"
+    );
+    assert!(close(r.latency_ms.max, 40.0), "{:?}", r.latency_ms);
+}
+
+#[test]
+fn timeouts_retry_after_a_growing_backoff() {
+    let r = run(&one_tool(
+        5,
+        100,
+        "",
+        "timeout_ms: 30, retries: {max_attempts: 3, backoff_ms: 10, multiplier: 2}",
+    ));
+    assert_eq!((r.calls, r.attempts, r.surfaced_failures), (5, 15, 5));
+    assert_eq!(r.attempt_error_rate, 1.0);
+    // 30 (timeout) + 10 (backoff) + 30 + 20 (backoff × 2) + 30 = 120 ms a call.
+    assert!(close(r.latency_ms.p50, 120.0), "{:?}", r.latency_ms);
+    assert!(close(r.latency_ms.max, 120.0), "{:?}", r.latency_ms);
+    // Every attempt and its failure land in the second it started: second 0.
+    assert_eq!(r.series.len(), 1, "{:?}", r.series);
+    assert_eq!((r.series[0].attempts, r.series[0].errors), (15, 15));
+}
+
+#[test]
+fn a_full_pool_queues_and_its_queue_timeout_fails_the_waiting() {
+    // Four calls at once on a pool of one: 50 ms each; the queue gives up after 70 ms, so the
+    // second call is served (starts at 50) and the third and fourth time out waiting.
+    let w = "tasks: 1
+steps:
+  - calls: [{tool: t, repeat: 4}]
+servers:
+  - name: s
+    concurrency: 1
+    queue_timeout_ms: 70
+    tools:
+      t: {latency: {added_ms: 50}}
+client: {timeout_ms: 1000, degrade: true}
+";
+    let r = run(w);
+    assert_eq!((r.calls, r.attempts), (4, 4));
+    assert_eq!(r.surfaced_failures, 2);
+    assert_eq!(r.series[0].max_queue, 3);
+    assert!(close(r.latency_ms.max, 100.0), "{:?}", r.latency_ms);
+}
