@@ -1193,4 +1193,6 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
 }
 
 #[cfg(test)]
+mod id_tests;
+#[cfg(test)]
 mod tests;

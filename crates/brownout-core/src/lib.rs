@@ -15,6 +15,7 @@ pub mod plan;
 pub mod rng;
 pub mod select;
 pub mod sli;
+pub mod splice;
 pub mod stats;
 pub mod time;
 pub mod verdict;

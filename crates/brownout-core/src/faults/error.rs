@@ -73,7 +73,7 @@ impl ErrorFault {
     }
 
     pub fn apply_request(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
-        s.reply = serde_json::to_vec(&self.answer(c.id)).ok();
+        s.reply = Some(crate::splice::to_vec_with_id(&self.answer(c.id), c.id));
         format!("short-circuit: {}", self.describe())
     }
 

@@ -50,7 +50,7 @@ pub fn corrupt(bytes: &[u8], mode: Mode, seed: u64) -> Vec<u8> {
     let json_edit = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| -> Option<Vec<u8>> {
         let mut v: Value = serde_json::from_slice(bytes).ok()?;
         f(v.as_object_mut()?);
-        serde_json::to_vec(&v).ok()
+        Some(crate::splice::to_vec_like(&v, bytes))
     };
     let out = match mode {
         Mode::Truncate => None,

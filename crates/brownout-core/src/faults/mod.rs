@@ -445,7 +445,7 @@ impl<'a> Shaping<'a> {
     /// then corrupted if a malformed fault asked for it.
     pub fn output(&self) -> Option<Vec<u8>> {
         let base: Option<Vec<u8>> = match (&self.value, self.mutated) {
-            (Some(v), true) => serde_json::to_vec(v).ok(),
+            (Some(v), true) => Some(crate::splice::to_vec_like(v, self.original)),
             _ => None,
         };
         match self.corrupt {
