@@ -1,6 +1,10 @@
-//! Replies the engine makes, and messages it rewrites, carry the caller's id as written.
+//! Ids: replies the engine makes, and messages it rewrites, carry the caller's id as
+//! written; an unnamed fault's default id, and so its decisions, do not move when other
+//! faults come and go.
 
 use super::*;
+use crate::event::Event;
+use proptest::prelude::*;
 
 fn plan(yaml: &str) -> Plan {
     Plan::from_str_named(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
@@ -114,4 +118,72 @@ fn failed_calls_keep_the_id_text() {
         assert_eq!(failed.len(), 1);
         same_id(raw, &id_text(&failed[0].reply));
     }
+}
+
+/// A fault that never short-circuits, so it cannot hide the target's decisions.
+fn other(kind: u8, n: u32) -> String {
+    match kind % 3 {
+        0 => format!(
+            "  - kind: latency\n    added_ms: {}\n    probability: 0.5\n",
+            10 + n
+        ),
+        1 => format!("  - kind: duplicate\n    copies: {}\n", 1 + n % 5),
+        _ => format!("  - kind: reorder\n    max_hold_ms: {n}\n"),
+    }
+}
+
+const TARGET: &str = "  - kind: latency\n    added_ms: 7\n    probability: 0.5\n";
+
+/// The target's id and the calls (seq) it hit, over 60 calls in two sessions.
+fn target_run(before: &[(u8, u32)], after: &[(u8, u32)]) -> (String, Vec<(String, u64)>) {
+    let mut text = String::from("seed: 9\nfaults:\n");
+    before
+        .iter()
+        .for_each(|(k, n)| text.push_str(&other(*k, *n)));
+    text.push_str(TARGET);
+    after
+        .iter()
+        .for_each(|(k, n)| text.push_str(&other(*k, *n)));
+    let mut e = Engine::new(plan(&text), EngineConfig::default());
+    let id = e.plan().faults[before.len()].id.clone();
+    for i in 0..60u64 {
+        let s = if i % 2 == 0 { "a" } else { "b" };
+        let c = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo"}}}}"#
+        );
+        let _ = e.on_message(Side::Client, s, c.as_bytes(), Time(i));
+        let r = format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#);
+        let _ = e.on_message(Side::Server, s, r.as_bytes(), Time(i + 1));
+    }
+    let hits = e
+        .drain_events()
+        .filter_map(|ev| match ev {
+            Event::Fault(f) if f.fault == id => Some((f.session, f.seq)),
+            _ => None,
+        })
+        .collect();
+    (id, hits)
+}
+
+proptest! {
+    #[test]
+    fn other_faults_never_move_an_unnamed_fault(
+        before in proptest::collection::vec((any::<u8>(), 0u32..500), 0..6),
+        after in proptest::collection::vec((any::<u8>(), 0u32..500), 0..6),
+    ) {
+        let alone = target_run(&[], &[]);
+        prop_assert!(!alone.1.is_empty(), "the target fires sometimes");
+        prop_assert_eq!(target_run(&before, &after), alone);
+    }
+}
+
+#[test]
+fn two_identical_unnamed_faults_coexist_in_order() {
+    let text = format!("faults:\n{TARGET}{TARGET}");
+    let p = plan(&text);
+    assert_eq!(p.faults[1].id, format!("{}-2", p.faults[0].id));
+    assert_ne!(
+        p.faults[0].id_hash, p.faults[1].id_hash,
+        "independent draws"
+    );
 }

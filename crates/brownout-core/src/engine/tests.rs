@@ -112,7 +112,7 @@ fn response_faults_mutate_what_the_client_gets() {
         })
         .collect();
     assert!(calls[0].mutated);
-    assert_eq!(calls[0].faults, vec!["schema_drift-0"]);
+    assert_eq!(calls[0].faults, vec![e.plan().faults[0].id.clone()]);
 }
 
 #[test]

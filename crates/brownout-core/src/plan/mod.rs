@@ -8,6 +8,7 @@
 //! load unchanged (see [`compat`]).
 
 pub mod compat;
+pub mod ids;
 mod schema;
 pub mod source;
 pub mod spec;
@@ -230,30 +231,45 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
         .map_err(|e| vec![error_at(root, "", false, e.to_string())])?;
     let duration = top.duration.as_ref().and_then(|d| d.resolve(None));
     let seed = top.seed.unwrap_or(0);
-    let mut faults = Vec::new();
-    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let mut faults: Vec<Fault> = Vec::new();
+    // Per compiled fault: its index in the plan and the hash of its content.
+    let mut origin: Vec<(usize, u64)> = Vec::new();
     for (i, raw) in top.faults.into_iter().enumerate() {
         let base = format!("/faults/{i}");
+        let hash = ids::content_hash(&raw);
         match compile_fault(root, &base, raw, duration) {
-            Ok(mut f) => {
-                if f.id.is_empty() {
-                    let n = counts.entry(f.effect.kind().to_string()).or_default();
-                    f.id = format!("{}-{n}", f.effect.kind());
-                    *n += 1;
-                }
-                f.id_hash = hash_str(&f.id);
-                if faults.iter().any(|g: &Fault| g.id == f.id) {
-                    errors.push(error_at(
-                        root,
-                        &format!("{base}/id"),
-                        false,
-                        format!("duplicate fault id `{}`", f.id),
-                    ));
-                }
+            Ok(f) => {
                 faults.push(f);
+                origin.push((i, hash));
             }
             Err(es) => errors.extend(es),
         }
+    }
+    let named: Vec<Result<String, (&str, u64)>> = faults
+        .iter()
+        .zip(&origin)
+        .map(|(f, (_, hash))| {
+            if f.id.is_empty() {
+                Err((f.effect.kind(), *hash))
+            } else {
+                Ok(f.id.clone())
+            }
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for (f, (i, _)) in faults.iter().zip(&origin) {
+        if !f.id.is_empty() && !seen.insert(f.id.as_str()) {
+            errors.push(error_at(
+                root,
+                &format!("/faults/{i}/id"),
+                false,
+                format!("duplicate fault id `{}`", f.id),
+            ));
+        }
+    }
+    for (f, id) in faults.iter_mut().zip(ids::assign(&named)) {
+        f.id_hash = hash_str(&id);
+        f.id = id;
     }
     if !errors.is_empty() {
         return Err(errors);

@@ -77,7 +77,7 @@ fn json_and_toml_plans() {
         "p.json",
     )
     .expect("json");
-    assert_eq!(j.faults[0].id, "error-0");
+    assert!(j.faults[0].id.starts_with("error-"), "{}", j.faults[0].id);
     let errs = errors(
         "{\"faults\": [\n  {\"kind\": \"drop\", \"probabilty\": 1}\n]}",
         "p.json",
@@ -132,14 +132,31 @@ fn semantic_checks() {
 }
 
 #[test]
-fn default_ids_count_per_kind() {
+fn default_ids_come_from_content_and_coexist() {
     let p = Plan::from_str_named(
-        "faults:\n  - kind: drop\n  - kind: error\n  - kind: drop\n",
+        "faults:\n  - kind: drop\n  - kind: error\n  - kind: drop\n    probability: 0.5\n  - kind: drop\n",
+        "p.yaml",
+    )
+    .expect("two unnamed faults of one kind coexist");
+    let ids: Vec<&str> = p.faults.iter().map(|f| f.id.as_str()).collect();
+    assert!(
+        ids[0].starts_with("drop-") && ids[1].starts_with("error-"),
+        "{ids:?}"
+    );
+    assert_ne!(ids[0], ids[2], "different content, different ids");
+    assert_eq!(
+        ids[3],
+        format!("{}-2", ids[0]),
+        "an identical copy is numbered"
+    );
+    // Inserting a fault first renames nobody.
+    let q = Plan::from_str_named(
+        "faults:\n  - kind: drop\n    probability: 0.1\n  - kind: drop\n  - kind: error\n",
         "p.yaml",
     )
     .expect("valid");
-    let ids: Vec<&str> = p.faults.iter().map(|f| f.id.as_str()).collect();
-    assert_eq!(ids, vec!["drop-0", "error-0", "drop-1"]);
+    assert_eq!(q.faults[1].id, ids[0]);
+    assert_eq!(q.faults[2].id, ids[1]);
 }
 
 #[test]
