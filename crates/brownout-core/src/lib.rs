@@ -11,6 +11,7 @@ pub mod engine;
 pub mod event;
 pub mod faults;
 pub mod jsonrpc;
+pub mod millis;
 pub mod plan;
 pub mod rng;
 pub mod select;

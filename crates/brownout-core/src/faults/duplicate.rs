@@ -13,8 +13,8 @@ pub struct Duplicate {
     #[schemars(range(min = 1, max = 100))]
     pub copies: Option<u32>,
     /// Milliseconds between copies (default 0).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub gap_ms: Option<f64>,
 }
 

@@ -28,32 +28,32 @@ pub struct Latency {
     #[serde(default)]
     pub distribution: Distribution,
     /// fixed: the added delay in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub added_ms: Option<f64>,
     /// Uniform ± jitter added to any distribution, in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub jitter_ms: Option<f64>,
     /// uniform: lower bound in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub min_ms: Option<f64>,
     /// uniform: upper bound; any distribution: a cap on the delay.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub max_ms: Option<f64>,
     /// normal: mean in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub mean_ms: Option<f64>,
     /// normal: standard deviation in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub stddev_ms: Option<f64>,
     /// pareto: the scale (minimum) in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub scale_ms: Option<f64>,
     /// pareto: the shape α (smaller is heavier-tailed; default 1.5).
     #[serde(default)]

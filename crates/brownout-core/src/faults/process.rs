@@ -46,19 +46,19 @@ pub struct Process {
     #[serde(default)]
     pub signal: SignalSpec,
     /// Also (or only) trigger at this run time, in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub at_ms: Option<f64>,
     /// pause: how long the process stays stopped (default 1000).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub pause_ms: Option<f64>,
     /// What the relay does when the server dies: `never` (default) or `on_failure`.
     #[serde(default)]
     pub restart: Restart,
     /// First restart delay in milliseconds, doubled after each restart (default 500).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub restart_backoff_ms: Option<f64>,
     /// Give up after this many restarts (default 5).
     #[serde(default)]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct Reorder {
     /// Longest hold in milliseconds when no other message follows (default 1000).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub max_hold_ms: Option<f64>,
 }
 

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 pub struct SlowStream {
     /// Milliseconds to wait before each event (default 100).
-    #[serde(default = "default_gap")]
-    #[schemars(range(min = 0))]
+    #[serde(default = "default_gap", deserialize_with = "crate::millis::req")]
+    #[schemars(schema_with = "crate::millis::schema")]
     pub gap_ms: f64,
 }
 

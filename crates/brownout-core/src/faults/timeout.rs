@@ -18,8 +18,8 @@ pub enum Then {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct Timeout {
     /// How long to hold the message, in milliseconds (absent: forever).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub hold_ms: Option<f64>,
     /// After `hold_ms`: `drop` (default) or `deliver` late.
     #[serde(default)]

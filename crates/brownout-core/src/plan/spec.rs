@@ -103,8 +103,8 @@ pub struct CorrelationSpec {
     #[schemars(range(min = 1))]
     pub mean_burst_calls: Option<f64>,
     /// episodes: length of one episode in milliseconds (default 10000).
-    #[serde(default)]
-    #[schemars(range(min = 1))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub episode_ms: Option<f64>,
     /// episodes: injection probability inside a degraded episode (default 0.5; must be at
     /// least `probability`).
