@@ -77,6 +77,8 @@ struct Call {
     /// Ids of faults that already acted on the request.
     applied: Vec<String>,
     generation: u64,
+    /// A fault changed the result itself (drift, truncation): not a correct answer.
+    altered: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -421,6 +423,7 @@ impl Engine {
                     response_hits: Vec::new(),
                     applied: Vec::new(),
                     generation: self.generation,
+                    altered: false,
                 };
                 self.track(session, id, now, call);
             }
@@ -475,6 +478,7 @@ impl Engine {
             response_hits,
             applied,
             generation: self.generation,
+            altered: false,
         };
         match (shaping.reply.take(), id) {
             (Some(reply), Some(id)) => {
@@ -531,6 +535,7 @@ impl Engine {
                 response_hits: Vec::new(),
                 applied: Vec::new(),
                 generation: self.generation,
+                altered: false,
             };
             let (out, delay) = self.finish_call(session, &id, call, &reply, now, now);
             verdict
@@ -612,6 +617,8 @@ impl Engine {
                 Phase::Response,
             ) {
                 call.applied.push(f.id.clone());
+                call.altered |=
+                    matches!(f.effect, Effect::SchemaDrift(_) | Effect::PartialResult(_));
                 self.fault_event(
                     session,
                     call.seq,
@@ -885,6 +892,7 @@ impl Engine {
             outcome,
             latency.as_millis_f64(),
             schema_valid,
+            call.altered,
         );
         if !self.config.record_events {
             return;
@@ -1194,5 +1202,7 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
 
 #[cfg(test)]
 mod id_tests;
+#[cfg(test)]
+mod sli_tests;
 #[cfg(test)]
 mod tests;
