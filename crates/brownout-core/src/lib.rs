@@ -6,6 +6,7 @@
 //! clock: time comes in as an argument ([`Time`]), bytes come in as slices, and the engine
 //! answers with a [`Verdict`] that a driver (the live relay, the simulator) carries out.
 
+pub mod capability;
 pub mod correlate;
 pub mod engine;
 pub mod event;
@@ -21,6 +22,7 @@ pub mod stats;
 pub mod time;
 pub mod verdict;
 
+pub use capability::{Capabilities, Capability};
 pub use engine::{Engine, EngineConfig, Side};
 pub use plan::{Plan, PlanErrors};
 pub use time::Time;

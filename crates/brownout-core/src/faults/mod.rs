@@ -323,6 +323,32 @@ impl Effect {
         }
     }
 
+    /// What this fault needs its driver to do (see [`crate::capability`]).
+    pub fn needs(&self, direction: Direction) -> Vec<crate::capability::Need> {
+        use crate::capability::{Capability as C, Need};
+        match self {
+            Effect::Process(p) => {
+                let mut n = vec![Need::whole(C::SignalProcess)];
+                if p.at_ms.is_some() {
+                    n.push(Need::key(C::ProcessTimers, "at_ms"));
+                }
+                n
+            }
+            Effect::Duplicate(_) if direction == Direction::ToClient => {
+                vec![Need::whole(C::MultipleAnswers)]
+            }
+            Effect::Duplicate(_) => vec![Need::whole(C::MultipleRequests)],
+            Effect::Registry(r) if r.action == registry::Action::ListChanged => {
+                vec![Need::key(C::MultipleAnswers, "action")]
+            }
+            Effect::SlowStream(_) | Effect::Bandwidth(_) => vec![Need::whole(C::ShapeStreams)],
+            Effect::Connection(c) if c.mode == connection::Mode::DropStream => {
+                vec![Need::key(C::ShapeStreams, "mode")]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether this kind can act on a message that is not part of a call (a notification,
     /// or a server-initiated request), in the fault's direction.
     pub fn acts_on_loose_messages(&self) -> bool {

@@ -68,6 +68,9 @@ pub struct Fault {
     pub effect: Effect,
     /// The side of a call the effect lands on.
     pub direction: crate::select::Direction,
+    /// Where the fault is in the plan: its index in `faults` and its position in the text.
+    pub index: usize,
+    pub pos: Pos,
 }
 
 /// A compiled plan.
@@ -122,6 +125,50 @@ impl Plan {
 
     pub fn fault(&self, id: &str) -> Option<&Fault> {
         self.faults.iter().find(|f| f.id == id)
+    }
+
+    /// Refuse the faults `driver` cannot perform: one error per fault and missing
+    /// capability, naming the fault, its kind and the driver (`file` names the plan in the
+    /// errors, as when it was loaded). Disabled faults are not checked: they never act.
+    pub fn check_driver(
+        &self,
+        driver: &str,
+        can: crate::capability::Capabilities,
+        file: &str,
+    ) -> Result<(), PlanErrors> {
+        let errors: Vec<PlanError> = self
+            .faults
+            .iter()
+            .filter(|f| f.enabled)
+            .flat_map(|f| {
+                f.effect
+                    .needs(f.direction)
+                    .into_iter()
+                    .filter(move |n| !can.has(n.capability))
+                    .map(move |n| PlanError {
+                        pos: f.pos,
+                        key: if n.key.is_empty() {
+                            format!("faults[{}]", f.index)
+                        } else {
+                            format!("faults[{}].{}", f.index, n.key)
+                        },
+                        message: format!(
+                            "fault `{}` (kind `{}`) cannot run on {driver}: it needs to {}, which {driver} cannot do",
+                            f.id,
+                            f.effect.kind(),
+                            n.capability,
+                        ),
+                    })
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanErrors {
+                file: file.to_string(),
+                errors,
+            })
+        }
     }
 }
 
@@ -237,7 +284,7 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
     for (i, raw) in top.faults.into_iter().enumerate() {
         let base = format!("/faults/{i}");
         let hash = ids::content_hash(&raw);
-        match compile_fault(root, &base, raw, duration) {
+        match compile_fault(root, i, &base, raw, duration) {
             Ok(f) => {
                 faults.push(f);
                 origin.push((i, hash));
@@ -284,6 +331,7 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
 
 fn compile_fault(
     root: &Node,
+    index: usize,
     base: &str,
     raw: serde_json::Value,
     run: Option<Time>,
@@ -397,8 +445,12 @@ fn compile_fault(
         correlation,
         effect,
         direction,
+        index,
+        pos: root.locate(base, false),
     })
 }
 
+#[cfg(test)]
+mod driver_tests;
 #[cfg(test)]
 mod tests;
