@@ -148,11 +148,17 @@ mod tests {
             "p.yaml",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let crate::faults::Effect::Latency(l) = &p.faults[0].effect else {
+        let Some(l) = p.faults[0]
+            .effect
+            .downcast::<crate::faults::latency::Latency>()
+        else {
             panic!("latency")
         };
         assert_eq!((l.added_ms, l.jitter_ms), (Some(500.0), Some(500.0)));
-        let crate::faults::Effect::Timeout(t) = &p.faults[1].effect else {
+        let Some(t) = p.faults[1]
+            .effect
+            .downcast::<crate::faults::timeout::Timeout>()
+        else {
             panic!("timeout")
         };
         assert_eq!(t.hold_ms, Some(2000.0));

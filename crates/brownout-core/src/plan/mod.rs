@@ -14,7 +14,7 @@ pub mod source;
 pub mod spec;
 
 use crate::faults::correlation::Correlation;
-use crate::faults::process::RestartPolicy;
+use crate::faults::process::{Process, RestartPolicy};
 use crate::faults::{kind_info, Effect};
 use crate::rng::hash_str;
 use crate::select::Selector;
@@ -116,9 +116,10 @@ impl Plan {
     pub fn restart_policy(&self) -> RestartPolicy {
         self.faults
             .iter()
-            .find_map(|f| match &f.effect {
-                Effect::Process(p) => Some(RestartPolicy::from_fault(p)),
-                _ => None,
+            .find_map(|f| {
+                f.effect
+                    .downcast::<Process>()
+                    .map(RestartPolicy::from_fault)
             })
             .unwrap_or_default()
     }
@@ -404,37 +405,16 @@ fn compile_fault(
         },
         None => None,
     };
-    match &effect {
-        Effect::Latency(l) => errors.extend(
-            l.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        Effect::ColdStart(c) => errors.extend(
-            c.delay
-                .check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        Effect::HttpStatus(h) => errors.extend(
-            h.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), true, m)),
-        ),
-        Effect::Connection(c) => errors.extend(
-            c.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        _ => {}
-    }
+    errors.extend(
+        effect
+            .check()
+            .into_iter()
+            .map(|e| at(&format!("/{}", e.key), e.at_key, e.message)),
+    );
     let (Some(mut select), true) = (select, errors.is_empty()) else {
         return Err(errors);
     };
-    if let Effect::Process(_) = effect {
-        // Killing a server is an event, not a rate: once per session unless told otherwise.
-        select.max_injections = select.max_injections.or(Some(1));
-    }
+    select.max_injections = select.max_injections.or(effect.default_max_injections());
     let direction = select.direction.unwrap_or(info.default_direction);
     Ok(Fault {
         id: head.id.unwrap_or_default(),
