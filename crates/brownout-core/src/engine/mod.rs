@@ -24,7 +24,7 @@ use crate::correlate::{Pending, DEFAULT_CAPACITY, DEFAULT_TTL};
 use crate::event::Event;
 use crate::faults::{Answer, KindState, Shaping};
 use crate::jsonrpc::{classify, Id, Kind, Message, View};
-use crate::plan::Plan;
+use crate::plan::{Fault, Plan};
 use crate::rng::hash_str;
 use crate::select::Direction;
 use crate::sli::Slis;
@@ -145,6 +145,24 @@ pub struct Engine {
     events: Vec<Event>,
 }
 
+/// For each fault of a new plan, the index in the old plan of the same fault (same id, same
+/// kind), if any. One hash lookup per fault: installing a plan of n faults is O(n).
+fn carried(old: &[Fault], new: &[Fault]) -> Vec<Option<usize>> {
+    let by_id: HashMap<&str, usize> = old
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id.as_str(), i))
+        .collect();
+    new.iter()
+        .map(|f| {
+            by_id
+                .get(f.id.as_str())
+                .copied()
+                .filter(|&i| old[i].effect.kind() == f.effect.kind())
+        })
+        .collect()
+}
+
 /// Answers the relay gives in-flight callers when the server goes away.
 #[derive(Debug)]
 pub struct FailedCall {
@@ -181,17 +199,7 @@ impl Engine {
     /// changed-kind fault starts fresh. Calls in flight finish without the response effects
     /// of the old plan.
     pub fn set_plan(&mut self, plan: Plan) {
-        // new index → old index of the same fault (same id, same kind).
-        let carried: Vec<Option<usize>> = plan
-            .faults
-            .iter()
-            .map(|f| {
-                self.plan
-                    .faults
-                    .iter()
-                    .position(|o| o.id == f.id && o.effect.kind() == f.effect.kind())
-            })
-            .collect();
+        let carried = carried(&self.plan.faults, &plan.faults);
         self.timers_fired = carried
             .iter()
             .map(|old| {
@@ -328,6 +336,8 @@ impl Engine {
 mod http_tests;
 #[cfg(test)]
 mod id_tests;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod sli_tests;
 #[cfg(test)]
