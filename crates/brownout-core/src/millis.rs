@@ -63,28 +63,29 @@ pub fn opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     }
 }
 
-/// `schema_with` for a required `*_ms` key: a number ≥ 0 or a span string.
+/// `schema_with` for a required `*_ms` key: a number ≥ 0 or a span string. One schema
+/// rather than an `anyOf`, so a bad value gets a plain message (`minimum` binds numbers
+/// only, `pattern` strings only).
 pub fn schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
-        "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "string", "pattern": SPAN_PATTERN},
-        ],
-        "description": "milliseconds, or a span with a unit: \"500ms\", \"2s\", \"1m\", \"1h\""
+        "type": ["number", "string"],
+        "minimum": 0,
+        "pattern": SPAN_PATTERN,
+        "description": DESCRIPTION,
     })
 }
 
 /// `schema_with` for an optional `*_ms` key (`null` is the same as leaving it out).
 pub fn opt_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
-        "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "string", "pattern": SPAN_PATTERN},
-            {"type": "null"},
-        ],
-        "description": "milliseconds, or a span with a unit: \"500ms\", \"2s\", \"1m\", \"1h\""
+        "type": ["number", "string", "null"],
+        "minimum": 0,
+        "pattern": SPAN_PATTERN,
+        "description": DESCRIPTION,
     })
 }
+
+const DESCRIPTION: &str = "milliseconds, or a span with a unit: \"500ms\", \"2s\", \"1m\", \"1h\"";
 
 #[cfg(test)]
 mod tests {
@@ -163,11 +164,13 @@ mod tests {
         };
         assert_eq!(t.hold_ms, Some(2000.0));
         let errs = crate::Plan::from_str_named(
-            "faults:\n  - kind: latency\n    added_ms: soon\n",
+            "faults:\n  - kind: latency\n    added_ms: soon\n  - kind: timeout\n    hold_ms: -5\n",
             "p.yaml",
         )
         .map(|_| ())
         .expect_err("not a span");
         assert_eq!(errs.errors[0].key, "faults[0].added_ms", "{errs}");
+        assert!(!errs.to_string().contains("anyOf"), "{errs}");
+        assert!(errs.errors[1].message.contains("minimum of 0"), "{errs}");
     }
 }
