@@ -3,8 +3,8 @@
 //! The relay writes them as JSON Lines with `--events FILE` (schema in `docs/events.md`);
 //! the summary is computed from the same records. Times are milliseconds of run time.
 
-use serde::Serialize;
-use serde_json::Value;
+use crate::jsonrpc::Id;
+use serde::{Serialize, Serializer};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -21,8 +21,12 @@ pub struct FaultEvent {
     pub session: String,
     /// Per-session sequence number of the call (or loose message) the fault hit.
     pub seq: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<Value>,
+    /// The call's id, written as the client wrote it (`1e2` stays `1e2`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "id_as_written"
+    )]
+    pub id: Option<Id>,
     pub method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -74,8 +78,12 @@ pub struct CallEvent {
     pub t_ms: f64,
     pub session: String,
     pub seq: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<Value>,
+    /// The call's id, written as the client wrote it (`1e2` stays `1e2`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "id_as_written"
+    )]
+    pub id: Option<Id>,
     pub method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -90,4 +98,45 @@ pub struct CallEvent {
     /// successful and still be wrong.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub mutated: bool,
+}
+
+/// Write an id as its raw JSON text (see [`crate::splice`]).
+fn id_as_written<S: Serializer>(id: &Option<Id>, s: S) -> Result<S::Ok, S::Error> {
+    let text = crate::splice::raw_id(id.as_ref());
+    match serde_json::value::RawValue::from_string(text) {
+        Ok(raw) => raw.serialize(s),
+        Err(e) => Err(serde::ser::Error::custom(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_written_as_the_client_wrote_them() {
+        for (id, text) in [
+            (Id::Num("1e2".into()), r#""id":1e2,"#),
+            (
+                Id::Num("12345678901234567890123".into()),
+                r#""id":12345678901234567890123,"#,
+            ),
+            (Id::Str("a\"b".into()), r#""id":"a\"b","#),
+        ] {
+            let ev = Event::Fault(FaultEvent {
+                t_ms: 0.0,
+                session: "s".into(),
+                seq: 0,
+                id: Some(id),
+                method: "tools/call".into(),
+                tool: None,
+                direction: "to_server",
+                fault: "f".into(),
+                kind: "error",
+                action: "x".into(),
+            });
+            let line = serde_json::to_string(&ev).expect("serializes");
+            assert!(line.contains(text), "{line}");
+        }
+    }
 }

@@ -233,7 +233,7 @@ pub fn error_response(
         "id": id.map_or(serde_json::Value::Null, Id::to_json),
         "error": err,
     });
-    serde_json::to_vec(&msg).unwrap_or_default()
+    crate::splice::to_vec_with_id(&msg, id)
 }
 
 /// Build a JSON-RPC success response around a result value.
@@ -243,7 +243,7 @@ pub fn result_response(id: Option<&Id>, result: serde_json::Value) -> Vec<u8> {
         "id": id.map_or(serde_json::Value::Null, Id::to_json),
         "result": result,
     });
-    serde_json::to_vec(&msg).unwrap_or_default()
+    crate::splice::to_vec_with_id(&msg, id)
 }
 
 #[cfg(test)]

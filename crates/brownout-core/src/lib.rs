@@ -6,19 +6,23 @@
 //! clock: time comes in as an argument ([`Time`]), bytes come in as slices, and the engine
 //! answers with a [`Verdict`] that a driver (the live relay, the simulator) carries out.
 
+pub mod capability;
 pub mod correlate;
 pub mod engine;
 pub mod event;
 pub mod faults;
 pub mod jsonrpc;
+pub mod millis;
 pub mod plan;
 pub mod rng;
 pub mod select;
 pub mod sli;
+pub mod splice;
 pub mod stats;
 pub mod time;
 pub mod verdict;
 
+pub use capability::{Capabilities, Capability};
 pub use engine::{Engine, EngineConfig, Side};
 pub use plan::{Plan, PlanErrors};
 pub use time::Time;

@@ -1,6 +1,7 @@
 //! Live SLIs per method and tool: calls by outcome, latency buckets, and correctness — no
 //! error, `isError` false, and `structuredContent` valid against the `outputSchema` the
-//! server advertised in `tools/list` (learned as that answer passes through the relay).
+//! server advertised in `tools/list` (learned as that answer passes through the relay),
+//! and not a result a fault drifted or truncated (wrong by construction).
 //! Availability, correctness and effective tool availability (ETA = A × C) follow.
 
 use crate::event::Outcome;
@@ -125,7 +126,9 @@ impl Slis {
 
     /// Record one completed call. Answered means the client got a result (`isError` or
     /// not) or a JSON-RPC error that a server sent; malformed, dropped and unanswered calls
-    /// were not answered. Correct means `Ok` and schema-valid.
+    /// were not answered. Correct means `Ok`, schema-valid and not `altered`: a result a
+    /// fault drifted or truncated is wrong by construction, whether or not an
+    /// `outputSchema` would catch it.
     pub fn record(
         &mut self,
         method: &str,
@@ -133,6 +136,7 @@ impl Slis {
         outcome: Outcome,
         latency_ms: f64,
         schema_valid: bool,
+        altered: bool,
     ) {
         let tool = tool.unwrap_or("");
         let known = self
@@ -176,7 +180,7 @@ impl Slis {
         if outcome == Outcome::Ok && !schema_valid {
             s.schema_violations += 1;
         }
-        if outcome == Outcome::Ok && schema_valid {
+        if outcome == Outcome::Ok && schema_valid && !altered {
             s.correct += 1;
         }
     }
@@ -216,7 +220,14 @@ mod tests {
             (true, Outcome::ToolError),
             (true, Outcome::Unanswered),
         ] {
-            s.record("tools/call", Some("get_incident"), outcome, 12.0, valid);
+            s.record(
+                "tools/call",
+                Some("get_incident"),
+                outcome,
+                12.0,
+                valid,
+                false,
+            );
         }
         let (_, _, g) = s.series().next().expect("a series");
         assert_eq!(
@@ -234,10 +245,26 @@ mod tests {
     fn series_are_bounded() {
         let mut s = Slis::default();
         for i in 0..MAX_SERIES + 10 {
-            s.record("tools/call", Some(&format!("t{i}")), Outcome::Ok, 1.0, true);
+            s.record(
+                "tools/call",
+                Some(&format!("t{i}")),
+                Outcome::Ok,
+                1.0,
+                true,
+                false,
+            );
         }
         assert_eq!(s.series().count(), MAX_SERIES + 1);
         let other = s.series().find(|(_, t, _)| *t == "_other").expect("_other");
         assert_eq!(other.2.calls, 10);
+    }
+
+    #[test]
+    fn an_altered_result_is_never_correct() {
+        let mut s = Slis::default();
+        s.record("tools/call", Some("echo"), Outcome::Ok, 1.0, true, true);
+        s.record("tools/call", Some("echo"), Outcome::Ok, 1.0, true, false);
+        let (_, _, g) = s.series().next().expect("a series");
+        assert_eq!((g.responded, g.correct, g.schema_violations), (2, 1, 0));
     }
 }

@@ -5,6 +5,13 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
+/// The id the plan gives its first (unnamed) fault.
+fn default_id(plan: &str) -> String {
+    brownout_core::Plan::from_str_named(plan, "plan.yaml")
+        .map(|p| p.faults[0].id.clone())
+        .unwrap_or_default()
+}
+
 fn call(name: &str, args: Value) -> Value {
     json!({"op": "call_tool", "name": name, "arguments": args, "timeout_s": 5})
 }
@@ -68,7 +75,7 @@ fn latency_delays_the_answer() {
         "{r}"
     );
     assert_eq!(
-        fault_events(&events(dir.path()), "latency-0").len(),
+        fault_events(&events(dir.path()), &default_id(plan)).len(),
         1,
         "only echo is delayed"
     );
@@ -304,7 +311,7 @@ fn cold_start_slows_only_the_first_call_of_each_tool() {
         op(&r, 3)["elapsed_ms"].as_f64().unwrap_or(0.0) >= 395.0,
         "{r}"
     );
-    let hits: Vec<String> = fault_events(&events(dir.path()), "cold_start-0")
+    let hits: Vec<String> = fault_events(&events(dir.path()), &default_id(plan))
         .iter()
         .map(|e| e["tool"].as_str().unwrap_or_default().to_string())
         .collect();
@@ -414,5 +421,8 @@ fn duplicated_answers_do_not_confuse_the_sdk() {
     assert_eq!(text(op(&r, 1)), "a", "{r}");
     assert_eq!(text(op(&r, 2)), "b", "{r}");
     assert_eq!(op(&r, 3)["result"]["structuredContent"]["result"], 3);
-    assert_eq!(fault_events(&events(dir.path()), "duplicate-0").len(), 2);
+    assert_eq!(
+        fault_events(&events(dir.path()), &default_id(plan)).len(),
+        2
+    );
 }

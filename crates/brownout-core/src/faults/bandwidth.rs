@@ -2,7 +2,11 @@
 //! HTTP relay sends the body or SSE stream in slices at that rate. HTTP only; on stdio it
 //! has no effect (use `latency` there).
 
+use super::simulated::SimulatedCall;
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
+use crate::capability::{Capability, Need};
+use crate::select::Direction;
 use crate::verdict::StreamShape;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,6 +28,40 @@ impl Bandwidth {
     }
 }
 
+pub const KIND: KindInfo = KindInfo::of::<Bandwidth>(
+    "bandwidth",
+    "throttle the answer to N bytes per second (HTTP)",
+    CALLS,
+    Direction::ToServer,
+    r#"{"bytes_per_sec": 1024}"#,
+);
+
+impl FaultKind for Bandwidth {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        vec![Need::whole(Capability::ShapeStreams)]
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply(c, s)),
+            Phase::Response => None,
+        }
+    }
+
+    /// Bandwidth acts on real bytes: the simulator does not model it.
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,6 +79,7 @@ mod tests {
             method: "tools/call",
             tool: Some("x"),
             id: None,
+            tools: None,
             state: &mut state,
         };
         let f: Bandwidth =

@@ -3,9 +3,15 @@
 //! same delay keys as `latency`.
 
 use super::latency::Latency;
+use super::simulated::{self, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
+use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The tools a session has called (the state a `cold_start` fault keeps per session).
+pub type SeenTools = std::collections::HashSet<String>;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct ColdStart {
@@ -17,10 +23,52 @@ impl ColdStart {
     /// Delays the request when this session has not called this tool before.
     pub fn apply(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
         let tool = c.tool.unwrap_or(c.method).to_string();
-        if !c.state.seen_tools.insert(tool.clone()) {
+        if !c.state.get::<SeenTools>().insert(tool.clone()) {
             return None;
         }
         Some(format!("cold start of {tool}: {}", self.delay.apply(c, s)))
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<ColdStart>(
+    "cold_start",
+    "extra latency on the first call of each tool in a session",
+    CALLS,
+    Direction::ToServer,
+    r#"{"added_ms": 500}"#,
+);
+
+impl FaultKind for ColdStart {
+    fn check(&self) -> Vec<Invalid> {
+        self.delay
+            .check()
+            .into_iter()
+            .map(|(k, m)| Invalid::value(k, m))
+            .collect()
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => self.apply(c, s),
+            Phase::Response => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        let tool = c.tool.unwrap_or(c.method).to_string();
+        if !c.state.get::<SeenTools>().insert(tool) {
+            return false;
+        }
+        out.request_delay = out.request_delay + simulated::delay(&self.delay, c);
+        true
     }
 }
 
@@ -45,6 +93,7 @@ mod tests {
                 method: "tools/call",
                 tool: Some(tool),
                 id: None,
+                tools: None,
                 state: &mut state,
             };
             let mut s = Shaping::new(b"{}");

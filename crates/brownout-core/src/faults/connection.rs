@@ -4,8 +4,12 @@
 //! cuts an SSE answer after N events or bytes. On stdio: refuse answers a JSON-RPC error,
 //! reset and stall drop the answer or the call (the client waits), drop_stream does nothing.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
+use crate::capability::{Capability, Need};
 use crate::jsonrpc;
+use crate::select::Direction;
 use crate::verdict::{HttpAction, StreamShape};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -114,6 +118,53 @@ impl Connection {
     }
 }
 
+pub const KIND: KindInfo = KindInfo::of::<Connection>(
+    "connection",
+    "refuse, reset before the answer, stall, or cut an SSE stream after N events/bytes",
+    CALLS,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for Connection {
+    fn check(&self) -> Vec<Invalid> {
+        Connection::check(self)
+            .into_iter()
+            .map(|(k, m)| Invalid::value(k, m))
+            .collect()
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        Connection::acts_on_response(self)
+    }
+
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        match self.mode {
+            Mode::DropStream => vec![Need::key(Capability::ShapeStreams, "mode")],
+            _ => Vec::new(),
+        }
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply_request(c, s)),
+            Phase::Response => self.apply_response(s),
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(match self.mode {
+            Mode::Refuse => SimOutcome::FailFast,
+            _ => SimOutcome::NoAnswer,
+        });
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +188,7 @@ mod tests {
             method: "tools/call",
             tool: Some("x"),
             id: Some(&id),
+            tools: None,
             state: &mut state,
         };
         let mut s = Shaping::new(b"{}");

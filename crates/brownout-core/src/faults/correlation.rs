@@ -43,6 +43,12 @@ impl Correlation {
                     ));
                 }
                 let ms = spec.episode_ms.unwrap_or(10_000.0);
+                if ms < 1.0 {
+                    return Err((
+                        "correlation/episode_ms".into(),
+                        format!("an episode lasts at least 1ms, not {ms}ms"),
+                    ));
+                }
                 Ok(Correlation::Episodes {
                     episode: Time((ms * 1000.0) as u64),
                     intensity,

@@ -5,8 +5,11 @@
 //! answer. `tool_error: true` answers with a successful JSON-RPC response whose result has
 //! `isError: true` and a text item, the way MCP servers report tool failures.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase as At, CALLS};
 use crate::jsonrpc;
+use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -73,13 +76,47 @@ impl ErrorFault {
     }
 
     pub fn apply_request(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
-        s.reply = serde_json::to_vec(&self.answer(c.id)).ok();
+        s.reply = Some(crate::splice::to_vec_with_id(&self.answer(c.id), c.id));
         format!("short-circuit: {}", self.describe())
     }
 
     pub fn apply_response(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
         s.replace(self.answer(c.id));
         format!("replaced response: {}", self.describe())
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<ErrorFault>(
+    "error",
+    "answer with a JSON-RPC error or an isError tool result",
+    CALLS,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for ErrorFault {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        self.phase == Phase::Request
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        self.phase == Phase::Response
+    }
+
+    fn act(&self, phase: At, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        Some(match phase {
+            At::Request => self.apply_request(c, s),
+            At::Response => self.apply_response(c, s),
+        })
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(if self.phase == Phase::Request {
+            SimOutcome::FailFast
+        } else {
+            SimOutcome::FailAfter
+        });
+        true
     }
 }
 

@@ -2,8 +2,11 @@
 //! with `WWW-Authenticate`, a 500, a 503 from a gateway. The server never sees the call.
 //! On stdio, which has no HTTP, the caller gets a JSON-RPC error naming the status.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::jsonrpc;
+use crate::select::Direction;
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -115,6 +118,47 @@ impl HttpStatus {
     }
 }
 
+pub const KIND: KindInfo = KindInfo::of::<HttpStatus>(
+    "http_status",
+    "answer the HTTP request with a status (401 with WWW-Authenticate, 500, 503)",
+    CALLS,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for HttpStatus {
+    fn check(&self) -> Vec<Invalid> {
+        HttpStatus::check(self)
+            .into_iter()
+            .map(|(key, message)| Invalid {
+                key,
+                at_key: true,
+                message,
+            })
+            .collect()
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply(c, s)),
+            Phase::Response => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(SimOutcome::FailFast);
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +177,7 @@ mod tests {
             method: "tools/call",
             tool: Some("x"),
             id: Some(&id),
+            tools: None,
             state: &mut state,
         };
         let mut s = Shaping::new(b"{}");

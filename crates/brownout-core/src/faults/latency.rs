@@ -5,8 +5,11 @@
 //! optional `jitter_ms` (uniform ±jitter) and an optional `max_ms` cap. The default side is
 //! the response (`direction: to_client`); `direction: to_server` delays the request instead.
 
+use super::simulated::{self, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::rng::salt;
+use crate::select::Direction;
 use crate::time::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -28,32 +31,32 @@ pub struct Latency {
     #[serde(default)]
     pub distribution: Distribution,
     /// fixed: the added delay in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub added_ms: Option<f64>,
     /// Uniform ± jitter added to any distribution, in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub jitter_ms: Option<f64>,
     /// uniform: lower bound in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub min_ms: Option<f64>,
     /// uniform: upper bound; any distribution: a cap on the delay.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub max_ms: Option<f64>,
     /// normal: mean in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub mean_ms: Option<f64>,
     /// normal: standard deviation in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub stddev_ms: Option<f64>,
     /// pareto: the scale (minimum) in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub scale_ms: Option<f64>,
     /// pareto: the shape α (smaller is heavier-tailed; default 1.5).
     #[serde(default)]
@@ -132,6 +135,41 @@ impl Latency {
         let ms = self.sample_ms(c.unit(salt::MAGNITUDE), c.unit(salt::MAGNITUDE2));
         s.delay = s.delay + Time((ms * 1000.0) as u64);
         format!("delay {ms:.1}ms")
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<Latency>(
+    "latency",
+    "delay a request or its response (fixed, uniform, normal, pareto; jitter)",
+    CALLS,
+    Direction::ToClient,
+    r#"{"added_ms": 100}"#,
+);
+
+impl FaultKind for Latency {
+    fn check(&self) -> Vec<Invalid> {
+        Latency::check(self)
+            .into_iter()
+            .map(|(k, m)| Invalid::value(k, m))
+            .collect()
+    }
+
+    fn acts_on_loose_messages(&self) -> bool {
+        true
+    }
+
+    fn act(&self, _phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        Some(self.apply(c, s))
+    }
+
+    fn simulate(&self, direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        let d = simulated::delay(self, c);
+        if direction == Direction::ToServer {
+            out.request_delay = out.request_delay + d;
+        } else {
+            out.response_delay = out.response_delay + d;
+        }
+        true
     }
 }
 

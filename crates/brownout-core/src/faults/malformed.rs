@@ -6,8 +6,11 @@
 //! `mismatched_id` (an id nobody asked for). Corrupted bytes never contain a newline, so
 //! a stdio peer sees exactly one bad line.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::rng::SplitMix;
+use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -50,7 +53,7 @@ pub fn corrupt(bytes: &[u8], mode: Mode, seed: u64) -> Vec<u8> {
     let json_edit = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| -> Option<Vec<u8>> {
         let mut v: Value = serde_json::from_slice(bytes).ok()?;
         f(v.as_object_mut()?);
-        serde_json::to_vec(&v).ok()
+        Some(crate::splice::to_vec_like(&v, bytes))
     };
     let out = match mode {
         Mode::Truncate => None,
@@ -91,6 +94,29 @@ pub fn corrupt(bytes: &[u8], mode: Mode, seed: u64) -> Vec<u8> {
         };
         bytes[..keep.min(len.saturating_sub(1))].to_vec()
     })
+}
+
+pub const KIND: KindInfo = KindInfo::of::<Malformed>(
+    "malformed",
+    "corrupt the bytes: truncated JSON, garbage, invalid UTF-8, JSON-RPC violations",
+    CALLS,
+    Direction::ToClient,
+    r#"{}"#,
+);
+
+impl FaultKind for Malformed {
+    fn acts_on_loose_messages(&self) -> bool {
+        true
+    }
+
+    fn act(&self, _phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        Some(self.apply(c, s))
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(SimOutcome::NoAnswer);
+        true
+    }
 }
 
 #[cfg(test)]

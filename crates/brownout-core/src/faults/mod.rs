@@ -1,9 +1,12 @@
-//! Fault kinds: one file each, with its parameters, its effect and its tests.
+//! Fault kinds: one file each, behind one trait, registered in one list.
 //!
 //! The engine decides *whether* a fault hits a call (selectors, probability, correlation);
-//! a kind decides *what* the hit does, by shaping the message that is passing: delay it,
-//! replace it, answer in its place, drop, duplicate, hold, corrupt it, or ask the driver to
-//! signal the server process. [`KINDS`] lists every kind with its schema and defaults.
+//! a kind decides *what* the hit does. Each `faults/<kind>.rs` holds the kind's parameters
+//! (a serde + JSON Schema type), its semantic checks, its decision rules (which phases,
+//! methods and directions it acts on), its live effect on the message passing, its effect
+//! in the simulator and what it needs of a driver — the [`FaultKind`] trait — and a
+//! [`KindInfo`] constant (name, summary, default methods and direction). [`KINDS`] lists
+//! them all: adding a kind is a new file and one line in that list (and its `mod` line).
 
 pub mod bandwidth;
 pub mod cold_start;
@@ -22,41 +25,169 @@ pub mod registry;
 pub mod reorder;
 pub mod schema_drift;
 pub mod session_expiry;
+mod shaping;
 pub mod simulated;
 pub mod slow_stream;
 pub mod timeout;
 
+use crate::capability::Need;
 use crate::jsonrpc::Id;
 use crate::rng::{salt, StreamKey};
-use crate::select::Direction;
+use crate::select::{Direction, Globs};
 use crate::time::Time;
-use crate::verdict::{HttpAction, ProcessAction, StreamShape};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::collections::HashSet;
+pub use shaping::{Answer, Shaping};
+use simulated::SimulatedCall;
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
 
-/// A compiled fault effect.
-#[derive(Debug, Clone)]
-pub enum Effect {
-    Latency(latency::Latency),
-    ColdStart(cold_start::ColdStart),
-    Error(error::ErrorFault),
-    Timeout(timeout::Timeout),
-    Malformed(malformed::Malformed),
-    Drop(drop::Drop),
-    Duplicate(duplicate::Duplicate),
-    Reorder(reorder::Reorder),
-    RateLimit(rate_limit::RateLimit),
-    SchemaDrift(schema_drift::SchemaDrift),
-    PartialResult(partial_result::PartialResult),
-    Registry(registry::Registry),
-    Process(process::Process),
-    HttpStatus(http_status::HttpStatus),
-    Connection(connection::Connection),
-    SlowStream(slow_stream::SlowStream),
-    Bandwidth(bandwidth::Bandwidth),
-    SessionExpiry(session_expiry::SessionExpiry),
+/// Every fault kind brownout knows, in the order the docs list them.
+pub static KINDS: &[KindInfo] = &[
+    latency::KIND,
+    cold_start::KIND,
+    error::KIND,
+    timeout::KIND,
+    malformed::KIND,
+    drop::KIND,
+    duplicate::KIND,
+    reorder::KIND,
+    rate_limit::KIND,
+    schema_drift::KIND,
+    partial_result::KIND,
+    registry::KIND,
+    process::KIND,
+    http_status::KIND,
+    connection::KIND,
+    slow_stream::KIND,
+    bandwidth::KIND,
+    session_expiry::KIND,
+];
+
+/// Which side of a call a fault is acting on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The request (or a message toward the server), as it passes.
+    Request,
+    /// The response (or a message toward the client), as it passes.
+    Response,
+}
+
+/// How a fault's `tools` globs apply to a message (see [`FaultKind::targets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Targets {
+    /// The usual: the message must match the fault's selectors, `tools` included.
+    BySelector,
+    /// The selectors apply except `tools`, which names what the fault acts on (the tools a
+    /// registry fault hides), not which calls it looks at.
+    IgnoreTools,
+    /// The fault does not look at this message at all (no counters move).
+    Skip,
+    /// The fault always hits this message, whatever its selectors and counters say.
+    Always,
+}
+
+/// A semantic error in a fault's own keys (one the schema cannot express).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// JSON pointer of the key inside the fault, without the leading `/` (`min_ms`,
+    /// `headers/X-A`).
+    pub key: String,
+    /// Point at the key itself rather than its value.
+    pub at_key: bool,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn value(key: impl Into<String>, message: impl Into<String>) -> Invalid {
+        Invalid {
+            key: key.into(),
+            at_key: false,
+            message: message.into(),
+        }
+    }
+}
+
+/// Downcasting a kind to its type (the plan reads a `process` fault's restart policy).
+pub trait AsAny {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One fault kind: its checks, its decision rules, its live and simulated effects and what
+/// it needs of a driver. `Self` is the kind's parameters, read from the plan.
+pub trait FaultKind: AsAny + fmt::Debug + Send + Sync {
+    /// Semantic checks the schema cannot express.
+    fn check(&self) -> Vec<Invalid> {
+        Vec::new()
+    }
+
+    /// Whether the fault looks at a `method` message calling `tool`, and how its `tools`
+    /// globs apply. Default: by its selectors.
+    fn targets(&self, _method: &str, _tool: Option<&str>, _tools: Option<&Globs>) -> Targets {
+        Targets::BySelector
+    }
+
+    /// Whether a hit acts when the request passes (short-circuits, request delays, signals).
+    fn acts_on_request(&self, direction: Direction) -> bool {
+        direction == Direction::ToServer
+    }
+
+    /// Whether a hit also acts on the response of the call it hit.
+    fn acts_on_response(&self, direction: Direction) -> bool {
+        direction == Direction::ToClient
+    }
+
+    /// Whether the kind acts on messages outside any call (notifications, server requests).
+    fn acts_on_loose_messages(&self) -> bool {
+        false
+    }
+
+    /// Whether its short-circuit answer replaces one an earlier fault already gave.
+    fn overrides_reply(&self) -> bool {
+        false
+    }
+
+    /// Whether its state ([`Ctx::state`]) is one for all sessions rather than one each.
+    fn shared_state(&self) -> bool {
+        false
+    }
+
+    /// The selector default of `max_injections` per session (`None`: unlimited).
+    fn default_max_injections(&self) -> Option<u64> {
+        None
+    }
+
+    /// A run time at which the fault also fires on its own (the driver runs timers).
+    fn timer(&self) -> Option<Time> {
+        None
+    }
+
+    /// What the driver must be able to do for this fault to act at all.
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        Vec::new()
+    }
+
+    /// Whether a hit changes the result itself (a drifted or truncated answer is not a
+    /// correct one, whatever its schema says).
+    fn alters_result(&self) -> bool {
+        false
+    }
+
+    /// The live effect: shape the message in `phase`; the action in words, or `None` when
+    /// the kind had nothing to do to this message (then the hit is not counted).
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String>;
+
+    /// The effect on a call the simulator makes; false when the kind does nothing to such a
+    /// call (it is then not counted as injected).
+    fn simulate(&self, direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool;
 }
 
 /// What the registry knows about one kind.
@@ -67,11 +198,49 @@ pub struct KindInfo {
     pub default_methods: &'static [&'static str],
     /// The side of a call the effect lands on when `direction` is absent.
     pub default_direction: Direction,
+    /// The smallest valid fault of this kind, as JSON (for checks and docs).
+    pub example: &'static str,
     schema: fn(&mut SchemaGenerator) -> Schema,
-    compile: fn(Value) -> Result<Effect, serde_json::Error>,
+    compile: fn(Value) -> Result<Arc<dyn FaultKind>, serde_json::Error>,
 }
 
+fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    T::json_schema(g)
+}
+
+fn compile_as<T: FaultKind + DeserializeOwned + 'static>(
+    v: Value,
+) -> Result<Arc<dyn FaultKind>, serde_json::Error> {
+    Ok(Arc::new(serde_json::from_value::<T>(v)?))
+}
+
+/// Methods most kinds look at.
+pub const CALLS: &[&str] = &["tools/call"];
+/// `tools/list` and `tools/call` (registry).
+pub const LISTS: &[&str] = &["tools/list", "tools/call"];
+/// Every method.
+pub const EVERY: &[&str] = &["*"];
+
 impl KindInfo {
+    /// The entry of kind `T`, for its file's `KIND` constant.
+    pub const fn of<T: FaultKind + JsonSchema + DeserializeOwned + 'static>(
+        name: &'static str,
+        summary: &'static str,
+        default_methods: &'static [&'static str],
+        default_direction: Direction,
+        example: &'static str,
+    ) -> KindInfo {
+        KindInfo {
+            name,
+            summary,
+            default_methods,
+            default_direction,
+            example,
+            schema: schema_of::<T>,
+            compile: compile_as::<T>,
+        }
+    }
+
     /// The JSON Schema of this kind's own keys.
     pub fn params_schema(&self, g: &mut SchemaGenerator) -> Schema {
         (self.schema)(g)
@@ -79,183 +248,13 @@ impl KindInfo {
 
     /// Build the effect from the fault's JSON object (extra keys are ignored here; the
     /// validator has already rejected unknown ones).
-    pub fn compile(&self, v: Value) -> Result<Effect, serde_json::Error> {
-        (self.compile)(v)
+    pub fn compile(&'static self, v: Value) -> Result<Effect, serde_json::Error> {
+        Ok(Effect {
+            info: self,
+            kind: (self.compile)(v)?,
+        })
     }
 }
-
-fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    T::json_schema(g)
-}
-
-fn parse<T: DeserializeOwned>(v: Value) -> Result<T, serde_json::Error> {
-    serde_json::from_value(v)
-}
-
-const CALLS: &[&str] = &["tools/call"];
-const LISTS: &[&str] = &["tools/list", "tools/call"];
-const EVERY: &[&str] = &["*"];
-
-macro_rules! kind {
-    ($name:literal, $summary:literal, $methods:expr, $dir:expr, $ty:ty, $variant:ident) => {
-        KindInfo {
-            name: $name,
-            summary: $summary,
-            default_methods: $methods,
-            default_direction: $dir,
-            schema: schema_of::<$ty>,
-            compile: |v| parse::<$ty>(v).map(Effect::$variant),
-        }
-    };
-}
-
-/// Every fault kind brownout knows, in the order the docs list them.
-pub static KINDS: &[KindInfo] = &[
-    kind!(
-        "latency",
-        "delay a request or its response (fixed, uniform, normal, pareto; jitter)",
-        CALLS,
-        Direction::ToClient,
-        latency::Latency,
-        Latency
-    ),
-    kind!(
-        "cold_start",
-        "extra latency on the first call of each tool in a session",
-        CALLS,
-        Direction::ToServer,
-        cold_start::ColdStart,
-        ColdStart
-    ),
-    kind!(
-        "error",
-        "answer with a JSON-RPC error or an isError tool result",
-        CALLS,
-        Direction::ToServer,
-        error::ErrorFault,
-        Error
-    ),
-    kind!(
-        "timeout",
-        "withhold the response forever, or for a while then drop or deliver it",
-        CALLS,
-        Direction::ToClient,
-        timeout::Timeout,
-        Timeout
-    ),
-    kind!(
-        "malformed",
-        "corrupt the bytes: truncated JSON, garbage, invalid UTF-8, JSON-RPC violations",
-        CALLS,
-        Direction::ToClient,
-        malformed::Malformed,
-        Malformed
-    ),
-    kind!(
-        "drop",
-        "drop the message",
-        CALLS,
-        Direction::ToClient,
-        drop::Drop,
-        Drop
-    ),
-    kind!(
-        "duplicate",
-        "deliver the message more than once",
-        CALLS,
-        Direction::ToClient,
-        duplicate::Duplicate,
-        Duplicate
-    ),
-    kind!(
-        "reorder",
-        "hold the message behind the next one",
-        CALLS,
-        Direction::ToClient,
-        reorder::Reorder,
-        Reorder
-    ),
-    kind!(
-        "rate_limit",
-        "a token bucket per session or global; calls over it get an error",
-        CALLS,
-        Direction::ToServer,
-        rate_limit::RateLimit,
-        RateLimit
-    ),
-    kind!(
-        "schema_drift",
-        "rename, retype, drop, null or add fields of structured and JSON text results",
-        CALLS,
-        Direction::ToClient,
-        schema_drift::SchemaDrift,
-        SchemaDrift
-    ),
-    kind!(
-        "partial_result",
-        "truncate text, drop content items or array elements, drop nextCursor",
-        CALLS,
-        Direction::ToClient,
-        partial_result::PartialResult,
-        PartialResult
-    ),
-    kind!(
-        "registry",
-        "hide, remove, fake or stale tools in tools/list; spurious list_changed",
-        LISTS,
-        Direction::ToClient,
-        registry::Registry,
-        Registry
-    ),
-    kind!(
-        "process",
-        "kill (TERM/KILL) or pause (STOP/CONT) the stdio server; restart policy",
-        CALLS,
-        Direction::ToServer,
-        process::Process,
-        Process
-    ),
-    kind!(
-        "http_status",
-        "answer the HTTP request with a status (401 with WWW-Authenticate, 500, 503)",
-        CALLS,
-        Direction::ToServer,
-        http_status::HttpStatus,
-        HttpStatus
-    ),
-    kind!(
-        "connection",
-        "refuse, reset before the answer, stall, or cut an SSE stream after N events/bytes",
-        CALLS,
-        Direction::ToServer,
-        connection::Connection,
-        Connection
-    ),
-    kind!(
-        "slow_stream",
-        "wait between the SSE events of an answer (HTTP)",
-        CALLS,
-        Direction::ToServer,
-        slow_stream::SlowStream,
-        SlowStream
-    ),
-    kind!(
-        "bandwidth",
-        "throttle the answer to N bytes per second (HTTP)",
-        CALLS,
-        Direction::ToServer,
-        bandwidth::Bandwidth,
-        Bandwidth
-    ),
-    kind!(
-        "session_expiry",
-        "expire the session: 404 (stdio: an error) for everything it sends from then on",
-        EVERY,
-        Direction::ToServer,
-        session_expiry::SessionExpiry,
-        SessionExpiry
-    ),
-];
 
 /// Look a kind up by name.
 pub fn kind_info(name: &str) -> Option<&'static KindInfo> {
@@ -266,82 +265,69 @@ pub fn kind_names() -> Vec<&'static str> {
     KINDS.iter().map(|k| k.name).collect()
 }
 
+/// A compiled fault effect: a kind's parameters behind [`FaultKind`].
+#[derive(Clone)]
+pub struct Effect {
+    info: &'static KindInfo,
+    kind: Arc<dyn FaultKind>,
+}
+
 impl Effect {
+    /// The kind's name.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Effect::Latency(_) => "latency",
-            Effect::ColdStart(_) => "cold_start",
-            Effect::Error(_) => "error",
-            Effect::Timeout(_) => "timeout",
-            Effect::Malformed(_) => "malformed",
-            Effect::Drop(_) => "drop",
-            Effect::Duplicate(_) => "duplicate",
-            Effect::Reorder(_) => "reorder",
-            Effect::RateLimit(_) => "rate_limit",
-            Effect::SchemaDrift(_) => "schema_drift",
-            Effect::PartialResult(_) => "partial_result",
-            Effect::Registry(_) => "registry",
-            Effect::Process(_) => "process",
-            Effect::HttpStatus(_) => "http_status",
-            Effect::Connection(_) => "connection",
-            Effect::SlowStream(_) => "slow_stream",
-            Effect::Bandwidth(_) => "bandwidth",
-            Effect::SessionExpiry(_) => "session_expiry",
-        }
+        self.info.name
     }
 
-    /// Effects that act when the request passes (short-circuits, request delays, process
-    /// signals); the rest act on the response.
-    pub fn acts_on_request(&self, direction: Direction) -> bool {
-        match self {
-            Effect::Error(e) => e.phase == error::Phase::Request,
-            Effect::RateLimit(_) | Effect::ColdStart(_) | Effect::Process(_) => true,
-            Effect::HttpStatus(_)
-            | Effect::Connection(_)
-            | Effect::SlowStream(_)
-            | Effect::Bandwidth(_)
-            | Effect::SessionExpiry(_) => true,
-            Effect::Registry(r) => r.acts_on_request(),
-            Effect::SchemaDrift(_) | Effect::PartialResult(_) => false,
-            _ => direction == Direction::ToServer,
-        }
+    pub fn info(&self) -> &'static KindInfo {
+        self.info
     }
 
-    /// Effects that also act on the response of a call they hit.
-    pub fn acts_on_response(&self, direction: Direction) -> bool {
-        match self {
-            Effect::Error(e) => e.phase == error::Phase::Response,
-            Effect::RateLimit(_) | Effect::ColdStart(_) | Effect::Process(_) => false,
-            Effect::Connection(c) => c.acts_on_response(),
-            Effect::HttpStatus(_)
-            | Effect::SlowStream(_)
-            | Effect::Bandwidth(_)
-            | Effect::SessionExpiry(_) => false,
-            Effect::Registry(r) => r.acts_on_response(),
-            Effect::SchemaDrift(_) | Effect::PartialResult(_) => true,
-            _ => direction == Direction::ToClient,
-        }
-    }
-
-    /// Whether this kind can act on a message that is not part of a call (a notification,
-    /// or a server-initiated request), in the fault's direction.
-    pub fn acts_on_loose_messages(&self) -> bool {
-        matches!(
-            self,
-            Effect::Latency(_)
-                | Effect::Drop(_)
-                | Effect::Duplicate(_)
-                | Effect::Reorder(_)
-                | Effect::Malformed(_)
-        )
+    /// The parameters, if the kind is `T`.
+    pub fn downcast<T: FaultKind + 'static>(&self) -> Option<&T> {
+        AsAny::as_any(&*self.kind).downcast_ref::<T>()
     }
 }
 
-/// Per (fault, session) state that a kind may keep.
-#[derive(Debug, Default, Clone)]
-pub struct KindState {
-    pub seen_tools: HashSet<String>,
-    pub bucket: Option<rate_limit::Bucket>,
+impl std::ops::Deref for Effect {
+    type Target = dyn FaultKind;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.kind
+    }
+}
+
+impl fmt::Debug for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+/// State a kind keeps per (fault, session), or per fault when [`FaultKind::shared_state`]:
+/// whatever type the kind chooses.
+#[derive(Default)]
+pub struct KindState(Option<Box<dyn Any + Send>>);
+
+impl KindState {
+    /// The state as a `T`, made with `T::default()` on first use.
+    pub fn get<T: Default + Send + 'static>(&mut self) -> &mut T {
+        if !self.0.as_ref().is_some_and(|b| b.is::<T>()) {
+            self.0 = Some(Box::new(T::default()));
+        }
+        match self.0.as_mut().and_then(|b| b.downcast_mut::<T>()) {
+            Some(t) => t,
+            None => unreachable!("set to a T just above"),
+        }
+    }
+}
+
+impl fmt::Debug for KindState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "KindState(..)"
+        } else {
+            "KindState"
+        })
+    }
 }
 
 /// Everything a kind may read about the message it acts on.
@@ -352,6 +338,8 @@ pub struct Ctx<'a> {
     pub method: &'a str,
     pub tool: Option<&'a str>,
     pub id: Option<&'a Id>,
+    /// The fault's `tools` globs.
+    pub tools: Option<&'a Globs>,
     pub state: &'a mut KindState,
 }
 
@@ -366,123 +354,5 @@ impl Ctx<'_> {
     }
 }
 
-/// The message being shaped, and everything the hits so far asked for.
-#[derive(Debug)]
-pub struct Shaping<'a> {
-    pub original: &'a [u8],
-    value: Option<Value>,
-    /// A fault changed the JSON value: the message must be re-serialized.
-    pub mutated: bool,
-    pub delay: Time,
-    pub drop: bool,
-    /// Answer the sender instead of forwarding (short-circuit).
-    pub reply: Option<Vec<u8>>,
-    pub duplicates: u32,
-    pub duplicate_gap: Time,
-    pub hold: Option<Time>,
-    pub corrupt: Option<(malformed::Mode, u64)>,
-    /// Extra messages toward the receiver, after this one.
-    pub extra: Vec<Vec<u8>>,
-    pub process: Vec<ProcessAction>,
-    /// An HTTP-level action (HTTP fronts prefer it over `reply`).
-    pub http: Option<HttpAction>,
-    /// How the answer's body or stream is shaped (HTTP fronts).
-    pub stream: Option<StreamShape>,
-}
-
-impl<'a> Shaping<'a> {
-    pub fn new(original: &'a [u8]) -> Shaping<'a> {
-        Shaping {
-            original,
-            value: None,
-            mutated: false,
-            delay: Time::ZERO,
-            drop: false,
-            reply: None,
-            duplicates: 0,
-            duplicate_gap: Time::ZERO,
-            hold: None,
-            corrupt: None,
-            extra: Vec::new(),
-            process: Vec::new(),
-            http: None,
-            stream: None,
-        }
-    }
-
-    /// Add a stream shape to the ones asked for so far.
-    pub fn merge_stream(&mut self, shape: &StreamShape) {
-        self.stream
-            .get_or_insert_with(StreamShape::default)
-            .merge(shape);
-    }
-
-    /// The message as a JSON value, parsed on first use. A kind that changes it calls
-    /// [`Shaping::mark_mutated`], so a message nobody changed keeps its bytes.
-    pub fn value_mut(&mut self) -> Option<&mut Value> {
-        if self.value.is_none() {
-            self.value = serde_json::from_slice(self.original).ok();
-        }
-        self.value.as_mut()
-    }
-
-    pub fn mark_mutated(&mut self) {
-        self.mutated = self.value.is_some();
-    }
-
-    /// Replace the whole message.
-    pub fn replace(&mut self, v: Value) {
-        self.value = Some(v);
-        self.mutated = true;
-    }
-
-    /// Whether the message still goes on to its receiver.
-    pub fn forwards(&self) -> bool {
-        !self.drop && self.reply.is_none()
-    }
-
-    /// The bytes to forward: the original when nothing changed it, else re-serialized,
-    /// then corrupted if a malformed fault asked for it.
-    pub fn output(&self) -> Option<Vec<u8>> {
-        let base: Option<Vec<u8>> = match (&self.value, self.mutated) {
-            (Some(v), true) => serde_json::to_vec(v).ok(),
-            _ => None,
-        };
-        match self.corrupt {
-            Some((mode, seed)) => {
-                let bytes = base.as_deref().unwrap_or(self.original);
-                Some(malformed::corrupt(bytes, mode, seed))
-            }
-            None => base,
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_has_a_schema_and_compiles_defaults() {
-        let mut g = SchemaGenerator::default();
-        for k in KINDS {
-            let _ = k.params_schema(&mut g);
-            // Kinds whose keys are all optional compile from an empty object.
-            let _ = k.compile(serde_json::json!({}));
-        }
-        assert_eq!(kind_names().len(), KINDS.len());
-        assert!(kind_info("latency").is_some());
-        assert!(kind_info("nope").is_none());
-    }
-
-    #[test]
-    fn unchanged_messages_keep_their_bytes() {
-        let raw = br#"{"jsonrpc":"2.0", "id":1, "result":{"b":1,"a":2}}"#;
-        let s = Shaping::new(raw);
-        assert_eq!(
-            s.output(),
-            None,
-            "no output means: forward the original bytes"
-        );
-    }
-}
+mod tests;

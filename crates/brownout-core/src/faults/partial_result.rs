@@ -6,7 +6,10 @@
 //! a paginated list result, so the client believes it has everything). `keep` is the
 //! fraction kept (default 0.5).
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
+use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -121,6 +124,40 @@ fn shorten_arrays(v: &mut Value, keep: f64) -> usize {
     }
 }
 
+pub const KIND: KindInfo = KindInfo::of::<PartialResult>(
+    "partial_result",
+    "truncate text, drop content items or array elements, drop nextCursor",
+    CALLS,
+    Direction::ToClient,
+    r#"{}"#,
+);
+
+impl FaultKind for PartialResult {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn alters_result(&self) -> bool {
+        true
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Response => self.apply(c, s),
+            Phase::Request => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(SimOutcome::Corrupt);
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +176,7 @@ mod tests {
             method: "tools/call",
             tool: None,
             id: None,
+            tools: None,
             state: &mut state,
         };
         let mut s = Shaping::new(&raw);

@@ -7,7 +7,11 @@
 //! `max_restarts`) tells the relay whether to bring a dead server back. Requests in flight
 //! when the server dies are answered with a clear JSON-RPC error by the relay.
 
+use super::simulated::SimulatedCall;
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
+use crate::capability::{Capability, Need};
+use crate::select::Direction;
 use crate::time::Time;
 use crate::verdict::{ProcessAction, Signal};
 use schemars::JsonSchema;
@@ -46,19 +50,19 @@ pub struct Process {
     #[serde(default)]
     pub signal: SignalSpec,
     /// Also (or only) trigger at this run time, in milliseconds.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub at_ms: Option<f64>,
     /// pause: how long the process stays stopped (default 1000).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub pause_ms: Option<f64>,
     /// What the relay does when the server dies: `never` (default) or `on_failure`.
     #[serde(default)]
     pub restart: Restart,
     /// First restart delay in milliseconds, doubled after each restart (default 500).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub restart_backoff_ms: Option<f64>,
     /// Give up after this many restarts (default 5).
     #[serde(default)]
@@ -120,6 +124,53 @@ impl RestartPolicy {
                 .saturating_mul(1u64 << n.min(16))
                 .min(30_000_000),
         )
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<Process>(
+    "process",
+    "kill (TERM/KILL) or pause (STOP/CONT) the stdio server; restart policy",
+    CALLS,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for Process {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    /// Killing a server is an event, not a rate: once per session unless told otherwise.
+    fn default_max_injections(&self) -> Option<u64> {
+        Some(1)
+    }
+
+    fn timer(&self) -> Option<Time> {
+        self.at_ms.map(|ms| Time((ms * 1000.0) as u64))
+    }
+
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        let mut n = vec![Need::whole(Capability::SignalProcess)];
+        if self.at_ms.is_some() {
+            n.push(Need::key(Capability::ProcessTimers, "at_ms"));
+        }
+        n
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply(c, s)),
+            Phase::Response => None,
+        }
+    }
+
+    /// A process fault acts on a real process: the simulator does not model it.
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
+        false
     }
 }
 

@@ -2,8 +2,11 @@
 //! session or global. A call that finds the bucket empty is answered with a JSON-RPC error
 //! carrying `retry_after_ms` and never reaches the server (the HTTP relay answers 429).
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::jsonrpc;
+use crate::select::Direction;
 use crate::time::Time;
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
@@ -97,6 +100,59 @@ impl RateLimit {
         });
         s.reply = Some(reply);
         Some(format!("rate limited (retry after {retry_after_ms}ms)"))
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<RateLimit>(
+    "rate_limit",
+    "a token bucket per session or global; calls over it get an error",
+    CALLS,
+    Direction::ToServer,
+    r#"{"rate": 0, "burst": 1}"#,
+);
+
+impl RateLimit {
+    /// Spend a token from this fault's bucket (per session, or shared when global).
+    fn limit(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        let (capacity, now) = (self.capacity(), c.now);
+        let mut bucket = c
+            .state
+            .get::<Option<Bucket>>()
+            .take()
+            .unwrap_or_else(|| Bucket::full(capacity, now));
+        let out = self.apply(c, &mut bucket, s);
+        *c.state.get::<Option<Bucket>>() = Some(bucket);
+        out
+    }
+}
+
+impl FaultKind for RateLimit {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn shared_state(&self) -> bool {
+        self.scope == Scope::Global
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => self.limit(c, s),
+            Phase::Response => None,
+        }
+    }
+
+    /// A call over the limit fails fast; one within it is not touched.
+    fn simulate(&self, _direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        let limited = self.limit(c, &mut Shaping::new(b"")).is_some();
+        if limited {
+            out.worsen(SimOutcome::FailFast);
+        }
+        limited
     }
 }
 

@@ -9,9 +9,13 @@
 //! - `stale_schema`: serve an out-of-date input/output schema (a property renamed);
 //! - `list_changed`: send a spurious `notifications/tools/list_changed` after the response.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, Targets, LISTS};
+use crate::capability::{Capability, Need};
 use crate::jsonrpc;
 use crate::rng::SplitMix;
+use crate::select::Direction;
 use crate::select::Globs;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -182,6 +186,66 @@ fn stale_property(schema: &mut Value, rng: &mut SplitMix) -> Option<String> {
     Some(format!("{old}→{new}"))
 }
 
+pub const KIND: KindInfo = KindInfo::of::<Registry>(
+    "registry",
+    "hide, remove, fake or stale tools in tools/list; spurious list_changed",
+    LISTS,
+    Direction::ToClient,
+    r#"{}"#,
+);
+
+impl FaultKind for Registry {
+    /// On `tools/call`, the fault's `tools` name the tools it removes, not the calls it
+    /// looks at: a call of a removed (or dangling) tool is hit, a phantom call always
+    /// fails, and hiding or staling a schema never touches a call.
+    fn targets(&self, method: &str, tool: Option<&str>, tools: Option<&Globs>) -> Targets {
+        if method != "tools/call" {
+            return Targets::IgnoreTools;
+        }
+        match self.action {
+            Action::Phantom if self.fails_call(tool, None) => Targets::Always,
+            Action::Phantom => Targets::Skip,
+            Action::Remove | Action::Dangling if self.fails_call(tool, tools) => {
+                Targets::IgnoreTools
+            }
+            Action::Remove | Action::Dangling | Action::Hide | Action::StaleSchema => Targets::Skip,
+            Action::ListChanged => Targets::BySelector,
+        }
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        Registry::acts_on_request(self)
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        Registry::acts_on_response(self)
+    }
+
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        match self.action {
+            Action::ListChanged => vec![Need::key(Capability::MultipleAnswers, "action")],
+            _ => Vec::new(),
+        }
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => self.apply_request(c, s),
+            Phase::Response => self.apply_response(c, c.tools, s),
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        match self.action {
+            Action::Remove | Action::Dangling | Action::Phantom => {
+                out.worsen(SimOutcome::FailFast);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +271,7 @@ mod tests {
             method: "tools/list",
             tool: None,
             id: None,
+            tools: None,
             state: &mut state,
         };
         let mut s = Shaping::new(&raw);

@@ -7,8 +7,11 @@
 //! one on replay. A client that validates against the tool's `outputSchema` sees the
 //! violation; one that does not may act on the drifted data: a silent failure.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::rng::SplitMix;
+use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -227,6 +230,40 @@ fn type_name(v: &Value) -> &'static str {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
         Value::Null => "null",
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<SchemaDrift>(
+    "schema_drift",
+    "rename, retype, drop, null or add fields of structured and JSON text results",
+    CALLS,
+    Direction::ToClient,
+    r#"{}"#,
+);
+
+impl FaultKind for SchemaDrift {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn alters_result(&self) -> bool {
+        true
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Response => self.apply(c, s),
+            Phase::Request => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(SimOutcome::Corrupt);
+        true
     }
 }
 

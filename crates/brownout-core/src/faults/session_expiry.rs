@@ -3,11 +3,14 @@
 //! answers for an expired session, so the client must initialize again) and a JSON-RPC
 //! error on stdio (notifications: dropped); the server never sees them. Other sessions are
 //! untouched; a new session, or an `initialize` on the same one (stdio), starts afresh. The
-//! engine keeps the expired flag; this file owns the answer. Looks at every method but
+//! engine keeps the session's answer; this file owns it. Looks at every method but
 //! `initialize` unless `methods` says otherwise.
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, Targets, EVERY};
 use crate::jsonrpc::{self, Id};
+use crate::select::{Direction, Globs};
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -36,7 +39,54 @@ pub fn expired(id: Option<&Id>, s: &mut Shaping<'_>) {
 impl SessionExpiry {
     pub fn apply(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
         expired(c.id, s);
+        s.expire = Some(expired);
         "session expired".into()
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<SessionExpiry>(
+    "session_expiry",
+    "expire the session: 404 (stdio: an error) for everything it sends from then on",
+    EVERY,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for SessionExpiry {
+    /// An initialize starts a session: there is nothing yet to expire.
+    fn targets(&self, method: &str, _tool: Option<&str>, _tools: Option<&Globs>) -> Targets {
+        if method == "initialize" {
+            Targets::Skip
+        } else {
+            Targets::BySelector
+        }
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    /// The session is gone whatever else was going to happen to this call.
+    fn overrides_reply(&self) -> bool {
+        true
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply(c, s)),
+            Phase::Response => None,
+        }
+    }
+
+    /// An expired session fails the call it hits; the simulated client is taken to
+    /// initialize again at once, so its later calls are not failed.
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(SimOutcome::FailFast);
+        true
     }
 }
 

@@ -2,7 +2,11 @@
 //! congested gateway or a slow server flushing its stream would. HTTP only; no effect on
 //! stdio.
 
+use super::simulated::SimulatedCall;
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
+use crate::capability::{Capability, Need};
+use crate::select::Direction;
 use crate::time::Time;
 use crate::verdict::StreamShape;
 use schemars::JsonSchema;
@@ -11,8 +15,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 pub struct SlowStream {
     /// Milliseconds to wait before each event (default 100).
-    #[serde(default = "default_gap")]
-    #[schemars(range(min = 0))]
+    #[serde(default = "default_gap", deserialize_with = "crate::millis::req")]
+    #[schemars(schema_with = "crate::millis::schema")]
     pub gap_ms: f64,
 }
 
@@ -27,6 +31,40 @@ impl SlowStream {
             ..StreamShape::default()
         });
         format!("{}ms between events", self.gap_ms)
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<SlowStream>(
+    "slow_stream",
+    "wait between the SSE events of an answer (HTTP)",
+    CALLS,
+    Direction::ToServer,
+    r#"{}"#,
+);
+
+impl FaultKind for SlowStream {
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn needs(&self, _direction: Direction) -> Vec<Need> {
+        vec![Need::whole(Capability::ShapeStreams)]
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Request => Some(self.apply(c, s)),
+            Phase::Response => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.response_delay = out.response_delay + Time((self.gap_ms.max(0.0) * 1000.0) as u64);
+        true
     }
 }
 
@@ -46,6 +84,7 @@ mod tests {
             method: "tools/call",
             tool: Some("x"),
             id: None,
+            tools: None,
             state: &mut state,
         };
         let f: SlowStream = serde_json::from_value(serde_json::json!({})).expect("defaults");

@@ -2,7 +2,10 @@
 //! timeout must fire); with `hold_ms` it is held that long and then dropped (`then: drop`,
 //! the default) or delivered late (`then: deliver`).
 
+use super::simulated::{SimOutcome, SimulatedCall};
 use super::{Ctx, Shaping};
+use super::{FaultKind, KindInfo, Phase, CALLS};
+use crate::select::Direction;
 use crate::time::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,8 +21,8 @@ pub enum Then {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 pub struct Timeout {
     /// How long to hold the message, in milliseconds (absent: forever).
-    #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub hold_ms: Option<f64>,
     /// After `hold_ms`: `drop` (default) or `deliver` late.
     #[serde(default)]
@@ -42,5 +45,29 @@ impl Timeout {
                 "withheld forever".to_string()
             }
         }
+    }
+}
+
+pub const KIND: KindInfo = KindInfo::of::<Timeout>(
+    "timeout",
+    "withhold the response forever, or for a while then drop or deliver it",
+    CALLS,
+    Direction::ToClient,
+    r#"{}"#,
+);
+
+impl FaultKind for Timeout {
+    fn act(&self, _phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        Some(self.apply(c, s))
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        match (self.hold_ms, self.then) {
+            (Some(ms), Then::Deliver) => {
+                out.response_delay = out.response_delay + Time((ms * 1000.0) as u64)
+            }
+            _ => out.worsen(SimOutcome::NoAnswer),
+        }
+        true
     }
 }

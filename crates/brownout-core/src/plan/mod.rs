@@ -9,12 +9,13 @@
 
 pub mod compat;
 mod explain;
+pub mod ids;
 mod schema;
 pub mod source;
 pub mod spec;
 
 use crate::faults::correlation::Correlation;
-use crate::faults::process::RestartPolicy;
+use crate::faults::process::{Process, RestartPolicy};
 use crate::faults::{kind_info, Effect};
 use crate::rng::hash_str;
 use crate::select::Selector;
@@ -80,6 +81,9 @@ pub struct Fault {
     pub effect: Effect,
     /// The side of a call the effect lands on.
     pub direction: crate::select::Direction,
+    /// Where the fault is in the plan: its index in `faults` and its position in the text.
+    pub index: usize,
+    pub pos: Pos,
 }
 
 /// A compiled plan.
@@ -122,15 +126,60 @@ impl Plan {
     pub fn restart_policy(&self) -> RestartPolicy {
         self.faults
             .iter()
-            .find_map(|f| match &f.effect {
-                Effect::Process(p) => Some(RestartPolicy::from_fault(p)),
-                _ => None,
+            .find_map(|f| {
+                f.effect
+                    .downcast::<Process>()
+                    .map(RestartPolicy::from_fault)
             })
             .unwrap_or_default()
     }
 
     pub fn fault(&self, id: &str) -> Option<&Fault> {
         self.faults.iter().find(|f| f.id == id)
+    }
+
+    /// Refuse the faults `driver` cannot perform: one error per fault and missing
+    /// capability, naming the fault, its kind and the driver (`file` names the plan in the
+    /// errors, as when it was loaded). Disabled faults are not checked: they never act.
+    pub fn check_driver(
+        &self,
+        driver: &str,
+        can: crate::capability::Capabilities,
+        file: &str,
+    ) -> Result<(), PlanErrors> {
+        let errors: Vec<PlanError> = self
+            .faults
+            .iter()
+            .filter(|f| f.enabled)
+            .flat_map(|f| {
+                f.effect
+                    .needs(f.direction)
+                    .into_iter()
+                    .filter(move |n| !can.has(n.capability))
+                    .map(move |n| PlanError {
+                        pos: f.pos,
+                        key: if n.key.is_empty() {
+                            format!("faults[{}]", f.index)
+                        } else {
+                            format!("faults[{}].{}", f.index, n.key)
+                        },
+                        message: format!(
+                            "fault `{}` (kind `{}`) cannot run on {driver}: it needs to {}, which {driver} cannot do",
+                            f.id,
+                            f.effect.kind(),
+                            n.capability,
+                        ),
+                    })
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanErrors {
+                file: file.to_string(),
+                errors,
+            })
+        }
     }
 }
 
@@ -259,30 +308,45 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
         .map_err(|e| vec![error_at(root, "", false, e.to_string())])?;
     let duration = top.duration.as_ref().and_then(|d| d.resolve(None));
     let seed = top.seed.unwrap_or(0);
-    let mut faults = Vec::new();
-    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let mut faults: Vec<Fault> = Vec::new();
+    // Per compiled fault: its index in the plan and the hash of its content.
+    let mut origin: Vec<(usize, u64)> = Vec::new();
     for (i, raw) in top.faults.into_iter().enumerate() {
         let base = format!("/faults/{i}");
-        match compile_fault(root, &base, raw, duration) {
-            Ok(mut f) => {
-                if f.id.is_empty() {
-                    let n = counts.entry(f.effect.kind().to_string()).or_default();
-                    f.id = format!("{}-{n}", f.effect.kind());
-                    *n += 1;
-                }
-                f.id_hash = hash_str(&f.id);
-                if faults.iter().any(|g: &Fault| g.id == f.id) {
-                    errors.push(error_at(
-                        root,
-                        &format!("{base}/id"),
-                        false,
-                        format!("duplicate fault id `{}`", f.id),
-                    ));
-                }
+        let hash = ids::content_hash(&raw);
+        match compile_fault(root, i, &base, raw, duration) {
+            Ok(f) => {
                 faults.push(f);
+                origin.push((i, hash));
             }
             Err(es) => errors.extend(es),
         }
+    }
+    let named: Vec<Result<String, (&str, u64)>> = faults
+        .iter()
+        .zip(&origin)
+        .map(|(f, (_, hash))| {
+            if f.id.is_empty() {
+                Err((f.effect.kind(), *hash))
+            } else {
+                Ok(f.id.clone())
+            }
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for (f, (i, _)) in faults.iter().zip(&origin) {
+        if !f.id.is_empty() && !seen.insert(f.id.as_str()) {
+            errors.push(error_at(
+                root,
+                &format!("/faults/{i}/id"),
+                false,
+                format!("duplicate fault id `{}`", f.id),
+            ));
+        }
+    }
+    for (f, id) in faults.iter_mut().zip(ids::assign(&named)) {
+        f.id_hash = hash_str(&id);
+        f.id = id;
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -297,6 +361,7 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
 
 fn compile_fault(
     root: &Node,
+    index: usize,
     base: &str,
     raw: serde_json::Value,
     run: Option<Time>,
@@ -370,37 +435,16 @@ fn compile_fault(
         },
         None => None,
     };
-    match &effect {
-        Effect::Latency(l) => errors.extend(
-            l.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        Effect::ColdStart(c) => errors.extend(
-            c.delay
-                .check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        Effect::HttpStatus(h) => errors.extend(
-            h.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), true, m)),
-        ),
-        Effect::Connection(c) => errors.extend(
-            c.check()
-                .into_iter()
-                .map(|(k, m)| at(&format!("/{k}"), false, m)),
-        ),
-        _ => {}
-    }
+    errors.extend(
+        effect
+            .check()
+            .into_iter()
+            .map(|e| at(&format!("/{}", e.key), e.at_key, e.message)),
+    );
     let (Some(mut select), true) = (select, errors.is_empty()) else {
         return Err(errors);
     };
-    if let Effect::Process(_) = effect {
-        // Killing a server is an event, not a rate: once per session unless told otherwise.
-        select.max_injections = select.max_injections.or(Some(1));
-    }
+    select.max_injections = select.max_injections.or(effect.default_max_injections());
     let direction = select.direction.unwrap_or(info.default_direction);
     Ok(Fault {
         id: head.id.unwrap_or_default(),
@@ -411,8 +455,12 @@ fn compile_fault(
         correlation,
         effect,
         direction,
+        index,
+        pos: root.locate(base, false),
     })
 }
 
+#[cfg(test)]
+mod driver_tests;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 pub struct HeadSpec {
     /// Stable identifier, used in events, metrics and the admin API. Defaults to
-    /// `<kind>-<n>`, n counting faults of the same kind from 0. Give explicit ids when you
-    /// edit plans: a fault's random decisions depend on its id.
+    /// `<kind>-<hash>`, a hash of the fault's own keys, so other faults never rename it
+    /// (identical unnamed faults get `-2`, `-3`, … in plan order).
     #[serde(default)]
     pub id: Option<String>,
     /// The fault kind (`type` is accepted as an alias, as in mcp-chaos plans).
@@ -107,8 +107,8 @@ pub struct CorrelationSpec {
     #[schemars(range(min = 1))]
     pub mean_burst_calls: Option<f64>,
     /// episodes: length of one episode in milliseconds (default 10000).
-    #[serde(default)]
-    #[schemars(range(min = 1))]
+    #[serde(default, deserialize_with = "crate::millis::opt")]
+    #[schemars(schema_with = "crate::millis::opt_schema")]
     pub episode_ms: Option<f64>,
     /// episodes: injection probability inside a degraded episode (default 0.5; must be at
     /// least `probability`).

@@ -1,0 +1,141 @@
+//! Whether a fault hits a message (selectors, counters, draws), and letting a hit act.
+
+use super::{Engine, Session};
+use crate::faults::{Ctx, KindState, Phase, Shaping, Targets};
+use crate::jsonrpc::Id;
+use crate::plan::Fault;
+use crate::rng::{salt, StreamKey};
+use crate::select::session_selected;
+use crate::time::Time;
+use std::sync::Arc;
+
+impl Engine {
+    /// Whether fault `i` hits this message; advances the fault's counters.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn decide(
+        &mut self,
+        i: usize,
+        session: &str,
+        seq: u64,
+        method: &str,
+        tool: Option<&str>,
+        args: &mut dyn FnMut() -> Option<serde_json::Value>,
+        now: Time,
+    ) -> bool {
+        let plan = Arc::clone(&self.plan);
+        let f: &Fault = &plan.faults[i];
+        if !f.enabled {
+            return false;
+        }
+        let sel = &f.select;
+        if !sel.method_matches(method) {
+            return false;
+        }
+        match f.effect.targets(method, tool, sel.tools.as_ref()) {
+            Targets::Skip => return false,
+            Targets::Always => return true,
+            Targets::IgnoreTools => {}
+            Targets::BySelector => {
+                if !sel.tool_matches(tool) {
+                    return false;
+                }
+            }
+        }
+        if !sel.arguments_match(args) {
+            return false;
+        }
+        if let Some(frac) = sel.sessions {
+            if !session_selected(plan.seed, session, frac) {
+                return false;
+            }
+        }
+        if !sel.in_window(now) {
+            return false;
+        }
+        let seed = plan.seed;
+        let s = self.session(session);
+        let key = StreamKey::new(seed, f.id_hash, s.hash);
+        let c = &mut s.counters[i];
+        c.matches += 1;
+        if c.matches <= sel.after_calls {
+            return false;
+        }
+        if let Some(n) = sel.every_nth {
+            if (c.matches - sel.after_calls) % n.max(1) != 0 {
+                return false;
+            }
+        }
+        if sel.max_injections.is_some_and(|m| c.injections >= m) {
+            return false;
+        }
+        let p = sel.probability;
+        let fire = match &f.correlation {
+            Some(corr) => corr.fires(
+                p,
+                key,
+                StreamKey::new(seed, f.id_hash, 0),
+                seq,
+                now,
+                &mut c.bad,
+            ),
+            None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
+        };
+        if fire {
+            c.injections += 1;
+        }
+        fire
+    }
+
+    /// The state fault `i` keeps for `session` (or for all sessions, if its kind says so),
+    /// and the session's draw key for it.
+    pub(super) fn kind_state(
+        &mut self,
+        f: &Fault,
+        i: usize,
+        session: &str,
+    ) -> (StreamKey, &mut KindState) {
+        let seed = self.plan.seed;
+        let hash = self.session(session).hash;
+        let key = StreamKey::new(seed, f.id_hash, hash);
+        let state = if f.effect.shared_state() {
+            self.shared.entry(i).or_default()
+        } else {
+            &mut self.session(session).counters[i].kind
+        };
+        (key, state)
+    }
+
+    /// Let fault `f` (number `i`) shape the message in `phase`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn apply(
+        &mut self,
+        f: &Fault,
+        i: usize,
+        session: &str,
+        seq: u64,
+        method: &str,
+        tool: Option<&str>,
+        id: Option<&Id>,
+        now: Time,
+        s: &mut Shaping<'_>,
+        phase: Phase,
+    ) -> Option<String> {
+        let (key, state) = self.kind_state(f, i, session);
+        let mut c = Ctx {
+            key,
+            seq,
+            now,
+            method,
+            tool,
+            id,
+            tools: f.select.tools.as_ref(),
+            state,
+        };
+        let result = f.effect.act(phase, &mut c, s);
+        if let Some(answer) = s.expire.take() {
+            let session: &mut Session = self.session(session);
+            session.expired = Some(answer);
+        }
+        result
+    }
+}

@@ -1,0 +1,344 @@
+//! The engine: feeds each message through the plan and answers with a [`Verdict`].
+//!
+//! Drivers call [`Engine::on_message`] for every message in either direction, with the
+//! session key and the run time. The engine classifies the message, correlates responses
+//! with their requests, decides which faults hit (selectors, counters, counter-based random
+//! draws) and lets each hit fault shape the message. It also keeps the run summary and an
+//! event buffer the driver drains. Decisions depend only on (seed, fault id, session key,
+//! per-session sequence number) and the session's own history, never on how the driver's
+//! tasks interleave.
+//!
+//! The engine knows no fault kind by name: each kind's rules and effects come through
+//! [`crate::faults::FaultKind`]. By concern: [`decide`] (does a fault hit, and letting it
+//! act), [`call`] (a call's life: request, response, completion and its record),
+//! [`loose`] (notifications, server requests, batches), [`record`] (events, summary, SLIs)
+//! and [`lifecycle`] (expiry, failed servers, timers, the simulator's entry).
+
+mod call;
+mod decide;
+mod lifecycle;
+mod loose;
+mod record;
+
+use crate::correlate::{Pending, DEFAULT_CAPACITY, DEFAULT_TTL};
+use crate::event::Event;
+use crate::faults::{Answer, KindState, Shaping};
+use crate::jsonrpc::{classify, Id, Kind, Message, View};
+use crate::plan::{Fault, Plan};
+use crate::rng::hash_str;
+use crate::select::Direction;
+use crate::sli::Slis;
+use crate::stats::Summary;
+use crate::time::Time;
+use crate::verdict::Verdict;
+#[cfg(test)]
+use crate::verdict::{Forward, ProcessAction};
+#[cfg(test)]
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Who sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    fn direction(self) -> Direction {
+        match self {
+            Side::Client => Direction::ToServer,
+            Side::Server => Direction::ToClient,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Bound on pending requests per session.
+    pub max_pending: usize,
+    /// Pending requests older than this expire as unanswered.
+    pub pending_ttl: Time,
+    /// Keep events for [`Engine::drain_events`] (the summary is kept either way).
+    pub record_events: bool,
+    /// Forget sessions idle this long in [`Engine::expire`] (HTTP, where clients come and
+    /// go); `None` keeps every session (stdio has one).
+    pub idle_session_ttl: Option<Time>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_pending: DEFAULT_CAPACITY,
+            pending_ttl: DEFAULT_TTL,
+            record_events: true,
+            idle_session_ttl: None,
+        }
+    }
+}
+
+/// A call in flight: what the engine needs when its response comes back.
+#[derive(Debug)]
+struct Call {
+    seq: u64,
+    method: String,
+    tool: Option<String>,
+    /// Faults that hit this call and still act on its response.
+    response_hits: Vec<usize>,
+    /// Ids of faults that already acted on the request.
+    applied: Vec<String>,
+    generation: u64,
+    /// A fault changed the result itself (drift, truncation): not a correct answer.
+    altered: bool,
+}
+
+impl Call {
+    fn new(seq: u64, method: &str, tool: Option<&str>, generation: u64) -> Call {
+        Call {
+            seq,
+            method: method.to_string(),
+            tool: tool.map(String::from),
+            response_hits: Vec::new(),
+            applied: Vec::new(),
+            generation,
+            altered: false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    matches: u64,
+    injections: u64,
+    bad: bool,
+    kind: KindState,
+}
+
+#[derive(Debug)]
+struct Session {
+    hash: u64,
+    next_seq: u64,
+    next_loose: u64,
+    pending: Pending<Call>,
+    /// Requests the server sent to the client (sampling, elicitation, roots, ping).
+    server_pending: Pending<String>,
+    counters: Vec<Counters>,
+    /// A fault expired the session (`session_expiry`): everything the client sends now gets
+    /// this answer (404), until it sends `initialize` again.
+    expired: Option<Answer>,
+    /// When the session last sent or received a message (idle sessions are forgotten).
+    last_seen: Time,
+}
+
+/// The decision-making core shared by every driver.
+pub struct Engine {
+    plan: Arc<Plan>,
+    generation: u64,
+    config: EngineConfig,
+    sessions: HashMap<String, Session, rustc_hash::FxBuildHasher>,
+    /// State of faults whose kind keeps one for all sessions (a global token bucket).
+    shared: HashMap<usize, KindState>,
+    timers_fired: Vec<bool>,
+    summary: Summary,
+    slis: Slis,
+    events: Vec<Event>,
+}
+
+/// For each fault of a new plan, the index in the old plan of the same fault (same id, same
+/// kind), if any. One hash lookup per fault: installing a plan of n faults is O(n).
+fn carried(old: &[Fault], new: &[Fault]) -> Vec<Option<usize>> {
+    let by_id: HashMap<&str, usize> = old
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id.as_str(), i))
+        .collect();
+    new.iter()
+        .map(|f| {
+            by_id
+                .get(f.id.as_str())
+                .copied()
+                .filter(|&i| old[i].effect.kind() == f.effect.kind())
+        })
+        .collect()
+}
+
+/// Answers the relay gives in-flight callers when the server goes away.
+#[derive(Debug)]
+pub struct FailedCall {
+    pub id: Id,
+    pub reply: Vec<u8>,
+}
+
+/// JSON-RPC error code brownout uses for failures of the relay path itself.
+pub const RELAY_ERROR: i64 = -32000;
+
+impl Engine {
+    pub fn new(plan: Plan, config: EngineConfig) -> Engine {
+        let n = plan.faults.len();
+        Engine {
+            plan: Arc::new(plan),
+            generation: 0,
+            config,
+            sessions: HashMap::default(),
+            shared: HashMap::new(),
+            timers_fired: vec![false; n],
+            summary: Summary::default(),
+            slis: Slis::default(),
+            events: Vec::new(),
+        }
+    }
+
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+
+    /// Replace the plan atomically. A fault that keeps its id and kind keeps its state
+    /// (per-session counters for `after_calls`, `every_nth`, `max_injections`, token
+    /// buckets, fired timers), so adding one fault live does not reset the others; a new or
+    /// changed-kind fault starts fresh. Calls in flight finish without the response effects
+    /// of the old plan.
+    pub fn set_plan(&mut self, plan: Plan) {
+        let carried = carried(&self.plan.faults, &plan.faults);
+        self.timers_fired = carried
+            .iter()
+            .map(|old| {
+                old.and_then(|i| self.timers_fired.get(i).copied())
+                    .unwrap_or(false)
+            })
+            .collect();
+        let mut shared = std::mem::take(&mut self.shared);
+        self.shared = carried
+            .iter()
+            .enumerate()
+            .filter_map(|(new, old)| old.and_then(|i| shared.remove(&i)).map(|b| (new, b)))
+            .collect();
+        for s in self.sessions.values_mut() {
+            let mut old = std::mem::take(&mut s.counters);
+            s.counters = carried
+                .iter()
+                .map(|o| {
+                    o.and_then(|i| old.get_mut(i).map(std::mem::take))
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
+        self.plan = Arc::new(plan);
+        self.generation += 1;
+    }
+
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Live SLIs per method and tool (see [`crate::sli`]).
+    pub fn slis(&self) -> &Slis {
+        &self.slis
+    }
+
+    /// Events since the last drain (empty unless `record_events`).
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.drain(..)
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.sessions.values().map(|s| s.pending.len()).sum()
+    }
+
+    fn session(&mut self, key: &str) -> &mut Session {
+        if !self.sessions.contains_key(key) {
+            let s = Session {
+                hash: hash_str(key),
+                next_seq: 0,
+                next_loose: 0,
+                pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
+                server_pending: Pending::new(self.config.max_pending, self.config.pending_ttl),
+                expired: None,
+                last_seen: Time::ZERO,
+                counters: Vec::new(),
+            };
+            self.sessions.insert(key.to_string(), s);
+        }
+        let n = self.plan.faults.len();
+        let s = self
+            .sessions
+            .get_mut(key)
+            .unwrap_or_else(|| unreachable!("inserted above"));
+        if s.counters.len() != n {
+            s.counters.resize_with(n, Counters::default);
+        }
+        s
+    }
+
+    /// Feed one message. `session` identifies the client session (stdio: one per relay;
+    /// HTTP: the `Mcp-Session-Id`), `now` is run time.
+    pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+        self.session(session).last_seen = now;
+        match classify(bytes) {
+            Message::Invalid(_) => Verdict::pass(),
+            Message::Single(v) => self.on_view(side, session, &v, bytes, now),
+            Message::Batch(_) => self.on_batch(side, session, bytes, now),
+        }
+    }
+
+    fn on_view(
+        &mut self,
+        side: Side,
+        session: &str,
+        v: &View<'_>,
+        bytes: &[u8],
+        now: Time,
+    ) -> Verdict {
+        let expired = self.sessions.get(session).and_then(|s| s.expired);
+        if let (Side::Client, Some(answer)) = (side, expired) {
+            if v.kind != Kind::Request {
+                let mut shaping = Shaping::new(bytes);
+                answer(None, &mut shaping);
+                return record::verdict_of(&shaping);
+            }
+        }
+        match (side, v.kind) {
+            (Side::Client, Kind::Request) => self.on_request(session, v, bytes, now),
+            (Side::Server, Kind::Response | Kind::Error) => {
+                self.on_response(session, v, bytes, now)
+            }
+            (Side::Server, Kind::Request) => {
+                if let Some(id) = &v.id {
+                    let method = v.method.as_deref().unwrap_or_default().to_string();
+                    self.session(session)
+                        .server_pending
+                        .insert(id.clone(), now, method);
+                }
+                let method = v.method.as_deref().unwrap_or_default().to_string();
+                self.on_loose(side, session, &method, bytes, now)
+            }
+            (Side::Client, Kind::Response | Kind::Error) => {
+                let method =
+                    v.id.as_ref()
+                        .and_then(|id| self.session(session).server_pending.take(id))
+                        .map(|(_, m)| m)
+                        .unwrap_or_default();
+                self.on_loose(side, session, &method, bytes, now)
+            }
+            (_, Kind::Notification) => {
+                let method = v.method.as_deref().unwrap_or_default().to_string();
+                self.on_loose(side, session, &method, bytes, now)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod http_tests;
+#[cfg(test)]
+mod id_tests;
+#[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
+mod sli_tests;
+#[cfg(test)]
+mod tests;
