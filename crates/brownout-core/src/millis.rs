@@ -72,6 +72,7 @@ pub fn schema(_: &mut SchemaGenerator) -> Schema {
         "minimum": 0,
         "pattern": SPAN_PATTERN,
         "description": DESCRIPTION,
+        "examples": ["500ms", "2s", "1m"],
     })
 }
 
@@ -82,6 +83,7 @@ pub fn opt_schema(_: &mut SchemaGenerator) -> Schema {
         "minimum": 0,
         "pattern": SPAN_PATTERN,
         "description": DESCRIPTION,
+        "examples": ["500ms", "2s", "1m"],
     })
 }
 
@@ -171,6 +173,7 @@ mod tests {
         .expect_err("not a span");
         assert_eq!(errs.errors[0].key, "faults[0].added_ms", "{errs}");
         assert!(!errs.to_string().contains("anyOf"), "{errs}");
-        assert!(errs.errors[1].message.contains("minimum of 0"), "{errs}");
+        assert!(errs.errors[1].message.contains("≥ 0"), "{errs}");
+        assert!(errs.errors[0].message.contains("\"500ms\""), "{errs}");
     }
 }
