@@ -166,7 +166,7 @@ where
         swallow: Arc::clone(&swallow),
         max: opts.max_message,
     };
-    server_side.spawn_reader(stdout);
+    let mut reader = server_side.spawn_reader(stdout);
     let mut client_closed = false;
     let mut stopping = false;
     let mut restarts = 0u32;
@@ -181,6 +181,9 @@ where
             status = server.child.wait() => {
                 let status = status?;
                 let how = describe(&status);
+                // Everything the server wrote before it ended is answered first: only what
+                // is still pending after its stdout closes failed with it.
+                drain(&mut reader).await;
                 let failed = relay.fail_pending(SESSION, &format!("the MCP server exited before answering ({how})"));
                 if !failed.is_empty() {
                     eprintln!("brownout: the server ended ({how}); {} call(s) in flight answered with an error", failed.len());
@@ -207,7 +210,7 @@ where
                 let replayed = replay_initialize(&init, restarts, slot.as_mut()).await;
                 drop(slot);
                 *swallow.lock().unwrap_or_else(|p| p.into_inner()) = replayed;
-                server_side.spawn_reader(new_out);
+                reader = server_side.spawn_reader(new_out);
             }
             Some(ClientEvent::Closed) = client_rx.recv(), if !client_closed => {
                 client_closed = true;
@@ -264,7 +267,7 @@ struct ServerSide {
 }
 
 impl ServerSide {
-    fn spawn_reader(&self, stdout: ChildStdout) {
+    fn spawn_reader(&self, stdout: ChildStdout) -> tokio::task::JoinHandle<()> {
         let (relay, pipe, swallow, max) = (
             Arc::clone(&self.relay),
             self.pipe.clone(),
@@ -291,7 +294,19 @@ impl ServerSide {
                 let v = relay.handle(Side::Server, SESSION, &bytes);
                 pipe.execute(v, bytes).await;
             }
-        });
+        })
+    }
+}
+
+/// How long the server's stdout may stay open after the server exited (a grandchild can
+/// hold it) before the calls still in flight are failed anyway.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Wait until the server's stdout reader has reached end of file (at most [`DRAIN`]), so an
+/// answer written just before the exit reaches the client as an answer, not as a failure.
+async fn drain(reader: &mut tokio::task::JoinHandle<()>) {
+    if !reader.is_finished() && tokio::time::timeout(DRAIN, &mut *reader).await.is_err() {
+        eprintln!("brownout: the server's stdout is still open after it exited; failing the calls in flight");
     }
 }
 
