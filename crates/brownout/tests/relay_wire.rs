@@ -294,3 +294,66 @@ fn timed_process_faults_kill_the_server_on_schedule() {
         "{ev:?}"
     );
 }
+
+/// A request whose `arguments` hold an `id` of their own, before the caller's id.
+fn oversized_with_a_nested_id(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{"id":"not-the-caller","message":"{}"}}}},"id":{id}}}"#,
+        "x".repeat(1000)
+    )
+}
+
+#[test]
+fn oversized_errors_answer_the_top_level_id_not_a_nested_one() {
+    let dir = tmp();
+    // The server's answer to any line: over the limit, with a nested `id` first.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","result":{{"content":[{{"type":"text","id":"nested","text":"{}"}}]}},"id":5}}"#,
+        "y".repeat(1000)
+    );
+    let server = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("while read line; do echo '{big}'; done"),
+    ];
+    let mut cmd = through(dir.path(), "faults: []", &server);
+    cmd.insert(3, "--max-message-bytes".into());
+    cmd.insert(4, "300".into());
+    let mut w = Wire::spawn(&cmd);
+    w.send(&oversized_with_a_nested_id(9));
+    let e = w.recv_json(5000).expect("error");
+    assert_eq!(e["id"], 9, "the caller, not arguments.id: {e}");
+    assert_eq!(e["error"]["code"], -32600);
+    w.send(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#);
+    let e = w.recv_json(5000).expect("error for the big answer");
+    assert_eq!(e["id"], 5, "the caller, not result.content[0].id: {e}");
+    assert_eq!(e["error"]["code"], -32600);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_client_messages_get_an_error_with_an_upstream_too() {
+    let (url, calls) = upstream::start(false).await;
+    let cmd: Vec<String> = [
+        brownout(),
+        "proxy",
+        "stdio",
+        "--quiet",
+        "--max-message-bytes",
+        "300",
+        "--upstream",
+        &url,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut w = Wire::spawn(&cmd);
+    w.send(&oversized_with_a_nested_id(12));
+    let e = tokio::task::block_in_place(|| w.recv_json(10_000)).expect("an error, not silence");
+    assert_eq!(e["id"], 12, "{e}");
+    assert_eq!(e["error"]["code"], -32600);
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("over the limit of 300 bytes"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+}

@@ -8,7 +8,7 @@
 //! SIGINT/SIGTERM stop the server. brownout exits with the server's status.
 
 use super::child::{describe, exit_code, ChildSpec, ProcessHandle, ServerProcess};
-use super::framing::{sniff_id, Frame, LineReader};
+use super::framing::{oversized_error, Frame, LineReader};
 use super::{Pipe, Relay, OUTBOX_DEPTH};
 use brownout_core::jsonrpc::{self, classify, Kind, Message};
 use brownout_core::Side;
@@ -50,16 +50,6 @@ pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
             }
         }
     })
-}
-
-fn oversized_error(size: usize, prefix: &[u8], max: usize) -> Vec<u8> {
-    let id = sniff_id(prefix);
-    let msg = format!(
-        "brownout: message of {size} bytes is over the limit of {max} bytes (--max-message-bytes)"
-    );
-    let v =
-        serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": msg}});
-    serde_json::to_vec(&v).unwrap_or_default()
 }
 
 /// What the client side tells the supervisor.
@@ -140,9 +130,14 @@ where
                         let v = relay.handle(Side::Client, SESSION, &bytes);
                         c2s.execute(v, bytes).await;
                     }
-                    Ok(Some(Frame::Oversized { size, prefix })) => {
-                        eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
-                        let _ = to_client.send(oversized_error(size, &prefix, max)).await;
+                    Ok(Some(Frame::Oversized { size, id, .. })) => {
+                        match oversized_error(size, &id, max) {
+                            Some(err) => {
+                                eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
+                                let _ = to_client.send(err).await;
+                            }
+                            None => eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)"),
+                        }
                     }
                     Ok(None) => break,
                     Err(e) => {
@@ -286,10 +281,16 @@ impl ServerSide {
                         }
                         bytes
                     }
-                    Frame::Oversized { size, prefix } => {
-                        eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; its caller gets an error");
-                        oversized_error(size, &prefix, max)
-                    }
+                    Frame::Oversized { size, id, .. } => match oversized_error(size, &id, max) {
+                        Some(err) => {
+                            eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; its caller gets an error");
+                            err
+                        }
+                        None => {
+                            eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)");
+                            continue;
+                        }
+                    },
                 };
                 let v = relay.handle(Side::Server, SESSION, &bytes);
                 pipe.execute(v, bytes).await;

@@ -193,8 +193,15 @@ pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::
                     let v = relay.handle(Side::Client, SESSION, &bytes);
                     pipe.execute(v, bytes).await;
                 }
-                Ok(Some(Frame::Oversized { size, .. })) => {
-                    eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped");
+                Ok(Some(Frame::Oversized { size, id, .. })) => {
+                    // As with a server command: the caller gets -32600 (docs/relay.md).
+                    match super::framing::oversized_error(size, &id, max) {
+                        Some(err) => {
+                            eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
+                            let _ = to_client.send(err).await;
+                        }
+                        None => eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)"),
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
