@@ -357,3 +357,42 @@ async fn oversized_client_messages_get_an_error_with_an_upstream_too() {
         .contains("over the limit of 300 bytes"));
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
 }
+
+#[test]
+fn a_timeout_that_drops_after_a_hold_holds_first() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: hold, kind: timeout, tools: [echo], hold_ms: 700, then: drop}\n";
+    let mut w = Wire::spawn(&through(dir.path(), plan, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(&tool_call(1, "echo", json!({"message": "held"})));
+    assert!(w.recv(1500).is_none(), "held, then dropped: never answered");
+    w.send(&tool_call(2, "get_incident", json!({"id": "INC-1"})));
+    assert_eq!(w.recv_json(5000).expect("others pass")["id"], 2);
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    let ev = events(dir.path());
+    let f = fault_events(&ev, "hold");
+    assert_eq!(f.len(), 1, "{ev:?}");
+    assert!(f[0]["action"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("held 700ms, then dropped"));
+    let call = ev
+        .iter()
+        .find(|e| e["type"] == "call" && e["id"] == 1)
+        .expect("the call event");
+    assert_eq!(call["outcome"], "dropped", "{call}");
+    let waited = call["latency_ms"].as_f64().unwrap_or_default();
+    assert!(
+        waited >= 700.0,
+        "the client waited the hold for nothing: {call}"
+    );
+    let at = call["t_ms"].as_f64().unwrap_or_default();
+    let hit = f[0]["t_ms"].as_f64().unwrap_or_default();
+    assert!(
+        at >= hit + 700.0,
+        "given up when the hold ended: {call} {}",
+        f[0]
+    );
+}

@@ -272,6 +272,7 @@ where
                 for e in v.extra {
                     send_after(&self.dest, D::from(e.bytes), to_duration(e.delay)).await;
                 }
+                hold_then_drop(&self.dest, to_duration(v.delay));
                 return;
             }
         };
@@ -343,6 +344,20 @@ where
     }
 }
 
+/// A message dropped after a hold (`timeout` with `hold_ms`, `then: drop`): the way to its
+/// receiver stays open that long, so a front that answers when its queue closes (an HTTP
+/// request with no answer) answers nothing until the hold is over.
+fn hold_then_drop<T: Send + 'static>(out: &mpsc::Sender<T>, hold: Duration) {
+    if hold.is_zero() {
+        return;
+    }
+    let out = out.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(hold).await;
+        drop(out);
+    });
+}
+
 pub fn to_duration(t: Time) -> Duration {
     Duration::from_micros(t.as_micros())
 }
@@ -356,5 +371,35 @@ async fn send_after<T: Send + 'static>(out: &mpsc::Sender<T>, item: T, delay: Du
             tokio::time::sleep(delay).await;
             let _ = out.send(item).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_held_drop_keeps_the_way_open_for_the_hold_then_closes_it() {
+        let (dest, mut rx) = mpsc::channel::<Vec<u8>>(4);
+        let (origin, _origin_rx) = mpsc::channel::<Vec<u8>>(4);
+        let pipe: Pipe = Pipe::new(dest, origin, None);
+        let v = Verdict {
+            forward: Forward::Drop,
+            delay: Time(1_500_000),
+            ..Verdict::pass()
+        };
+        pipe.execute(v, b"{}".to_vec()).await;
+        drop(pipe);
+        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert!(
+            early.is_err(),
+            "nothing, not even the end, before the hold is over"
+        );
+        let end = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
+        assert_eq!(
+            end.ok(),
+            Some(None),
+            "then dropped: the way closes, nothing was sent"
+        );
     }
 }
