@@ -393,6 +393,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             }
             (None, Some(url)) => {
                 let back = relay::http_back::HttpBack::new(url, a.max_message_bytes)?;
+                eprintln!("brownout: relaying stdio -> {url}");
                 relay::stdio_http::run(Arc::new(back), Arc::clone(&relay), a.max_message_bytes)
                     .await?
             }

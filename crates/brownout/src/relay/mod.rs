@@ -10,6 +10,7 @@
 pub mod child;
 pub mod child_back;
 pub mod framing;
+pub mod handshake;
 pub mod http;
 pub mod http_back;
 pub mod http_front;

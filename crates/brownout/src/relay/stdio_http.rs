@@ -186,6 +186,7 @@ pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::
     let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
     let mut reader = LineReader::new(BufReader::new(stdin()), max);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         tokio::select! {
             frame = reader.next() => match frame {
@@ -210,6 +211,7 @@ pub async fn run(back: Arc<HttpBack>, relay: Arc<Relay>, max: usize) -> anyhow::
                 }
             },
             _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
         }
     }
     // End the session politely.
