@@ -7,10 +7,13 @@ use std::sync::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
+/// The `initialize` request and, once sent, the `initialized` notification.
+type Lines = (Vec<u8>, Option<Vec<u8>>);
+
 /// The client's `initialize` request and, once sent, its `initialized` notification.
 #[derive(Debug, Default)]
 pub struct Handshake {
-    slot: Mutex<Option<(Vec<u8>, Option<Vec<u8>>)>>,
+    slot: Mutex<Option<Lines>>,
 }
 
 impl Handshake {
