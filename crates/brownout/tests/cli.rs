@@ -198,3 +198,14 @@ fn the_plan_reference_documents_every_kind_and_every_key() {
         );
     }
 }
+
+#[test]
+fn both_proxies_take_seed_and_json() {
+    for proxy in ["stdio", "http"] {
+        let (code, out, err) = run(&["proxy", proxy, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        for flag in ["--seed <N>", "--json"] {
+            assert!(out.contains(flag), "proxy {proxy} lacks {flag}: {out}");
+        }
+    }
+}

@@ -399,3 +399,84 @@ fn a_timeout_that_drops_after_a_hold_holds_first() {
         f[0]
     );
 }
+
+/// Run `calls` echo calls through `cmd`; returns (the ids answered with an error, stderr).
+fn echo_session(cmd: &[String], calls: u64) -> (Vec<u64>, String) {
+    let mut w = Wire::spawn(cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#);
+    assert!(w.recv_json(5000).is_some());
+    let mut failed = Vec::new();
+    for i in 1..=calls {
+        w.send(&tool_call(i, "echo", json!({"message": "x"})));
+        let v = w.recv_json(5000).expect("answer");
+        if v.get("error").is_some() {
+            failed.push(i);
+        }
+    }
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    (failed, w.stderr_text())
+}
+
+const COIN: &str = "seed: SEED\nfaults:\n  - {id: coin, kind: error, tools: [echo], probability: 0.5}\n  - {id: never, kind: latency, tools: [nothing_has_this_name], added_ms: 5}\n";
+
+#[test]
+fn seed_on_the_command_line_overrides_the_plans() {
+    let dir = tmp();
+    let (with_7, _) = echo_session(
+        &through(dir.path(), &COIN.replace("SEED", "7"), &fixture()),
+        30,
+    );
+    let (with_1, _) = echo_session(
+        &through(dir.path(), &COIN.replace("SEED", "1"), &fixture()),
+        30,
+    );
+    assert_ne!(with_7, with_1, "the two seeds draw differently");
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "1"), &fixture());
+    cmd.insert(3, "--seed".into());
+    cmd.insert(4, "7".into());
+    let (overridden, _) = echo_session(&cmd, 30);
+    assert_eq!(overridden, with_7, "--seed 7 replays the seed-7 run");
+}
+
+#[test]
+fn the_summary_has_tool_lines_protocol_requests_apart_and_every_fault() {
+    let dir = tmp();
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "7"), &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let (failed, err) = echo_session(&cmd, 10);
+    assert!(
+        err.contains("calls: 12 (10 tool calls + 2 protocol requests: initialize 1, tools/list 1)"),
+        "{err}"
+    );
+    assert!(err.contains("tools:\n  echo "), "{err}");
+    let never = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("never"))
+        .unwrap_or_else(|| panic!("every fault is listed: {err}"));
+    assert!(
+        never.contains("latency") && never.trim_end().ends_with(" 0"),
+        "{never}"
+    );
+
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "7"), &fixture());
+    cmd.retain(|a| a != "--quiet");
+    cmd.insert(3, "--json".into());
+    let (_, err) = echo_session(&cmd, 10);
+    let last = err.lines().last().unwrap_or_default();
+    let v: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let s = &v["summary"];
+    assert_eq!(s["calls"], 12, "{s}");
+    assert_eq!(s["tool_calls"], 10, "{s}");
+    assert_eq!(s["methods"]["initialize"], 1, "{s}");
+    assert_eq!(s["tools"]["echo"]["calls"], 10, "{s}");
+    assert_eq!(s["tools"]["echo"]["outcomes"]["error"], failed.len(), "{s}");
+    assert_eq!(s["injections"]["coin"]["count"], failed.len(), "{s}");
+    assert_eq!(s["injections"]["never"]["count"], 0, "{s}");
+    assert!(
+        !err.contains("brownout summary"),
+        "JSON instead of text: {err}"
+    );
+}

@@ -44,6 +44,8 @@ pub struct RelayOptions {
     pub max_pending: Option<usize>,
     /// Forget sessions idle this long (the HTTP relay; stdio keeps its one session).
     pub idle_session_ttl: Option<Duration>,
+    /// `--seed`: overrides the seed of every plan this relay runs (reloads included).
+    pub seed: Option<u64>,
 }
 
 /// The engine, the clock and the event log of one relay.
@@ -52,10 +54,14 @@ pub struct Relay {
     start: Instant,
     strict: bool,
     events: Option<EventSink>,
+    seed: Option<u64>,
 }
 
 impl Relay {
-    pub fn new(plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
+    pub fn new(mut plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
+        if let Some(seed) = opts.seed {
+            plan.seed = seed;
+        }
         let mut config = EngineConfig {
             record_events: events.is_some(),
             ..EngineConfig::default()
@@ -69,6 +75,7 @@ impl Relay {
             start: Instant::now(),
             strict: opts.strict,
             events,
+            seed: opts.seed,
         }
     }
 
@@ -78,7 +85,10 @@ impl Relay {
     }
 
     /// Replace the plan atomically (see [`Engine::set_plan`]).
-    pub fn set_plan(&self, plan: Plan) {
+    pub fn set_plan(&self, mut plan: Plan) {
+        if let Some(seed) = self.seed {
+            plan.seed = seed;
+        }
         self.engine().set_plan(plan);
     }
 
@@ -89,7 +99,7 @@ impl Relay {
         serde_json::json!({
             "sessions": engine.session_count(),
             "pending": engine.pending_count(),
-            "summary": engine.summary().report(),
+            "summary": report(&engine),
         })
     }
 
@@ -187,7 +197,7 @@ impl Relay {
             let mut engine = self.engine();
             engine.finish(now);
             self.flush_events(&mut engine);
-            engine.summary().report()
+            report(&engine)
         };
         if let Some(sink) = &self.events {
             sink.close().await;
@@ -198,6 +208,21 @@ impl Relay {
     pub fn restart_policy(&self) -> brownout_core::faults::process::RestartPolicy {
         self.engine().plan().restart_policy()
     }
+}
+
+/// The run summary with its per-method and per-tool lines and every fault of the plan.
+fn report(engine: &Engine) -> Report {
+    engine
+        .summary()
+        .report()
+        .with_slis(engine.slis())
+        .with_faults(
+            engine
+                .plan()
+                .faults
+                .iter()
+                .map(|f| (f.id.as_str(), f.effect.kind())),
+        )
 }
 
 /// A message held by a reorder fault, with the token of the hold that placed it.
