@@ -114,6 +114,7 @@ pub struct Engine {
     summary: Summary,
     slis: Slis,
     events: Vec<Event>,
+    coverage: coverage::Coverage,
 }
 
 /// Answers the relay gives in-flight callers when the server goes away.
@@ -139,6 +140,7 @@ impl Engine {
             summary: Summary::default(),
             slis: Slis::default(),
             events: Vec::new(),
+            coverage: coverage::Coverage::default(),
         }
     }
 
@@ -559,6 +561,7 @@ impl Engine {
             // What the server advertised, before any registry fault: the truth the
             // correctness SLI judges answers by.
             self.slis.learn_tools_list(bytes);
+            self.check_coverage(session, bytes, now);
         }
         if call.response_hits.is_empty() {
             let (outcome, code) = outcome_of(v);
@@ -1192,5 +1195,6 @@ fn verdict_of(s: &Shaping<'_>) -> Verdict {
     }
 }
 
+pub mod coverage;
 #[cfg(test)]
 mod tests;

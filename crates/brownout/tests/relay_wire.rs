@@ -480,3 +480,33 @@ fn the_summary_has_tool_lines_protocol_requests_apart_and_every_fault() {
         "JSON instead of text: {err}"
     );
 }
+
+#[test]
+fn a_fault_that_matches_no_advertised_tool_is_warned_about_after_tools_list() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: typo, kind: latency, tools: [fetch_log], added_ms: 5}\n  - {id: fine, kind: error, tools: ['fetch_*'], probability: 0}\n";
+    let mut cmd = through(dir.path(), plan, &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let (_, err) = echo_session(&cmd, 1);
+    let warning = err
+        .lines()
+        .find(|l| l.contains("warning: fault `typo`"))
+        .unwrap_or_else(|| panic!("no warning: {err}"));
+    assert!(
+        warning.contains("matches none of the 5 tools the server advertises")
+            && warning.contains("did you mean `fetch_logs`?"),
+        "{warning}"
+    );
+    assert!(!err.contains("fault `fine`"), "{err}");
+    let ev = events(dir.path());
+    let cov: Vec<&Value> = ev.iter().filter(|e| e["type"] == "coverage").collect();
+    assert_eq!(cov.len(), 1, "{ev:?}");
+    assert_eq!(cov[0]["fault"], "typo");
+    assert_eq!(cov[0]["did_you_mean"], "fetch_logs");
+    // The summary lists both, never injected.
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("typo") && l.trim_end().ends_with(" 0")),
+        "{err}"
+    );
+}

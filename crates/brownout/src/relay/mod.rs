@@ -147,6 +147,13 @@ impl Relay {
     }
 
     fn flush_events(&self, engine: &mut Engine) {
+        // A fault that can never fire is worth saying, with or without an event log.
+        for w in engine.take_coverage_warnings() {
+            eprintln!("brownout: warning: {w}");
+            if let Some(sink) = &self.events {
+                sink.write_record(&w);
+            }
+        }
         if let Some(sink) = &self.events {
             for e in engine.drain_events() {
                 sink.write(&e);
