@@ -253,3 +253,22 @@ fn sigint_and_sigterm_stop_the_server_and_exit_0_as_proxy_http_does() {
         );
     }
 }
+
+#[test]
+fn a_client_that_leaves_during_the_backoff_is_not_kept_waiting() {
+    let dir = tmp();
+    let plan = KILL_ON_FETCH.replace("BACKOFF", "60000");
+    let mut w = Wire::spawn(&through(dir.path(), &plan, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(&tool_call(
+        1,
+        "fetch_logs",
+        json!({"service": "a", "lines": 1}),
+    ));
+    assert!(w.recv_json(5000).is_some());
+    wait_for_stderr(&w, "restart 1/5 in 30000ms");
+    w.close_stdin();
+    // Not after the 30 s backoff; the status is the killed server's.
+    assert_eq!(w.wait(20).code(), Some(128 + 9));
+}
