@@ -10,6 +10,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+mod top_id;
+pub use top_id::{top_level_id, TopId, TopLevelId};
+
 /// What kind of JSON-RPC message a view is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

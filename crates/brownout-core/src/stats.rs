@@ -1,9 +1,13 @@
-//! The run summary: calls, outcomes, injections per fault, error rate, latency percentiles.
+//! The run summary: calls, outcomes, injections per fault, error rate, latency percentiles,
+//! and per method and per tool figures.
 //!
 //! Built from the same [`Event`]s the event log holds, with a bounded histogram
-//! (`hdrhistogram`, 3 significant digits) so a long run does not grow memory.
+//! (`hdrhistogram`, 3 significant digits) so a long run does not grow memory. The per-method
+//! and per-tool lines come from the live SLIs ([`Report::with_slis`]); the list of faults
+//! from the running plan ([`Report::with_faults`]), so a fault that never fired is listed.
 
 use crate::event::{Event, Outcome};
+use crate::sli::Slis;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,7 +38,15 @@ impl Default for Summary {
 /// A printable, serializable snapshot of a [`Summary`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    /// Every request answered or given up on: tool calls and protocol requests
+    /// (`initialize`, `tools/list`, …) alike.
     pub calls: u64,
+    /// Of `calls`, the `tools/call` requests.
+    pub tool_calls: u64,
+    /// Requests per method (`initialize`, `tools/list`, `tools/call`, …).
+    pub methods: BTreeMap<String, u64>,
+    /// `tools/call` figures per tool.
+    pub tools: BTreeMap<String, ToolLine>,
     pub outcomes: BTreeMap<String, u64>,
     /// Calls that did not end `ok`, over all calls.
     pub error_rate: f64,
@@ -43,6 +55,17 @@ pub struct Report {
     /// fault id → (kind, injections).
     pub injections: BTreeMap<String, Injections>,
     pub latency_ms: Percentiles,
+}
+
+/// The calls of one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolLine {
+    pub calls: u64,
+    pub outcomes: BTreeMap<String, u64>,
+    /// Calls that did not end `ok`, over the tool's calls.
+    pub error_rate: f64,
+    /// Mean latency of the answered calls, in milliseconds.
+    pub mean_latency_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,7 +94,13 @@ impl Summary {
 
     pub fn record_fault(&mut self, fault: &str, kind: &str) {
         match self.injections.get_mut(fault) {
-            Some(e) => e.1 += 1,
+            Some(e) => {
+                e.1 += 1;
+                if e.0 != kind {
+                    // A reload changed the fault's kind: say what it is now.
+                    e.0 = kind.to_string();
+                }
+            }
             None => {
                 self.injections
                     .insert(fault.to_string(), (kind.to_string(), 1));
@@ -103,6 +132,9 @@ impl Summary {
         let ok = self.outcomes.get("ok").copied().unwrap_or(0);
         Report {
             calls: self.calls,
+            tool_calls: 0,
+            methods: BTreeMap::new(),
+            tools: BTreeMap::new(),
             outcomes: self
                 .outcomes
                 .iter()
@@ -141,12 +173,89 @@ impl Summary {
     }
 }
 
+impl Report {
+    /// Add the per-method and per-tool figures of the live SLIs.
+    pub fn with_slis(mut self, slis: &Slis) -> Report {
+        for (method, tool, s) in slis.series() {
+            *self.methods.entry(method.to_string()).or_default() += s.calls;
+            if method != "tools/call" {
+                continue;
+            }
+            self.tool_calls += s.calls;
+            let ok = s.outcomes.get("ok").copied().unwrap_or(0);
+            self.tools.insert(
+                tool.to_string(),
+                ToolLine {
+                    calls: s.calls,
+                    outcomes: s
+                        .outcomes
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    error_rate: if s.calls == 0 {
+                        0.0
+                    } else {
+                        (s.calls - ok) as f64 / s.calls as f64
+                    },
+                    mean_latency_ms: if s.responded == 0 {
+                        0.0
+                    } else {
+                        s.latency_sum_ms / s.responded as f64
+                    },
+                },
+            );
+        }
+        self
+    }
+
+    /// List every fault of the running plan, `(id, kind)`, with the kind it has now; a
+    /// fault that never fired is listed with 0 injections.
+    pub fn with_faults<'a>(
+        mut self,
+        faults: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Report {
+        for (id, kind) in faults {
+            let e = self.injections.entry(id.to_string()).or_insert(Injections {
+                kind: kind.to_string(),
+                count: 0,
+            });
+            if e.kind != kind {
+                e.kind = kind.to_string();
+            }
+        }
+        self
+    }
+
+    fn calls_line(&self) -> String {
+        let other: Vec<String> = self
+            .methods
+            .iter()
+            .filter(|(m, _)| m.as_str() != "tools/call")
+            .map(|(m, n)| format!("{m} {n}"))
+            .collect();
+        if self.methods.is_empty() {
+            return format!("calls: {}", self.calls);
+        }
+        let protocol = self.calls.saturating_sub(self.tool_calls);
+        if other.is_empty() {
+            format!("calls: {} ({} tool calls)", self.calls, self.tool_calls)
+        } else {
+            format!(
+                "calls: {} ({} tool calls + {protocol} protocol requests: {})",
+                self.calls,
+                self.tool_calls,
+                other.join(", ")
+            )
+        }
+    }
+}
+
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "calls: {}   error rate: {:.2}%   mutated payloads: {}",
-            self.calls,
+            "{}   error rate: {:.2}%   mutated payloads: {}",
+            self.calls_line(),
             self.error_rate * 100.0,
             self.mutated
         )?;
@@ -169,6 +278,18 @@ impl std::fmt::Display for Report {
             "latency ms: p50 {:.2}  p95 {:.2}  p99 {:.2}  max {:.2}",
             self.latency_ms.p50, self.latency_ms.p95, self.latency_ms.p99, self.latency_ms.max
         )?;
+        if !self.tools.is_empty() {
+            writeln!(f, "tools:")?;
+            for (name, t) in &self.tools {
+                writeln!(
+                    f,
+                    "  {name:<28} calls {:<6} not ok {:>6.2}%   mean {:.2} ms",
+                    t.calls,
+                    t.error_rate * 100.0,
+                    t.mean_latency_ms
+                )?;
+            }
+        }
         if self.injections.is_empty() {
             writeln!(f, "injections: none")?;
         } else {
@@ -178,5 +299,63 @@ impl std::fmt::Display for Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_separates_protocol_requests_and_lists_every_fault() {
+        let mut sum = Summary::default();
+        let mut slis = Slis::default();
+        for (method, tool, outcome) in [
+            ("initialize", None, Outcome::Ok),
+            ("tools/list", None, Outcome::Ok),
+            ("tools/call", Some("echo"), Outcome::Ok),
+            ("tools/call", Some("echo"), Outcome::Error),
+            ("tools/call", Some("fetch_logs"), Outcome::Ok),
+        ] {
+            sum.record_call(outcome, 2000, false);
+            slis.record(method, tool, outcome, 2.0, true, false);
+        }
+        sum.record_fault("boom", "error");
+        sum.record_fault("shift", "latency");
+        // A reload made `shift` an error; it fired again.
+        sum.record_fault("shift", "error");
+        let r = sum.report().with_slis(&slis).with_faults([
+            ("boom", "error"),
+            ("idle", "latency"),
+            ("shift", "error"),
+        ]);
+        assert_eq!((r.calls, r.tool_calls), (5, 3));
+        assert_eq!(r.methods.get("initialize"), Some(&1));
+        assert_eq!(r.tools["echo"].calls, 2);
+        assert!((r.tools["echo"].error_rate - 0.5).abs() < 1e-9);
+        assert_eq!(
+            r.injections["idle"].count, 0,
+            "a fault that never fired is listed"
+        );
+        assert_eq!(r.injections["shift"].kind, "error");
+        assert_eq!(r.injections["shift"].count, 2);
+        let text = r.to_string();
+        assert!(
+            text.contains(
+                "calls: 5 (3 tool calls + 2 protocol requests: initialize 1, tools/list 1)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("tools:\n  echo"), "{text}");
+        assert!(text.contains("idle") && text.contains(" 0\n"), "{text}");
+    }
+
+    #[test]
+    fn a_reload_that_changes_a_kind_shows_the_new_kind() {
+        let mut sum = Summary::default();
+        sum.record_fault("f", "latency");
+        let r = sum.report().with_faults([("f", "timeout")]);
+        assert_eq!(r.injections["f"].kind, "timeout");
+        assert_eq!(r.injections["f"].count, 1);
     }
 }

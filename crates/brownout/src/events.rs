@@ -48,6 +48,11 @@ impl EventSink {
     }
 
     pub fn write(&self, e: &Event) {
+        self.write_record(e);
+    }
+
+    /// Write any record (an engine event, a coverage warning) as one line.
+    pub fn write_record<T: serde::Serialize>(&self, e: &T) {
         if let Ok(mut line) = serde_json::to_vec(e) {
             line.push(b'\n');
             let _ = self.tx.send(Msg::Line(line));

@@ -203,6 +203,12 @@ struct CommonArgs {
     /// Do not print the summary on exit.
     #[arg(long, short)]
     quiet: bool,
+    /// Print the exit summary as one line of JSON on stderr (see docs/events.md).
+    #[arg(long, conflicts_with = "quiet")]
+    json: bool,
+    /// Run the plan with this seed instead of its own (reloads keep it).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
 }
 
 #[derive(Args)]
@@ -344,6 +350,7 @@ async fn setup(
         strict: c.strict,
         max_pending: Some(c.max_pending),
         idle_session_ttl,
+        seed: c.seed,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
@@ -365,9 +372,14 @@ async fn setup(
     Ok(Setup { relay })
 }
 
-async fn finish(relay: &Relay, quiet: bool) {
+async fn finish(relay: &Relay, c: &CommonArgs) {
     let report = relay.finish().await;
-    if !quiet {
+    if c.json {
+        match serde_json::to_string(&serde_json::json!({ "summary": report })) {
+            Ok(line) => eprintln!("{line}"),
+            Err(e) => eprintln!("brownout: cannot write the summary as JSON: {e}"),
+        }
+    } else if !c.quiet {
         eprint!("brownout summary\n{report}");
     }
 }
@@ -402,6 +414,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             }
             (None, Some(url)) => {
                 let back = relay::http_back::HttpBack::new(url, a.max_message_bytes)?;
+                eprintln!("brownout: relaying stdio -> {url}");
                 relay::stdio_http::run(
                     Arc::new(back),
                     Arc::clone(&relay),
@@ -412,7 +425,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
             }
             (None, None) => anyhow::bail!("give a server command after -- or --upstream URL"),
         };
-        finish(&relay, a.common.quiet).await;
+        finish(&relay, &a.common).await;
         Ok(code)
     })
 }
@@ -499,7 +512,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
         if let Some(c) = child {
             c.stop_all().await;
         }
-        finish(&relay, a.common.quiet).await;
+        finish(&relay, &a.common).await;
         Ok(0)
     })
 }

@@ -268,3 +268,14 @@ fn proxy_with_an_admin_api_and_no_plan_starts() {
         w.stderr_text()
     );
 }
+
+#[test]
+fn both_proxies_take_seed_and_json() {
+    for proxy in ["stdio", "http"] {
+        let (code, out, err) = run(&["proxy", proxy, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        for flag in ["--seed <N>", "--json"] {
+            assert!(out.contains(flag), "proxy {proxy} lacks {flag}: {out}");
+        }
+    }
+}

@@ -112,3 +112,39 @@ fn sighup_without_a_plan_file_does_not_stop_the_relay() {
     w.close_stdin();
     assert_eq!(w.wait(10).code(), Some(0));
 }
+
+#[test]
+fn a_reload_that_changes_a_faults_kind_shows_the_new_kind_in_the_summary() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: shifty, kind: latency, tools: [echo], added_ms: 1}\n  - {id: idle, kind: latency, tools: [get_incident], added_ms: 1}\n";
+    let mut cmd = through(dir.path(), plan, &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let mut w = Wire::spawn(&cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    echo(&mut w, 1);
+    std::fs::write(
+        dir.path().join("plan.yaml"),
+        "faults:\n  - {id: shifty, kind: error, phase: request, tools: [echo], code: -32098}\n  - {id: idle, kind: latency, tools: [get_incident], added_ms: 1}\n",
+    )
+    .expect("write");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.pid() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .expect("signal");
+    wait_for_stderr(&w, "plan reloaded");
+    assert_eq!(echo(&mut w, 2)["error"]["code"], -32098);
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    let err = w.stderr_text();
+    let line = |id: &str| {
+        err.lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap_or_else(|| panic!("`{id}` is not in the summary: {err}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(line("shifty"), ["shifty", "error", "2"], "{err}");
+    assert_eq!(line("idle"), ["idle", "latency", "0"], "{err}");
+}

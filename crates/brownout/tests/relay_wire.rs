@@ -102,10 +102,13 @@ fn sigterm_stops_the_server() {
     )
     .expect("signal");
     let status = w.wait(10);
-    assert_eq!(
-        status.code(),
-        Some(128 + 15),
-        "the fixture died of SIGTERM: {status:?}"
+    // A stop asked for is a success (as with `proxy http`); the server got SIGTERM.
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(
+        w.stderr_text()
+            .contains("the server ended (killed by SIGTERM)"),
+        "{}",
+        w.stderr_text()
     );
 }
 
@@ -292,5 +295,218 @@ fn timed_process_faults_kill_the_server_on_schedule() {
             .count(),
         1,
         "{ev:?}"
+    );
+}
+
+/// A request whose `arguments` hold an `id` of their own, before the caller's id.
+fn oversized_with_a_nested_id(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{"id":"not-the-caller","message":"{}"}}}},"id":{id}}}"#,
+        "x".repeat(1000)
+    )
+}
+
+#[test]
+fn oversized_errors_answer_the_top_level_id_not_a_nested_one() {
+    let dir = tmp();
+    // The server's answer to any line: over the limit, with a nested `id` first.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","result":{{"content":[{{"type":"text","id":"nested","text":"{}"}}]}},"id":5}}"#,
+        "y".repeat(1000)
+    );
+    let server = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("while read line; do echo '{big}'; done"),
+    ];
+    let mut cmd = through(dir.path(), "faults: []", &server);
+    cmd.insert(3, "--max-message-bytes".into());
+    cmd.insert(4, "300".into());
+    let mut w = Wire::spawn(&cmd);
+    w.send(&oversized_with_a_nested_id(9));
+    let e = w.recv_json(5000).expect("error");
+    assert_eq!(e["id"], 9, "the caller, not arguments.id: {e}");
+    assert_eq!(e["error"]["code"], -32600);
+    w.send(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#);
+    let e = w.recv_json(5000).expect("error for the big answer");
+    assert_eq!(e["id"], 5, "the caller, not result.content[0].id: {e}");
+    assert_eq!(e["error"]["code"], -32600);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_client_messages_get_an_error_with_an_upstream_too() {
+    let (url, calls) = upstream::start(false).await;
+    let cmd: Vec<String> = [
+        brownout(),
+        "proxy",
+        "stdio",
+        "--quiet",
+        "--max-message-bytes",
+        "300",
+        "--upstream",
+        &url,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut w = Wire::spawn(&cmd);
+    w.send(&oversized_with_a_nested_id(12));
+    let e = tokio::task::block_in_place(|| w.recv_json(10_000)).expect("an error, not silence");
+    assert_eq!(e["id"], 12, "{e}");
+    assert_eq!(e["error"]["code"], -32600);
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("over the limit of 300 bytes"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_timeout_that_drops_after_a_hold_holds_first() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: hold, kind: timeout, tools: [echo], hold_ms: 700, then: drop}\n";
+    let mut w = Wire::spawn(&through(dir.path(), plan, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(&tool_call(1, "echo", json!({"message": "held"})));
+    assert!(w.recv(1500).is_none(), "held, then dropped: never answered");
+    w.send(&tool_call(2, "get_incident", json!({"id": "INC-1"})));
+    assert_eq!(w.recv_json(5000).expect("others pass")["id"], 2);
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    let ev = events(dir.path());
+    let f = fault_events(&ev, "hold");
+    assert_eq!(f.len(), 1, "{ev:?}");
+    assert!(f[0]["action"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("held 700ms, then dropped"));
+    let call = ev
+        .iter()
+        .find(|e| e["type"] == "call" && e["id"] == 1)
+        .expect("the call event");
+    assert_eq!(call["outcome"], "dropped", "{call}");
+    let waited = call["latency_ms"].as_f64().unwrap_or_default();
+    assert!(
+        waited >= 700.0,
+        "the client waited the hold for nothing: {call}"
+    );
+    let at = call["t_ms"].as_f64().unwrap_or_default();
+    let hit = f[0]["t_ms"].as_f64().unwrap_or_default();
+    assert!(
+        at >= hit + 700.0,
+        "given up when the hold ended: {call} {}",
+        f[0]
+    );
+}
+
+/// Run `calls` echo calls through `cmd`; returns (the ids answered with an error, stderr).
+fn echo_session(cmd: &[String], calls: u64) -> (Vec<u64>, String) {
+    let mut w = Wire::spawn(cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#);
+    assert!(w.recv_json(5000).is_some());
+    let mut failed = Vec::new();
+    for i in 1..=calls {
+        w.send(&tool_call(i, "echo", json!({"message": "x"})));
+        let v = w.recv_json(5000).expect("answer");
+        if v.get("error").is_some() {
+            failed.push(i);
+        }
+    }
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    (failed, w.stderr_text())
+}
+
+const COIN: &str = "seed: SEED\nfaults:\n  - {id: coin, kind: error, tools: [echo], probability: 0.5}\n  - {id: never, kind: latency, tools: [nothing_has_this_name], added_ms: 5}\n";
+
+#[test]
+fn seed_on_the_command_line_overrides_the_plans() {
+    let dir = tmp();
+    let (with_7, _) = echo_session(
+        &through(dir.path(), &COIN.replace("SEED", "7"), &fixture()),
+        30,
+    );
+    let (with_1, _) = echo_session(
+        &through(dir.path(), &COIN.replace("SEED", "1"), &fixture()),
+        30,
+    );
+    assert_ne!(with_7, with_1, "the two seeds draw differently");
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "1"), &fixture());
+    cmd.insert(3, "--seed".into());
+    cmd.insert(4, "7".into());
+    let (overridden, _) = echo_session(&cmd, 30);
+    assert_eq!(overridden, with_7, "--seed 7 replays the seed-7 run");
+}
+
+#[test]
+fn the_summary_has_tool_lines_protocol_requests_apart_and_every_fault() {
+    let dir = tmp();
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "7"), &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let (failed, err) = echo_session(&cmd, 10);
+    assert!(
+        err.contains("calls: 12 (10 tool calls + 2 protocol requests: initialize 1, tools/list 1)"),
+        "{err}"
+    );
+    assert!(err.contains("tools:\n  echo "), "{err}");
+    let never = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("never"))
+        .unwrap_or_else(|| panic!("every fault is listed: {err}"));
+    assert!(
+        never.contains("latency") && never.trim_end().ends_with(" 0"),
+        "{never}"
+    );
+
+    let mut cmd = through(dir.path(), &COIN.replace("SEED", "7"), &fixture());
+    cmd.retain(|a| a != "--quiet");
+    cmd.insert(3, "--json".into());
+    let (_, err) = echo_session(&cmd, 10);
+    let last = err.lines().last().unwrap_or_default();
+    let v: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let s = &v["summary"];
+    assert_eq!(s["calls"], 12, "{s}");
+    assert_eq!(s["tool_calls"], 10, "{s}");
+    assert_eq!(s["methods"]["initialize"], 1, "{s}");
+    assert_eq!(s["tools"]["echo"]["calls"], 10, "{s}");
+    assert_eq!(s["tools"]["echo"]["outcomes"]["error"], failed.len(), "{s}");
+    assert_eq!(s["injections"]["coin"]["count"], failed.len(), "{s}");
+    assert_eq!(s["injections"]["never"]["count"], 0, "{s}");
+    assert!(
+        !err.contains("brownout summary"),
+        "JSON instead of text: {err}"
+    );
+}
+
+#[test]
+fn a_fault_that_matches_no_advertised_tool_is_warned_about_after_tools_list() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: typo, kind: latency, tools: [fetch_log], added_ms: 5}\n  - {id: fine, kind: error, tools: ['fetch_*'], probability: 0}\n";
+    let mut cmd = through(dir.path(), plan, &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let (_, err) = echo_session(&cmd, 1);
+    let warning = err
+        .lines()
+        .find(|l| l.contains("warning: fault `typo`"))
+        .unwrap_or_else(|| panic!("no warning: {err}"));
+    assert!(
+        warning.contains("matches none of the 5 tools the server advertises")
+            && warning.contains("did you mean `fetch_logs`?"),
+        "{warning}"
+    );
+    assert!(!err.contains("fault `fine`"), "{err}");
+    let ev = events(dir.path());
+    let cov: Vec<&Value> = ev.iter().filter(|e| e["type"] == "coverage").collect();
+    assert_eq!(cov.len(), 1, "{ev:?}");
+    assert_eq!(cov[0]["fault"], "typo");
+    assert_eq!(cov[0]["did_you_mean"], "fetch_logs");
+    // The summary lists both, never injected.
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("typo") && l.trim_end().ends_with(" 0")),
+        "{err}"
     );
 }

@@ -188,6 +188,7 @@ impl Engine {
             // What the server advertised, before any registry fault: the truth the
             // correctness SLI judges answers by.
             self.slis.learn_tools_list(bytes);
+            self.check_coverage(session, bytes, now);
         }
         if call.response_hits.is_empty() {
             let (outcome, code) = record::outcome_of(v);

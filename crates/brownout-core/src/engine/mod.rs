@@ -15,6 +15,7 @@
 //! and [`lifecycle`] (expiry, failed servers, timers, the simulator's entry).
 
 mod call;
+pub mod coverage;
 mod decide;
 mod lifecycle;
 mod loose;
@@ -143,6 +144,7 @@ pub struct Engine {
     summary: Summary,
     slis: Slis,
     events: Vec<Event>,
+    coverage: coverage::Coverage,
 }
 
 /// For each fault of a new plan, the index in the old plan of the same fault (same id, same
@@ -186,6 +188,7 @@ impl Engine {
             summary: Summary::default(),
             slis: Slis::default(),
             events: Vec::new(),
+            coverage: coverage::Coverage::default(),
         }
     }
 

@@ -37,6 +37,9 @@ impl Timeout {
                 format!("held {ms}ms, then delivered late")
             }
             (Some(ms), Then::Drop) => {
+                // Held first: the relay keeps the way open that long, and the call's
+                // latency says how long the client waited for nothing.
+                s.delay = s.delay + Time((ms * 1000.0) as u64);
                 s.drop = true;
                 format!("held {ms}ms, then dropped")
             }

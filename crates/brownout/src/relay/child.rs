@@ -1,17 +1,21 @@
 //! The stdio back: the MCP server as a child process.
 //!
-//! Spawns the server with piped stdin/stdout and inherited stderr (the server's logs pass
-//! through), signals it (TERM, KILL, STOP/CONT) and describes how it ended.
+//! Spawns the server with piped stdin/stdout; its stderr is copied through to brownout's
+//! (the server's logs pass through) while its last lines are kept, so a server that dies
+//! can be described with what it said last. Signals it (TERM, KILL, STOP/CONT), stops it
+//! politely then firmly ([`stop_after`]) and describes how it ended.
 
 use brownout_core::verdict::{ProcessAction, Signal as KillSignal};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 /// The command that starts the server.
 #[derive(Debug, Clone)]
@@ -24,6 +28,8 @@ pub struct ChildSpec {
 pub struct ServerProcess {
     pub child: Child,
     pub pid: Option<Pid>,
+    /// The end of what the server wrote on stderr.
+    pub stderr: StderrTail,
 }
 
 impl ServerProcess {
@@ -33,7 +39,7 @@ impl ServerProcess {
             .args(&spec.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
@@ -48,7 +54,12 @@ impl ServerProcess {
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
         let pid = child.id().map(|p| Pid::from_raw(p as i32));
-        Ok((ServerProcess { child, pid }, stdin, stdout))
+        let stderr = StderrTail::default();
+        match child.stderr.take() {
+            Some(pipe) => stderr.copy_from(pipe),
+            None => stderr.done.store(1, Ordering::SeqCst),
+        }
+        Ok((ServerProcess { child, pid, stderr }, stdin, stdout))
     }
 
     pub fn signal(&self, sig: Signal) {
@@ -58,6 +69,85 @@ impl ServerProcess {
             }
         }
     }
+}
+
+/// How much of the server's stderr is kept.
+const TAIL_BYTES: usize = 2048;
+
+/// The last bytes a server wrote on stderr, kept while they are copied to brownout's.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail {
+    tail: Arc<Mutex<VecDeque<u8>>>,
+    /// 1 once the server's stderr reached end of file.
+    done: Arc<AtomicI32>,
+}
+
+impl StderrTail {
+    fn copy_from(&self, mut pipe: ChildStderr) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut out = tokio::io::stderr();
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let chunk = &buf[..n];
+                let _ = out.write_all(chunk).await;
+                let mut t = me.tail.lock().unwrap_or_else(|p| p.into_inner());
+                t.extend(chunk);
+                let over = t.len().saturating_sub(TAIL_BYTES);
+                t.drain(..over);
+            }
+            let _ = out.flush().await;
+            me.done.store(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Wait (at most `limit`) until the server's stderr is closed, so its last words are in.
+    pub async fn settle(&self, limit: Duration) {
+        let until = tokio::time::Instant::now() + limit;
+        while self.done.load(Ordering::SeqCst) == 0 && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The last `n` non-blank lines, joined with ` | ` (at most ~500 characters); empty when
+    /// the server said nothing.
+    pub fn last_lines(&self, n: usize) -> String {
+        let bytes: Vec<u8> = self
+            .tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        let mut out = lines[lines.len().saturating_sub(n)..].join(" | ");
+        if out.chars().count() > 500 {
+            out = out.chars().skip(out.chars().count() - 500).collect();
+            out.insert(0, '…');
+        }
+        out
+    }
+}
+
+/// If the process has not exited `grace` after being asked to, SIGTERM it, then SIGKILL it
+/// 2 s later: a server that ignores SIGTERM does not outlive brownout's intent.
+pub fn stop_after(pid: Option<Pid>, grace: Duration) {
+    let Some(pid) = pid else { return };
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        if kill(pid, Signal::SIGTERM).is_ok() {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+    });
 }
 
 /// Words for how a process ended.

@@ -2,9 +2,11 @@
 //!
 //! MCP's stdio transport sends one JSON-RPC message per line. [`LineReader`] reads lines of
 //! at most `max` bytes; a longer line is skipped to its end and reported as
-//! [`Frame::Oversized`] with its first bytes, so the relay can answer with a clear error and
-//! lose nothing else.
+//! [`Frame::Oversized`] with its first bytes and its top-level id (found while the line
+//! streams past, wherever in the line it is), so the relay can answer the right caller with
+//! a clear error and lose nothing else.
 
+use brownout_core::jsonrpc::{TopId, TopLevelId};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// Default largest message: 16 MiB.
@@ -17,8 +19,12 @@ const PREFIX: usize = 4096;
 pub enum Frame {
     /// One message, without its line ending.
     Line(Vec<u8>),
-    /// A line over the limit: its total size and its first bytes.
-    Oversized { size: usize, prefix: Vec<u8> },
+    /// A line over the limit: its total size, its first bytes and its top-level id.
+    Oversized {
+        size: usize,
+        prefix: Vec<u8>,
+        id: TopId,
+    },
 }
 
 pub struct LineReader<R> {
@@ -37,6 +43,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             let mut line = Vec::new();
             let mut size = 0usize;
             let mut oversized = false;
+            let mut finder = TopLevelId::new();
             loop {
                 let buf = self.inner.fill_buf().await?;
                 if buf.is_empty() {
@@ -53,7 +60,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 if size > self.max {
                     if !oversized {
                         oversized = true;
+                        finder.feed(&line);
                         line.truncate(PREFIX);
+                    }
+                    if !finder.is_done() {
+                        finder.feed(chunk);
                     }
                     let room = PREFIX.saturating_sub(line.len());
                     line.extend_from_slice(&chunk[..room.min(chunk.len())]);
@@ -67,7 +78,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 }
             }
             if oversized {
-                return Ok(Some(Frame::Oversized { size, prefix: line }));
+                return Ok(Some(Frame::Oversized {
+                    size,
+                    prefix: line,
+                    id: finder.finish(),
+                }));
             }
             if line.last() == Some(&b'\r') {
                 line.pop();
@@ -84,19 +99,18 @@ fn memchr(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|b| *b == b'\n')
 }
 
-/// Best effort: the JSON-RPC id near the start of a message that could not be read whole.
-pub fn sniff_id(prefix: &[u8]) -> Option<serde_json::Value> {
-    let text = String::from_utf8_lossy(prefix);
-    let at = text.find("\"id\"")?;
-    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
-    if let Some(s) = rest.strip_prefix('"') {
-        let end = s.find('"')?;
-        return Some(serde_json::Value::String(s[..end].to_string()));
-    }
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .unwrap_or(rest.len());
-    rest[..end].parse::<i64>().ok().map(serde_json::Value::from)
+/// The `-32600` error answering a message over the limit, addressed to its top-level id
+/// (spliced as the sender wrote it); `None` when that id is unknown (or the message is a
+/// notification): better no answer than an answer to another caller.
+pub fn oversized_error(size: usize, id: &TopId, max: usize) -> Option<Vec<u8>> {
+    let TopId::Found(raw) = id else {
+        return None;
+    };
+    let msg = format!(
+        "brownout: message of {size} bytes is over the limit of {max} bytes (--max-message-bytes)"
+    );
+    let error = serde_json::json!({"code": -32600, "message": msg});
+    Some(format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":{error}}}"#).into_bytes())
 }
 
 #[cfg(test)]
@@ -117,11 +131,12 @@ mod tests {
         let input = b"{\"a\":1}\r\n\n{\"id\":42,\"x\":\"0123456789abcdef\"}\n{\"b\":2}";
         let f = frames(input, 20).await;
         assert_eq!(f[0], Frame::Line(b"{\"a\":1}".to_vec()));
-        let Frame::Oversized { size, prefix } = &f[1] else {
+        let Frame::Oversized { size, prefix, id } = &f[1] else {
             panic!("oversized")
         };
         assert_eq!(*size, 32);
-        assert_eq!(sniff_id(prefix), Some(serde_json::json!(42)));
+        assert!(prefix.starts_with(b"{\"id\":42"));
+        assert_eq!(id, &TopId::Found("42".into()));
         assert_eq!(
             f[2],
             Frame::Line(b"{\"b\":2}".to_vec()),
@@ -130,12 +145,28 @@ mod tests {
         assert_eq!(f.len(), 3);
     }
 
-    #[test]
-    fn sniffs_string_ids() {
-        assert_eq!(
-            sniff_id(br#"{"jsonrpc":"2.0", "id" : "abc", "method""#),
-            Some(serde_json::json!("abc"))
+    #[tokio::test]
+    async fn the_id_of_an_oversized_line_is_the_top_level_one_wherever_it_is() {
+        // The caller's id comes after a big payload holding an `id` of its own.
+        let mut input = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get","arguments":{"id":"INC-1","blob":""#.to_vec();
+        input.extend(std::iter::repeat_n(b'x', 10_000));
+        input.extend_from_slice(b"\"}},\"id\":1e2}\n{\"method\":\"n\",\"params\":{\"id\":3,\"b\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n");
+        let f = frames(&input, 64).await;
+        let Frame::Oversized { id, .. } = &f[0] else {
+            panic!("oversized")
+        };
+        assert_eq!(id, &TopId::Found("1e2".into()));
+        let err = oversized_error(10_100, id, 64).expect("an answer");
+        let v: serde_json::Value = serde_json::from_slice(&err).expect("json");
+        assert_eq!(v["error"]["code"], -32600);
+        assert!(
+            String::from_utf8_lossy(&err).contains(r#""id":1e2"#),
+            "the id as sent"
         );
-        assert_eq!(sniff_id(br#"{"jsonrpc":"2.0"#), None);
+        let Frame::Oversized { id, .. } = &f[1] else {
+            panic!("oversized")
+        };
+        assert_eq!(id, &TopId::Absent, "a notification: nobody to answer");
+        assert_eq!(oversized_error(100, id, 64), None);
     }
 }

@@ -11,6 +11,7 @@ pub mod child;
 pub mod child_back;
 pub mod child_session;
 pub mod framing;
+pub mod handshake;
 pub mod http;
 pub mod http_back;
 pub mod http_front;
@@ -45,6 +46,8 @@ pub struct RelayOptions {
     pub max_pending: Option<usize>,
     /// Forget sessions idle this long (the HTTP relay; stdio keeps its one session).
     pub idle_session_ttl: Option<Duration>,
+    /// `--seed`: overrides the seed of every plan this relay runs (reloads included).
+    pub seed: Option<u64>,
 }
 
 /// The engine, the clock and the event log of one relay.
@@ -55,13 +58,17 @@ pub struct Relay {
     events: Option<EventSink>,
     /// Live figures of the back (sessions, routes), shown under `back` in the status.
     back_status: Mutex<Option<BackStatus>>,
+    seed: Option<u64>,
 }
 
 /// A back's live figures, for the status.
 pub type BackStatus = Box<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 impl Relay {
-    pub fn new(plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
+    pub fn new(mut plan: Plan, opts: &RelayOptions, events: Option<EventSink>) -> Relay {
+        if let Some(seed) = opts.seed {
+            plan.seed = seed;
+        }
         let mut config = EngineConfig {
             record_events: events.is_some(),
             ..EngineConfig::default()
@@ -76,6 +83,7 @@ impl Relay {
             strict: opts.strict,
             events,
             back_status: Mutex::new(None),
+            seed: opts.seed,
         }
     }
 
@@ -85,7 +93,10 @@ impl Relay {
     }
 
     /// Replace the plan atomically (see [`Engine::set_plan`]).
-    pub fn set_plan(&self, plan: Plan) {
+    pub fn set_plan(&self, mut plan: Plan) {
+        if let Some(seed) = self.seed {
+            plan.seed = seed;
+        }
         self.engine().set_plan(plan);
     }
 
@@ -97,7 +108,7 @@ impl Relay {
             serde_json::json!({
                 "sessions": engine.session_count(),
                 "pending": engine.pending_count(),
-                "summary": engine.summary().report(),
+                "summary": report(&engine),
             })
         };
         if let Some(f) = self
@@ -160,6 +171,13 @@ impl Relay {
     }
 
     fn flush_events(&self, engine: &mut Engine) {
+        // A fault that can never fire is worth saying, with or without an event log.
+        for w in engine.take_coverage_warnings() {
+            eprintln!("brownout: warning: {w}");
+            if let Some(sink) = &self.events {
+                sink.write_record(&w);
+            }
+        }
         if let Some(sink) = &self.events {
             for e in engine.drain_events() {
                 sink.write(&e);
@@ -210,7 +228,7 @@ impl Relay {
             let mut engine = self.engine();
             engine.finish(now);
             self.flush_events(&mut engine);
-            engine.summary().report()
+            report(&engine)
         };
         if let Some(sink) = &self.events {
             sink.close().await;
@@ -221,6 +239,21 @@ impl Relay {
     pub fn restart_policy(&self) -> brownout_core::faults::process::RestartPolicy {
         self.engine().plan().restart_policy()
     }
+}
+
+/// The run summary with its per-method and per-tool lines and every fault of the plan.
+fn report(engine: &Engine) -> Report {
+    engine
+        .summary()
+        .report()
+        .with_slis(engine.slis())
+        .with_faults(
+            engine
+                .plan()
+                .faults
+                .iter()
+                .map(|f| (f.id.as_str(), f.effect.kind())),
+        )
 }
 
 /// A message held by a reorder fault, with the token of the hold that placed it.
@@ -296,6 +329,7 @@ where
                 for e in v.extra {
                     send_after(&self.dest, D::from(e.bytes), to_duration(e.delay)).await;
                 }
+                hold_then_drop(&self.dest, to_duration(v.delay));
                 return;
             }
         };
@@ -367,6 +401,20 @@ where
     }
 }
 
+/// A message dropped after a hold (`timeout` with `hold_ms`, `then: drop`): the way to its
+/// receiver stays open that long, so a front that answers when its queue closes (an HTTP
+/// request with no answer) answers nothing until the hold is over.
+fn hold_then_drop<T: Send + 'static>(out: &mpsc::Sender<T>, hold: Duration) {
+    if hold.is_zero() {
+        return;
+    }
+    let out = out.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(hold).await;
+        drop(out);
+    });
+}
+
 pub fn to_duration(t: Time) -> Duration {
     Duration::from_micros(t.as_micros())
 }
@@ -380,5 +428,35 @@ async fn send_after<T: Send + 'static>(out: &mpsc::Sender<T>, item: T, delay: Du
             tokio::time::sleep(delay).await;
             let _ = out.send(item).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_held_drop_keeps_the_way_open_for_the_hold_then_closes_it() {
+        let (dest, mut rx) = mpsc::channel::<Vec<u8>>(4);
+        let (origin, _origin_rx) = mpsc::channel::<Vec<u8>>(4);
+        let pipe: Pipe = Pipe::new(dest, origin, None);
+        let v = Verdict {
+            forward: Forward::Drop,
+            delay: Time(1_500_000),
+            ..Verdict::pass()
+        };
+        pipe.execute(v, b"{}".to_vec()).await;
+        drop(pipe);
+        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert!(
+            early.is_err(),
+            "nothing, not even the end, before the hold is over"
+        );
+        let end = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
+        assert_eq!(
+            end.ok(),
+            Some(None),
+            "then dropped: the way closes, nothing was sent"
+        );
     }
 }

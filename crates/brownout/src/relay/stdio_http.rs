@@ -208,6 +208,7 @@ pub async fn run(
     let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
     let mut reader = LineReader::new(BufReader::new(stdin()), max);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         tokio::select! {
             frame = reader.next() => match frame {
@@ -215,8 +216,15 @@ pub async fn run(
                     let v = relay.handle(Side::Client, SESSION, &bytes);
                     pipe.execute(v, bytes).await;
                 }
-                Ok(Some(Frame::Oversized { size, .. })) => {
-                    eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped");
+                Ok(Some(Frame::Oversized { size, id, .. })) => {
+                    // As with a server command: the caller gets -32600 (docs/relay.md).
+                    match super::framing::oversized_error(size, &id, max) {
+                        Some(err) => {
+                            eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
+                            let _ = to_client.send(err).await;
+                        }
+                        None => eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)"),
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -225,6 +233,7 @@ pub async fn run(
                 }
             },
             _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
         }
     }
     // End the session politely.
