@@ -65,7 +65,12 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
                 (None, None) => anyhow::bail!("give the fault inline or with --file"),
             };
             let path = match ttl {
-                Some(t) => format!("/faults?ttl={}", urlencode(&t)),
+                Some(t) => {
+                    if let Err(e) = crate::control::admin::parse_duration(&t) {
+                        anyhow::bail!("--ttl {e}");
+                    }
+                    format!("/faults?ttl={}", urlencode(&t))
+                }
                 None => "/faults".into(),
             };
             (target, reqwest::Method::POST, path, Some(text))
@@ -85,7 +90,10 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
         req = req.bearer_auth(t);
     }
     if let Some(b) = body {
-        req = req.body(b);
+        // Plan syntax is YAML (JSON is YAML too).
+        req = req
+            .header(reqwest::header::CONTENT_TYPE, "application/yaml")
+            .body(b);
     }
     let resp = match req.send().await {
         Ok(r) => r,

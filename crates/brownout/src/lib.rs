@@ -14,6 +14,7 @@ pub mod demo_sim;
 pub mod events;
 pub mod faults_cmd;
 pub mod fixture;
+pub mod http_guard;
 pub mod plan_cmd;
 pub mod relay;
 pub mod sim_cmd;

@@ -342,8 +342,12 @@ async fn setup(
     }
     if c.plan.is_some() || c.admin.is_some() {
         let control = Arc::new(match &c.plan {
-            Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),
-            None => Control::new(Arc::clone(&relay), "", "plan.yaml"),
+            Some(p) => Control::new(
+                Arc::clone(&relay),
+                Some(&plan_text),
+                &p.display().to_string(),
+            ),
+            None => Control::new(Arc::clone(&relay), None, "plan.yaml"),
         }?);
         if let Some(path) = &c.plan {
             relay::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;

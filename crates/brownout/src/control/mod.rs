@@ -56,8 +56,14 @@ pub struct Control {
 }
 
 impl Control {
-    /// Take control of `relay`, whose running plan is `plan_text` (empty for none).
-    pub fn new(relay: Arc<Relay>, plan_text: &str, label: &str) -> Result<Control, ControlError> {
+    /// Take control of `relay`, whose running plan is `plan_text` (`None` for no plan:
+    /// traffic passes untouched until faults are added). `label` names the plan in errors
+    /// and picks its format by extension.
+    pub fn new(
+        relay: Arc<Relay>,
+        plan_text: Option<&str>,
+        label: &str,
+    ) -> Result<Control, ControlError> {
         let control = Control {
             relay,
             state: Mutex::new(State {
@@ -69,7 +75,9 @@ impl Control {
             started: Instant::now(),
             label: label.to_string(),
         };
-        control.replace_text(plan_text, label)?;
+        if let Some(text) = plan_text {
+            control.replace_text(text, label, Format::from_path(label))?;
+        }
         Ok(control)
     }
 
@@ -81,24 +89,38 @@ impl Control {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Replace the whole plan with the one in `text` (YAML, JSON or TOML by `file`'s name).
-    pub fn replace_text(&self, text: &str, file: &str) -> Result<usize, ControlError> {
-        let format = Format::from_path(file);
+    /// Replace the whole plan with the one in `text`; `file` names it in errors.
+    ///
+    /// The plan is parsed and compiled here, before any lock is taken: traffic waits only
+    /// while the compiled plan is swapped in. An empty or truncated document (no `faults`
+    /// key: an empty body, `null`, `{}`, a half-written file) is refused, never taken for
+    /// "no faults"; a plan without faults says `faults: []`.
+    pub fn replace_text(
+        &self,
+        text: &str,
+        file: &str,
+        format: Format,
+    ) -> Result<usize, ControlError> {
         // Validate exactly as `plan check` would, with the file's own lines and columns.
-        Plan::from_str_format(text, file, format)
+        let plan = Plan::from_str_format(text, file, format)
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
         let doc = source::parse(text, format)
             .map(|n| n.to_json())
             .map_err(|e| ControlError::Invalid(format!("{file}:{}: {}", e.pos, e.message)))?;
         let mut doc = match doc {
-            Value::Object(m) => m,
-            _ => Map::new(),
+            Value::Object(m) if m.contains_key("faults") => m,
+            _ => {
+                return Err(ControlError::Invalid(format!(
+                    "{file}: the plan is empty or has no `faults` key (a truncated file?); \
+                     to run without faults, say so with `faults: []`"
+                )))
+            }
         };
         let faults = match doc.remove("faults") {
             Some(Value::Array(a)) => a,
             _ => Vec::new(),
         };
-        let candidate = State {
+        let mut candidate = State {
             seed: doc.remove("seed").and_then(|v| v.as_u64()).unwrap_or(0),
             name: doc
                 .remove("name")
@@ -114,10 +136,12 @@ impl Control {
                 })
                 .collect(),
         };
+        pin(&mut candidate.entries, &plan);
+        let n = plan.faults.len();
         let mut state = self.state();
         *state = candidate;
-        // The text compiled above, so this compiles too; it also fixes the default ids.
-        self.commit(&mut state, file)
+        self.relay.set_plan(plan);
+        Ok(n)
     }
 
     /// Replace the plan from its file (SIGHUP, `--watch`).
@@ -125,12 +149,31 @@ impl Control {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ControlError::Invalid(format!("cannot read plan {}: {e}", path.display()))
         })?;
-        self.replace_text(&text, &path.display().to_string())
+        let file = path.display().to_string();
+        self.replace_text(&text, &file, Format::from_path(&file))
     }
 
     /// Add one fault, in plan syntax (YAML or JSON), optionally for `ttl` only.
-    pub fn add(&self, text: &str, ttl: Option<Duration>) -> Result<String, ControlError> {
-        let spec = source::parse(text, Format::Yaml)
+    pub fn add(
+        &self,
+        text: &str,
+        format: Format,
+        ttl: Option<Duration>,
+    ) -> Result<String, ControlError> {
+        if format == Format::Json {
+            serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| {
+                ControlError::Invalid(format!(
+                    "fault: not JSON ({e}); send YAML as application/yaml"
+                ))
+            })?;
+        }
+        let expires = match ttl {
+            None => None,
+            Some(t) => Some(Instant::now().checked_add(t).ok_or_else(|| {
+                ControlError::Invalid(format!("ttl of {}s is out of range", t.as_secs()))
+            })?),
+        };
+        let spec = source::parse(text, format)
             .map(|n| n.to_json())
             .map_err(|e| ControlError::Invalid(format!("fault:{}: {}", e.pos, e.message)))?;
         if !spec.is_object() {
@@ -167,7 +210,7 @@ impl Control {
             id: String::new(),
             kind: String::new(),
             spec,
-            expires: ttl.map(|t| Instant::now() + t),
+            expires,
         });
         match self.commit(&mut state, &self.label) {
             Ok(_) => Ok(state
@@ -267,16 +310,21 @@ impl Control {
         );
         let plan = Plan::from_str_format(&Value::Object(doc).to_string(), file, Format::Json)
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
-        for (entry, fault) in state.entries.iter_mut().zip(&plan.faults) {
-            entry.id = fault.id.clone();
-            entry.kind = fault.effect.kind().to_string();
-            // Pin the id, so removing an earlier fault never renames a later one.
-            if let Some(m) = entry.spec.as_object_mut() {
-                m.insert("id".into(), json!(fault.id));
-            }
-        }
+        pin(&mut state.entries, &plan);
         let n = plan.faults.len();
         self.relay.set_plan(plan);
         Ok(n)
+    }
+}
+
+/// Record the ids and kinds the compiler settled on, and pin each id into its spec, so
+/// removing an earlier fault never renames a later one.
+fn pin(entries: &mut [Entry], plan: &Plan) {
+    for (entry, fault) in entries.iter_mut().zip(&plan.faults) {
+        entry.id = fault.id.clone();
+        entry.kind = fault.effect.kind().to_string();
+        if let Some(m) = entry.spec.as_object_mut() {
+            m.insert("id".into(), json!(fault.id));
+        }
     }
 }
