@@ -620,3 +620,63 @@ fn a_deeply_nested_plan_is_refused_and_the_relay_lives() {
     assert_eq!(fault_ids(&url), ["e1"]);
     assert_eq!(echo(&mut w, 1)["error"]["code"], -32011);
 }
+
+/// Slowloris: a client that trickles its headers, sends none at all, or never finishes its
+/// body is cut off (within a generous bound), and the API keeps answering others meanwhile.
+#[test]
+fn slow_clients_are_cut_off_and_others_are_served() {
+    let dir = tmp();
+    let (_w, url) = relay_with_admin(dir.path(), ONE_FAULT, &[]);
+    let addr = url.trim_start_matches("http://").to_string();
+    // What each slow client sends before it stalls.
+    let stalls = [
+        String::new(),
+        format!("GET /status HTTP/1.1\r\nHost: {addr}\r\nX-Slow: a"),
+        format!(
+            "POST /faults HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/yaml\r\nContent-Length: 100\r\n\r\n{{kind: lat"
+        ),
+    ];
+    let slow: Vec<_> = stalls
+        .into_iter()
+        .map(|sent| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+                s.write_all(sent.as_bytes()).expect("write");
+                s.set_read_timeout(Some(Duration::from_secs(60)))
+                    .expect("timeout");
+                let start = Instant::now();
+                let mut got = Vec::new();
+                // EOF (or a reset) ends the read; a timeout means the server kept it open.
+                let result = s.read_to_end(&mut got);
+                let timed_out = result.as_ref().is_err_and(|e| {
+                    matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    )
+                });
+                (
+                    sent,
+                    timed_out,
+                    start.elapsed(),
+                    String::from_utf8_lossy(&got).to_string(),
+                )
+            })
+        })
+        .collect();
+    // Meanwhile the API answers.
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, body) = http(&url, "GET", "/status", "");
+    assert_eq!(status, 200, "{body}");
+    for t in slow {
+        let (sent, timed_out, took, got) = t.join().expect("thread");
+        assert!(
+            !timed_out,
+            "a client that sent {sent:?} was kept for {took:?}: {got}"
+        );
+        if sent.contains("Content-Length") {
+            assert!(got.contains(" 408 "), "{got}");
+        }
+    }
+    assert_eq!(fault_ids(&url), ["e1"]);
+}

@@ -33,6 +33,19 @@ use subtle::ConstantTimeEq;
 /// How often faults with a TTL are checked for expiry.
 const EXPIRY_TICK: Duration = Duration::from_millis(50);
 
+/// How long a client has to send a request's headers, and how long a connection may sit
+/// idle between requests (hyper's header timer runs from the moment it waits for a request).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a request's body may take to arrive once its headers have.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest body taken (a plan of tens of thousands of faults fits).
+const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// Connections served at once; more are closed as they arrive.
+const MAX_CONNECTIONS: usize = 64;
+
 /// The longest TTL a fault can be given: a year (longer would be a permanent fault; remove
 /// it by id instead).
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -82,12 +95,9 @@ pub async fn serve(
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(app);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            eprintln!("brownout: the admin API stopped: {e}");
-        }
-    });
+    tokio::spawn(accept(listener, router));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         loop {
@@ -98,6 +108,36 @@ pub async fn serve(
         }
     });
     Ok(bound)
+}
+
+/// Accept connections for as long as the runtime runs. Each is HTTP/1 with a header (and
+/// idle) timeout, and at most [`MAX_CONNECTIONS`] are open at once, so clients that trickle
+/// bytes or hold connections open (slowloris) cannot exhaust the API.
+async fn accept(listener: tokio::net::TcpListener, router: Router) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait rather than spin.
+                eprintln!("brownout: the admin API cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            continue; // dropping `tcp` closes it
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .await;
+            drop(slot);
+        });
+    }
 }
 
 fn authorized(app: &App, headers: &HeaderMap) -> bool {
@@ -125,11 +165,33 @@ async fn guard(
             format!("brownout: {r}: the admin API takes no requests from web pages"),
         );
     }
-    if authorized(&app, request.headers()) {
-        next.run(request).await
-    } else {
-        unauthorized()
+    if !authorized(&app, request.headers()) {
+        return unauthorized();
     }
+    // Read the body here, in bounded time and size: a client that trickles it is cut off
+    // before any handler runs (a handler that then takes long still finishes its change).
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("brownout: the body is over {MAX_BODY} bytes, or was cut short"),
+            )
+        }
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "brownout: the body took over {}s to arrive",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            )
+        }
+    };
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    next.run(request).await
 }
 
 fn error(status: StatusCode, message: String) -> Response {
