@@ -2,7 +2,7 @@
 //! tools. Errors are reported with `anyhow` here, at the edge; exit codes mean something:
 //! 0 success, 1 a check failed, 2 bad usage or input, otherwise the proxied server's status.
 
-use brownout::control::{admin, Control};
+use brownout::control::{self, admin, Control};
 use brownout::relay::child::ChildSpec;
 use brownout::relay::framing::DEFAULT_MAX_MESSAGE;
 use brownout::relay::{self, Relay, RelayOptions};
@@ -358,7 +358,7 @@ async fn setup(
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
-        relay::reload::spawn_without_plan()?;
+        control::reload::spawn_without_plan()?;
     }
     if c.plan.is_some() || c.admin.is_some() {
         let control = Arc::new(match &c.plan {
@@ -370,7 +370,7 @@ async fn setup(
             None => Control::new(Arc::clone(&relay), None, "plan.yaml"),
         }?);
         if let Some(path) = &c.plan {
-            relay::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;
+            control::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;
         }
         if let Some(addr) = c.admin {
             let bound = admin::serve(control, addr, c.admin_token.clone()).await?;

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod reload;
 
 use crate::relay::Relay;
 use brownout_core::plan::source::{self, Format};

@@ -13,7 +13,6 @@ pub mod framing;
 pub mod http;
 pub mod http_back;
 pub mod http_front;
-pub mod reload;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;

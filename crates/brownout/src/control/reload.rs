@@ -2,7 +2,7 @@
 //! the file changes. A broken edit never replaces the running plan: brownout says why on
 //! stderr and keeps going with the plan it has.
 
-use crate::control::Control;
+use super::Control;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
