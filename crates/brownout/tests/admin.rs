@@ -680,3 +680,47 @@ fn slow_clients_are_cut_off_and_others_are_served() {
     }
     assert_eq!(fault_ids(&url), ["e1"]);
 }
+
+/// A large plan is parsed and compiled off the relay's thread and outside the engine's
+/// lock: calls keep being answered while `PUT /plan` works (before, every call waited for
+/// the whole compile).
+#[test]
+fn a_large_plan_does_not_stop_traffic_while_it_compiles() {
+    let dir = tmp();
+    let (mut w, url) = relay_with_admin(dir.path(), ONE_FAULT, &[]);
+    let mut plan = String::from(
+        "faults:\n  - {id: e2, kind: error, phase: request, tools: [echo], code: -32022}\n",
+    );
+    for i in 0..3000 {
+        plan.push_str(&format!(
+            "  - {{id: f{i}, kind: latency, tools: [nothing_{i}], added_ms: 5}}\n"
+        ));
+    }
+    let put = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let (status, body) = http(&url, "PUT", "/plan", &plan);
+            (status, body, start.elapsed())
+        })
+    };
+    let mut slowest = Duration::ZERO;
+    let mut id = 100;
+    while !put.is_finished() {
+        let start = Instant::now();
+        echo(&mut w, id);
+        slowest = slowest.max(start.elapsed());
+        id += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, body, took) = put.join().expect("PUT");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32022);
+    // Only meaningful when the compile took a while on this machine.
+    if took > Duration::from_secs(1) {
+        assert!(
+            slowest < took / 2,
+            "a call waited {slowest:?} while the plan took {took:?}"
+        );
+    }
+}

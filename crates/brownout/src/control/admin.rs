@@ -102,7 +102,12 @@ pub async fn serve(
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         loop {
             tick.tick().await;
-            for id in control.expire(Instant::now()) {
+            if !control.any_expired(Instant::now()) {
+                continue;
+            }
+            let c = Arc::clone(&control);
+            let gone = tokio::task::spawn_blocking(move || c.expire(Instant::now())).await;
+            for id in gone.unwrap_or_default() {
                 eprintln!("brownout: fault `{id}` expired");
             }
         }
@@ -283,6 +288,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| not_a_duration())
 }
 
+/// Run a change on the blocking pool: compiling a large plan takes a while, and the relay's
+/// own I/O shares this runtime (one thread for `proxy stdio`). The engine's lock is taken
+/// only to swap the compiled plan in.
+async fn off_runtime<T: Send + 'static>(
+    change: impl FnOnce() -> Result<T, ControlError> + Send + 'static,
+) -> Result<T, ControlError> {
+    tokio::task::spawn_blocking(change)
+        .await
+        .unwrap_or_else(|e| {
+            Err(ControlError::Invalid(format!(
+                "brownout: internal error: {e}"
+            )))
+        })
+}
+
 async fn list(State(app): State<App>) -> Response {
     Json(app.control.list()).into_response()
 }
@@ -308,21 +328,26 @@ async fn add(
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => return refused(ControlError::Invalid(format!("ttl {e}"))),
     };
-    match app.control.add(&body, format, ttl) {
+    match off_runtime(move || app.control.add(&body, format, ttl)).await {
         Ok(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
         Err(e) => refused(e),
     }
 }
 
 async fn remove(State(app): State<App>, Path(id): Path<String>) -> Response {
-    match app.control.remove(&id) {
+    let control = Arc::clone(&app.control);
+    let gone = id.clone();
+    match off_runtime(move || control.remove(&gone)).await {
         Ok(()) => Json(json!({"removed": id})).into_response(),
         Err(e) => refused(e),
     }
 }
 
 async fn clear(State(app): State<App>) -> Response {
-    Json(json!({"removed": app.control.clear()})).into_response()
+    match off_runtime(move || Ok(app.control.clear())).await {
+        Ok(n) => Json(json!({"removed": n})).into_response(),
+        Err(e) => refused(e),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -361,7 +386,7 @@ async fn replace(
         Format::Json => "plan.json",
         Format::Toml => "plan.toml",
     };
-    match app.control.replace_text(&body, name, format) {
+    match off_runtime(move || app.control.replace_text(&body, name, format)).await {
         Ok(n) => Json(json!({"faults": n})).into_response(),
         Err(e) => refused(e),
     }

@@ -246,6 +246,14 @@ impl Control {
         n
     }
 
+    /// Whether a fault's TTL has passed (cheap: no plan is compiled).
+    pub fn any_expired(&self, now: Instant) -> bool {
+        self.state()
+            .entries
+            .iter()
+            .any(|e| e.expires.is_some_and(|t| t <= now))
+    }
+
     /// Remove faults whose TTL has passed; returns their ids.
     pub fn expire(&self, now: Instant) -> Vec<String> {
         let mut state = self.state();

@@ -57,8 +57,11 @@ pub fn spawn(control: Arc<Control>, path: PathBuf, watch: bool) -> std::io::Resu
                     last = now;
                 }
             }
-            match reload(&control, &path) {
-                Ok(said) | Err(said) => eprintln!("{said}"),
+            // Parsing and compiling a large plan takes a while: not on the relay's runtime.
+            let (c, p) = (Arc::clone(&control), path.clone());
+            match tokio::task::spawn_blocking(move || reload(&c, &p)).await {
+                Ok(Ok(said) | Err(said)) => eprintln!("{said}"),
+                Err(e) => eprintln!("brownout: plan {} not reloaded: {e}", path.display()),
             }
         }
     });

@@ -136,9 +136,8 @@ impl Relay {
 
     fn flush_events(&self, engine: &mut Engine) {
         if let Some(sink) = &self.events {
-            for e in engine.drain_events() {
-                sink.write(&e);
-            }
+            // Only moved under the lock; the sink's writer task encodes them.
+            sink.write_all(engine.drain_events().collect());
         }
     }
 
