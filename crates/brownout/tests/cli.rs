@@ -295,3 +295,30 @@ fn faults_admin_takes_host_port_and_says_connection_refused() {
         "{err}"
     );
 }
+
+/// `cargo install` ships a small binary: the release profile carries no debug info (the
+/// bench profile keeps line tables for profiling).
+#[test]
+fn the_release_profile_has_no_debug_info() {
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    let section = |name: &str| -> String {
+        manifest
+            .split("\n[")
+            .find(|s| s.starts_with(&format!("{name}]")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let release = section("profile.release");
+    let debug = release
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("debug"))
+        .map(|v| v.trim_start_matches([' ', '=']).trim().to_string());
+    assert!(
+        matches!(debug.as_deref(), None | Some("false" | "0" | "\"none\"")),
+        "release profile: debug = {debug:?}"
+    );
+    assert!(
+        section("profile.bench").contains("debug = 1"),
+        "benches keep line tables"
+    );
+}
