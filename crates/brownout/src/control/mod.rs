@@ -102,21 +102,38 @@ impl Control {
         file: &str,
         format: Format,
     ) -> Result<usize, ControlError> {
-        // Validate exactly as `plan check` would, with the file's own lines and columns.
-        let plan = Plan::from_str_format(text, file, format)
-            .map_err(|e| ControlError::Invalid(e.to_string()))?;
-        let doc = source::parse(text, format)
-            .map(|n| n.to_json())
-            .map_err(|e| ControlError::Invalid(format!("{file}:{}: {}", e.pos, e.message)))?;
-        let mut doc = match doc {
-            Value::Object(m) if m.contains_key("faults") => m,
-            _ => {
+        let compile = || {
+            // Validate exactly as `plan check` would, with the file's own lines and columns.
+            Plan::from_str_format(text, file, format)
+                .map_err(|e| ControlError::Invalid(e.to_string()))
+        };
+        let doc = match source::parse(text, format) {
+            Ok(node) => node.to_json(),
+            // A syntax error: the compiler words it as `plan check` does.
+            Err(e) => {
+                compile()?;
                 return Err(ControlError::Invalid(format!(
-                    "{file}: the plan is empty or has no `faults` key (a truncated file?); \
-                     to run without faults, say so with `faults: []`"
-                )))
+                    "{file}:{}: {}",
+                    e.pos, e.message
+                )));
             }
         };
+        // Checked before compiling, so the reason is this one whatever the compiler says.
+        let mut doc = match doc {
+            Value::Object(m) if m.contains_key("faults") => m,
+            other => {
+                let what = match other {
+                    Value::Null => "the plan is empty (a truncated file?)".to_string(),
+                    Value::Object(m) if m.is_empty() => "the plan is empty".to_string(),
+                    Value::Object(_) => "the plan has no `faults` key".to_string(),
+                    _ => "a plan is a map of keys with `faults`".to_string(),
+                };
+                return Err(ControlError::Invalid(format!(
+                    "{file}: {what}; to run without faults, say so with `faults: []`"
+                )));
+            }
+        };
+        let plan = compile()?;
         let faults = match doc.remove("faults") {
             Some(Value::Array(a)) => a,
             _ => Vec::new(),
