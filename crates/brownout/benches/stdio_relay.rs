@@ -7,7 +7,11 @@
 //! relay's peak RSS. It prints a table and writes `target/bench/stdio_relay.json`.
 //! Medians over rounds are reported; these machines are noisy.
 
+#[path = "support/proc_stats.rs"]
+mod proc_stats;
+
 use brownout::client::{Reply, StdioClient};
+use proc_stats::{cpu_us, median, pct, peak_rss_kib};
 use serde_json::json;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -44,39 +48,6 @@ struct Sample {
     tput1: f64,
     tput16: f64,
     rss_kib: u64,
-}
-
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// utime + stime of a process, in microseconds.
-fn cpu_us(pid: u32) -> f64 {
-    let ticks = 100.0; // USER_HZ on Linux
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = s.rsplit_once(')')?.1;
-            let f: Vec<&str> = after.split_whitespace().collect();
-            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks * 1e6)
-        })
-        .unwrap_or(0.0)
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 async fn call(c: &StdioClient, i: usize) {

@@ -8,6 +8,9 @@ use tokio::sync::{mpsc, oneshot};
 
 enum Msg {
     Line(Vec<u8>),
+    /// Events to encode here, off the caller's path (the relay drains them under its engine
+    /// lock; encoding them there would hold the lock longer).
+    Events(Vec<Event>),
     Close(oneshot::Sender<()>),
 }
 
@@ -37,6 +40,20 @@ impl EventSink {
                             break;
                         }
                     }
+                    Msg::Events(events) => {
+                        let mut lines = Vec::new();
+                        for e in &events {
+                            if serde_json::to_writer(&mut lines, e).is_ok() {
+                                lines.push(b'\n');
+                            }
+                        }
+                        if w.write_all(&lines).await.is_err() {
+                            break;
+                        }
+                        if rx.is_empty() && w.flush().await.is_err() {
+                            break;
+                        }
+                    }
                     Msg::Close(done) => {
                         let _ = w.flush().await;
                         let _ = done.send(());
@@ -56,6 +73,13 @@ impl EventSink {
         if let Ok(mut line) = serde_json::to_vec(e) {
             line.push(b'\n');
             let _ = self.tx.send(Msg::Line(line));
+        }
+    }
+
+    /// Queue events in order; they are encoded by the writer task.
+    pub fn write_all(&self, events: Vec<Event>) {
+        if !events.is_empty() {
+            let _ = self.tx.send(Msg::Events(events));
         }
     }
 

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct Target {
-    /// The running relay's admin API, as printed when it started (e.g. http://127.0.0.1:9901).
-    #[arg(long, env = "BROWNOUT_ADMIN")]
+    /// The running relay's admin API: the address given to `proxy --admin` (127.0.0.1:9901)
+    /// or the URL it printed when it started (http://127.0.0.1:9901).
+    #[arg(long, env = "BROWNOUT_ADMIN", value_name = "ADDR|URL")]
     pub admin: String,
     /// Bearer token, if the relay requires one.
     #[arg(long, env = "BROWNOUT_ADMIN_TOKEN", hide_env_values = true)]
@@ -38,10 +39,11 @@ pub enum FaultsCmd {
         #[arg(long)]
         ttl: Option<String>,
     },
-    /// Remove a fault by id.
+    /// Remove a fault by id (`brownout faults list` shows the ids).
     Rm {
         #[command(flatten)]
         target: Target,
+        /// The id of the fault to remove, as `faults list` shows it.
         id: String,
     },
     /// Remove every fault: traffic passes untouched.
@@ -65,7 +67,12 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
                 (None, None) => anyhow::bail!("give the fault inline or with --file"),
             };
             let path = match ttl {
-                Some(t) => format!("/faults?ttl={}", urlencode(&t)),
+                Some(t) => {
+                    if let Err(e) = crate::control::admin::parse_duration(&t) {
+                        anyhow::bail!("--ttl {e}");
+                    }
+                    format!("/faults?ttl={}", urlencode(&t))
+                }
                 None => "/faults".into(),
             };
             (target, reqwest::Method::POST, path, Some(text))
@@ -78,21 +85,25 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
         ),
         FaultsCmd::Clear(t) => (t, reqwest::Method::DELETE, "/faults".into(), None),
     };
-    let url = format!("{}{path}", target.admin.trim_end_matches('/'));
+    let base = admin_url(&target.admin)?;
+    let url = format!("{base}{path}");
     let client = reqwest::Client::new();
     let mut req = client.request(method.clone(), &url);
     if let Some(t) = &target.token {
         req = req.bearer_auth(t);
     }
     if let Some(b) = body {
-        req = req.body(b);
+        // Plan syntax is YAML (JSON is YAML too).
+        req = req
+            .header(reqwest::header::CONTENT_TYPE, "application/yaml")
+            .body(b);
     }
     let resp = match req.send().await {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
-                "brownout: cannot reach the admin API at {}: {e}",
-                target.admin
+                "brownout: cannot reach the admin API at {base}: {}",
+                why_unreachable(&e)
             );
             return Ok(2);
         }
@@ -147,6 +158,55 @@ fn print_summary(method: &reqwest::Method, v: &Value) {
     }
 }
 
+/// The admin API's base URL from what the user gave: `127.0.0.1:9901` (the form
+/// `proxy --admin` takes), `localhost:9901`, or a URL (`http://127.0.0.1:9901/`).
+pub fn admin_url(given: &str) -> anyhow::Result<String> {
+    let given = given.trim();
+    let url = if given.contains("://") {
+        given.to_string()
+    } else {
+        format!("http://{given}")
+    };
+    let parsed = reqwest::Url::parse(&url).map_err(|e| {
+        anyhow::anyhow!(
+            "--admin `{given}` is neither an address (127.0.0.1:9901) nor a URL (http://127.0.0.1:9901): {e}"
+        )
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        anyhow::bail!(
+            "--admin `{given}`: give the address the relay printed, such as 127.0.0.1:9901 or http://127.0.0.1:9901"
+        );
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// Why a request got no answer, in plain words ("connection refused: is a relay running
+/// with --admin there?") rather than the HTTP client's chain of error types.
+fn why_unreachable(e: &reqwest::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    "connection refused: is a relay running with --admin at that address?".into()
+                }
+                _ => io.to_string(),
+            };
+        }
+        source = s.source();
+    }
+    if e.is_timeout() {
+        return "no answer in time".into();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}
+
 /// Percent-encode a path segment or query value (ids and durations are short and plain;
 /// this keeps a stray `/` or `?` from changing the request).
 fn urlencode(s: &str) -> String {
@@ -158,4 +218,20 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_addresses_and_urls() {
+        let ok = |s: &str| admin_url(s).expect(s);
+        assert_eq!(ok("127.0.0.1:9901"), "http://127.0.0.1:9901");
+        assert_eq!(ok("localhost:9901"), "http://localhost:9901");
+        assert_eq!(ok("[::1]:9901"), "http://[::1]:9901");
+        assert_eq!(ok("http://127.0.0.1:9901/"), "http://127.0.0.1:9901");
+        assert!(admin_url("ftp://127.0.0.1:9901").is_err());
+        assert!(admin_url("http://").is_err());
+    }
 }

@@ -2,6 +2,7 @@
 //!
 //! - [`relay`]: the live relay (fronts, backs, carrying out verdicts);
 //! - [`control`]: live control of a running relay's faults (admin API, reloads);
+//! - [`http_guard`]: the `Origin`/`Host` checks every HTTP listener applies;
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
@@ -14,6 +15,7 @@ pub mod demo_sim;
 pub mod events;
 pub mod faults_cmd;
 pub mod fixture;
+pub mod http_guard;
 pub mod plan_cmd;
 pub mod relay;
 pub mod sim_cmd;

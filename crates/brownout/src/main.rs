@@ -2,7 +2,7 @@
 //! tools. Errors are reported with `anyhow` here, at the edge; exit codes mean something:
 //! 0 success, 1 a check failed, 2 bad usage or input, otherwise the proxied server's status.
 
-use brownout::control::{admin, Control};
+use brownout::control::{self, admin, Control};
 use brownout::relay::child::ChildSpec;
 use brownout::relay::framing::DEFAULT_MAX_MESSAGE;
 use brownout::relay::{self, Relay, RelayOptions};
@@ -23,7 +23,14 @@ use std::sync::Arc;
 ///   brownout plan check examples/demo-plan.yaml    validate a plan
 ///   brownout proxy stdio --plan PLAN -- CMD ARGS   put brownout in front of a server
 #[derive(Parser)]
-#[command(name = "brownout", version, about, long_about, max_term_width = 100)]
+#[command(
+    name = "brownout",
+    version,
+    about,
+    long_about,
+    verbatim_doc_comment,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,7 +107,10 @@ enum Proxy {
     ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
     ///   brownout proxy stdio --plan plan.yaml --watch -- python my_server.py
     ///   brownout proxy stdio --plan plan.yaml --upstream https://tools.example/mcp
-    #[command(verbatim_doc_comment)]
+    #[command(
+        verbatim_doc_comment,
+        override_usage = "brownout proxy stdio [OPTIONS] -- <CMD> [ARGS]...\n       brownout proxy stdio [OPTIONS] --upstream <URL>"
+    )]
     Stdio(StdioArgs),
     /// Serve MCP over streamable HTTP (and legacy HTTP+SSE), relaying to a server at a URL
     /// or to a stdio server started per session.
@@ -226,7 +236,8 @@ struct StdioArgs {
     /// brownout reads no more from stdin until one is answered.
     #[arg(long, value_name = "N", default_value_t = 64, requires = "upstream")]
     max_in_flight: usize,
-    /// The server command and its arguments.
+    /// The server command and its arguments, after `--` (e.g. `-- python server.py`);
+    /// brownout starts it and relays to its stdin/stdout. Or give --upstream instead.
     #[arg(last = true, required_unless_present = "upstream", value_name = "CMD")]
     command: Vec<String>,
 }
@@ -234,16 +245,25 @@ struct StdioArgs {
 #[derive(Subcommand)]
 enum PlanCmd {
     /// Validate plans; prints every error as FILE:LINE:COLUMN: `key`: message. Exit 1 if any is invalid.
+    ///
+    /// Example:
+    ///   brownout plan check examples/demo-plan.yaml
+    #[command(verbatim_doc_comment)]
     Check {
-        #[arg(required = true)]
+        /// Plan files to check (YAML, JSON or TOML, by extension).
+        #[arg(required = true, value_name = "FILES")]
         files: Vec<PathBuf>,
+        /// Print the results as JSON: per file, `valid` and its `errors` with line, column
+        /// and key.
         #[arg(long)]
         json: bool,
     },
     /// Print the JSON Schema of plan files.
     Schema,
-    /// List the fault kinds.
+    /// List the fault kinds and what each does (docs/plans.md has their parameters).
     Kinds {
+        /// Print the kinds as JSON: each `kind`, its `summary` and the methods it acts on
+        /// by default.
         #[arg(long)]
         json: bool,
     },
@@ -354,15 +374,19 @@ async fn setup(
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
-        relay::reload::spawn_without_plan()?;
+        control::reload::spawn_without_plan()?;
     }
     if c.plan.is_some() || c.admin.is_some() {
         let control = Arc::new(match &c.plan {
-            Some(p) => Control::new(Arc::clone(&relay), &plan_text, &p.display().to_string()),
-            None => Control::new(Arc::clone(&relay), "", "plan.yaml"),
+            Some(p) => Control::new(
+                Arc::clone(&relay),
+                Some(&plan_text),
+                &p.display().to_string(),
+            ),
+            None => Control::new(Arc::clone(&relay), None, "plan.yaml"),
         }?);
         if let Some(path) = &c.plan {
-            relay::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;
+            control::reload::spawn(Arc::clone(&control), path.clone(), c.watch)?;
         }
         if let Some(addr) = c.admin {
             let bound = admin::serve(control, addr, c.admin_token.clone()).await?;
@@ -539,4 +563,37 @@ fn single_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
+}
+
+#[cfg(test)]
+mod help_tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument of every command says what it is for.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {}", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        walk(&cmd, "brownout", &mut missing);
+        assert!(missing.is_empty(), "no help for: {missing:?}");
+    }
 }

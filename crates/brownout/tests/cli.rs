@@ -58,48 +58,6 @@ fn plan_check_reports_every_error_and_exits_1() {
     assert_eq!(v[0]["errors"][0]["key"], "faults[0].probabilty");
 }
 
-/// An 80 KB block-style YAML plan nested 40,000 deep used to overflow the stack and abort
-/// the process; empty plans and a NUL byte used to pass as a plan with fewer faults.
-#[test]
-fn plan_check_refuses_deep_empty_and_binary_plans_without_crashing() {
-    let dir = tmp();
-    let cases = [
-        (
-            "deep.yaml",
-            format!("faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n", "- ".repeat(41_000)),
-            "deep.yaml:5:129: syntax error: nested too deeply: more than 64 levels of mappings and lists",
-        ),
-        (
-            "deep.json",
-            format!("{{\"faults\": {}{}}}", "[".repeat(41_000), "]".repeat(41_000)),
-            "deep.json:1:",
-        ),
-        (
-            "deep.toml",
-            format!("faults = []\nx = {}{}\n", "[".repeat(41_000), "]".repeat(41_000)),
-            "deep.toml:2:",
-        ),
-        (
-            "empty.yaml",
-            "# nothing yet\n".to_string(),
-            "empty.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults",
-        ),
-        (
-            "nul.yaml",
-            "faults:\n  - kind: drop\n\0\0\0\0".to_string(),
-            "nul.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed",
-        ),
-    ];
-    for (name, text, expected) in cases {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).expect("write");
-        let (code, out, err) = run(&["plan", "check", &p.display().to_string()]);
-        assert_eq!(code, 1, "{name}: {out}{err}");
-        assert!(err.contains(expected), "{name}: {err}");
-        assert!(!err.contains("overflow"), "{name}: {err}");
-    }
-}
-
 #[test]
 fn the_printed_schema_accepts_the_examples_and_rejects_typos() {
     let (code, out, _) = run(&["plan", "schema"]);
@@ -238,6 +196,172 @@ fn the_plan_reference_documents_every_kind_and_every_key() {
             doc.contains(&format!("`{key}`")),
             "top-level {key} is not documented"
         );
+    }
+}
+
+/// The top of `brownout --help` keeps its lines: the "Start here" commands one per line.
+#[test]
+fn help_keeps_the_start_here_lines() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    for line in [
+        "Start here:",
+        "  brownout demo ",
+        "  brownout plan check examples/demo-plan.yaml ",
+        "  brownout proxy stdio --plan PLAN -- CMD ARGS ",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(line)),
+            "no line starting {line:?} in\n{out}"
+        );
+    }
+}
+
+/// The arguments a newcomer meets first say what they are, and `proxy stdio`'s usage shows
+/// both ways to reach a server.
+#[test]
+fn help_teaches_every_argument() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["plan", "check", "--help"],
+            &["Plan files to check", "Print the results as JSON"],
+        ),
+        (&["plan", "kinds", "--help"], &["Print the kinds as JSON"]),
+        (
+            &["faults", "rm", "--help"],
+            &["The id of the fault to remove", "127.0.0.1:9901"],
+        ),
+        (
+            &["proxy", "stdio", "--help"],
+            &[
+                "--upstream <URL>",
+                "-- <CMD> [ARGS]...",
+                "The server command",
+            ],
+        ),
+    ];
+    for (args, wanted) in cases {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for w in *wanted {
+            assert!(out.contains(w), "{args:?}: no {w:?} in\n{out}");
+        }
+    }
+    let (_, usage, _) = run(&["proxy", "stdio", "-h"]);
+    let usage = usage.split("Usage:").nth(1).unwrap_or("");
+    assert!(usage.contains("--upstream"), "{usage}");
+}
+
+/// `faults --admin` takes the address `proxy --admin` takes (host:port) as well as the URL
+/// the relay printed; an address nobody listens on is "connection refused", with the
+/// address.
+#[test]
+fn faults_admin_takes_host_port_and_says_connection_refused() {
+    let dir = tmp();
+    let mut cmd = through(
+        dir.path(),
+        "faults:\n  - {id: e1, kind: error, phase: request, tools: [echo], code: -32011}\n",
+        &fixture(),
+    );
+    cmd.insert(3, "--admin".into());
+    cmd.insert(4, "127.0.0.1:0".into());
+    let w = Wire::spawn(&cmd);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let url = loop {
+        let text = w.stderr_text();
+        if let Some(rest) = text.split("admin API on ").nth(1) {
+            break rest.lines().next().unwrap_or("").trim().to_string();
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no admin address: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let addr = url.trim_start_matches("http://").to_string();
+    for given in [addr.as_str(), url.as_str()] {
+        let (code, out, err) = run(&["faults", "list", "--admin", given]);
+        assert_eq!(code, 0, "--admin {given}: {err}");
+        assert!(out.contains("e1"), "{out}");
+    }
+    drop(w);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let free = listener.local_addr().expect("addr").to_string();
+    drop(listener);
+    let (code, _, err) = run(&["faults", "list", "--admin", &free]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("connection refused") && err.contains(&free),
+        "{err}"
+    );
+}
+
+/// `cargo install` ships a small binary: the release profile carries no debug info (the
+/// bench profile keeps line tables for profiling).
+#[test]
+fn the_release_profile_has_no_debug_info() {
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    let section = |name: &str| -> String {
+        manifest
+            .split("\n[")
+            .find(|s| s.starts_with(&format!("{name}]")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let release = section("profile.release");
+    let debug = release
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("debug"))
+        .map(|v| v.trim_start_matches([' ', '=']).trim().to_string());
+    assert!(
+        matches!(debug.as_deref(), None | Some("false" | "0" | "\"none\"")),
+        "release profile: debug = {debug:?}"
+    );
+    assert!(
+        section("profile.bench").contains("debug = 1"),
+        "benches keep line tables"
+    );
+}
+
+/// An 80 KB block-style YAML plan nested 40,000 deep used to overflow the stack and abort
+/// the process; empty plans and a NUL byte used to pass as a plan with fewer faults.
+#[test]
+fn plan_check_refuses_deep_empty_and_binary_plans_without_crashing() {
+    let dir = tmp();
+    let cases = [
+        (
+            "deep.yaml",
+            format!("faults:\n  - kind: error\n    arguments:\n      x:\n        {}1\n", "- ".repeat(41_000)),
+            "deep.yaml:5:129: syntax error: nested too deeply: more than 64 levels of mappings and lists",
+        ),
+        (
+            "deep.json",
+            format!("{{\"faults\": {}{}}}", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.json:1:",
+        ),
+        (
+            "deep.toml",
+            format!("faults = []\nx = {}{}\n", "[".repeat(41_000), "]".repeat(41_000)),
+            "deep.toml:2:",
+        ),
+        (
+            "empty.yaml",
+            "# nothing yet\n".to_string(),
+            "empty.yaml:1:1: the plan is empty; write `faults: []` for a plan with no faults",
+        ),
+        (
+            "nul.yaml",
+            "faults:\n  - kind: drop\n\0\0\0\0".to_string(),
+            "nul.yaml:3:1: syntax error: a NUL byte (U+0000) is not allowed",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        let (code, out, err) = run(&["plan", "check", &p.display().to_string()]);
+        assert_eq!(code, 1, "{name}: {out}{err}");
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!err.contains("overflow"), "{name}: {err}");
     }
 }
 

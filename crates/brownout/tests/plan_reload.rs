@@ -113,6 +113,100 @@ fn sighup_without_a_plan_file_does_not_stop_the_relay() {
     assert_eq!(w.wait(10).code(), Some(0));
 }
 
+fn hup(w: &Wire) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.pid() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .expect("kill -HUP");
+}
+
+/// How many times stderr says `needle`.
+fn count(w: &Wire, needle: &str) -> usize {
+    w.stderr_text().matches(needle).count()
+}
+
+/// Wait until stderr says `needle` more than `before` times.
+fn wait_for_nth(w: &Wire, needle: &str, before: usize) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while count(w, needle) <= before {
+        assert!(
+            Instant::now() < until,
+            "no new `{needle}`: {}",
+            w.stderr_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGHUP on a half-written (empty) file, `null` or `{}` is not "no faults": the plan
+/// stays, and stderr says why.
+#[test]
+fn sighup_on_an_empty_or_truncated_file_keeps_the_faults() {
+    let dir = tmp();
+    let plan = dir.path().join("plan.yaml");
+    let mut w = Wire::spawn(&through(dir.path(), FAIL_ECHO, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32099);
+    for (i, text) in ["", "null\n", "{}\n", "faults:\n  - {id: no-e"]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(&plan, text).expect("write");
+        let before = count(&w, "not reloaded");
+        hup(&w);
+        wait_for_nth(&w, "not reloaded", before);
+        assert_eq!(
+            echo(&mut w, 10 + i as u64)["error"]["code"],
+            -32099,
+            "after {text:?}: {}",
+            w.stderr_text()
+        );
+    }
+    assert!(
+        w.stderr_text().contains("faults: []"),
+        "{}",
+        w.stderr_text()
+    );
+    // Saying so clears them.
+    std::fs::write(&plan, "faults: []\n").expect("write");
+    hup(&w);
+    wait_for_stderr(&w, "plan reloaded");
+    assert!(echo(&mut w, 20).get("result").is_some());
+}
+
+/// `--watch` sees an editor truncate the file before it writes: the plan stays.
+#[test]
+fn watch_on_a_truncated_file_keeps_the_faults() {
+    let dir = tmp();
+    let mut cmd = through(dir.path(), FAIL_ECHO, &fixture());
+    cmd.insert(3, "--watch".into());
+    let plan = dir.path().join("plan.yaml");
+    let mut w = Wire::spawn(&cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    std::fs::write(&plan, "").expect("truncate");
+    let said = wait_for_stderr(&w, "not reloaded");
+    assert!(said.contains("faults: []"), "{said}");
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32099);
+}
+
+/// SIGHUP on 80 KB of block-style nesting: not reloaded, and the relay lives. (Needs the
+/// plan parser's nesting cap from brownout-core.)
+#[test]
+fn sighup_on_a_deeply_nested_plan_keeps_the_relay_alive() {
+    let dir = tmp();
+    let plan = dir.path().join("plan.yaml");
+    let mut w = Wire::spawn(&through(dir.path(), FAIL_ECHO, &fixture()));
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    std::fs::write(&plan, format!("faults:\n{}x\n", "- ".repeat(40_000))).expect("write");
+    hup(&w);
+    wait_for_stderr(&w, "not reloaded");
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32099);
+}
+
 #[test]
 fn a_reload_that_changes_a_faults_kind_shows_the_new_kind_in_the_summary() {
     let dir = tmp();

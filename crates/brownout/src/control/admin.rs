@@ -11,14 +11,19 @@
 //! ```
 //!
 //! Loopback by default. Bound beyond loopback it requires a bearer token, compared in
-//! constant time; the token is never logged.
+//! constant time; the token is never logged. A web page cannot drive it: a request with a
+//! foreign `Origin` (or, on loopback, a foreign `Host`) is refused, and a request with a body
+//! must say what the body is (`application/json`, or for plans also `application/yaml` and
+//! `application/toml`); any other `Content-Type` (`text/plain`, forms) is answered 415.
 
 use super::{Control, ControlError};
+use crate::http_guard;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, put};
 use axum::{Json, Router};
+use brownout_core::plan::source::Format;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,10 +33,29 @@ use subtle::ConstantTimeEq;
 /// How often faults with a TTL are checked for expiry.
 const EXPIRY_TICK: Duration = Duration::from_millis(50);
 
+/// How long a client has to send a request's headers, and how long a connection may sit
+/// idle between requests (hyper's header timer runs from the moment it waits for a request).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a request's body may take to arrive once its headers have.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest body taken (a plan of tens of thousands of faults fits).
+const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// Connections served at once; more are closed as they arrive.
+const MAX_CONNECTIONS: usize = 64;
+
+/// The longest TTL a fault can be given: a year (longer would be a permanent fault; remove
+/// it by id instead).
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
 #[derive(Clone)]
 struct App {
     control: Arc<Control>,
     token: Option<Arc<str>>,
+    /// Whether the listener is on loopback (then `Host` must name loopback too).
+    loopback: bool,
 }
 
 /// Refuse to expose the admin API beyond loopback without a token.
@@ -62,6 +86,7 @@ pub async fn serve(
     let app = App {
         control: Arc::clone(&control),
         token: token.filter(|t| !t.is_empty()).map(Arc::from),
+        loopback: addr.ip().is_loopback(),
     };
     let router = Router::new()
         .route("/faults", get(list).post(add).delete(clear))
@@ -69,26 +94,55 @@ pub async fn serve(
         .route("/plan", put(replace))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            require_token,
-        ))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(app);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            eprintln!("brownout: the admin API stopped: {e}");
-        }
-    });
+    tokio::spawn(accept(listener, router));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         loop {
             tick.tick().await;
-            for id in control.expire(Instant::now()) {
+            if !control.any_expired(Instant::now()) {
+                continue;
+            }
+            let c = Arc::clone(&control);
+            let gone = tokio::task::spawn_blocking(move || c.expire(Instant::now())).await;
+            for id in gone.unwrap_or_default() {
                 eprintln!("brownout: fault `{id}` expired");
             }
         }
     });
     Ok(bound)
+}
+
+/// Accept connections for as long as the runtime runs. Each is HTTP/1 with a header (and
+/// idle) timeout, and at most [`MAX_CONNECTIONS`] are open at once, so clients that trickle
+/// bytes or hold connections open (slowloris) cannot exhaust the API.
+async fn accept(listener: tokio::net::TcpListener, router: Router) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait rather than spin.
+                eprintln!("brownout: the admin API cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            continue; // dropping `tcp` closes it
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .await;
+            drop(slot);
+        });
+    }
 }
 
 fn authorized(app: &App, headers: &HeaderMap) -> bool {
@@ -103,17 +157,82 @@ fn authorized(app: &App, headers: &HeaderMap) -> bool {
     bool::from(given.as_bytes().ct_eq(token.as_bytes()))
 }
 
-/// Every route goes through here: with a token set, no request passes without it.
-async fn require_token(
+/// Every route goes through here: no request from a foreign origin or host passes, and with
+/// a token set, no request passes without it.
+async fn guard(
     State(app): State<App>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if authorized(&app, request.headers()) {
-        next.run(request).await
-    } else {
-        unauthorized()
+    if let Err(r) = http_guard::check(request.headers(), app.loopback, &[], &[]) {
+        return error(
+            r.status(),
+            format!("brownout: {r}: the admin API takes no requests from web pages"),
+        );
     }
+    if !authorized(&app, request.headers()) {
+        return unauthorized();
+    }
+    // Read the body here, in bounded time and size: a client that trickles it is cut off
+    // before any handler runs (a handler that then takes long still finishes its change).
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("brownout: the body is over {MAX_BODY} bytes, or was cut short"),
+            )
+        }
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "brownout: the body took over {}s to arrive",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            )
+        }
+    };
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    next.run(request).await
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(json!({"error": message, "errors": [message]}))).into_response()
+}
+
+/// The media type of a request's body (`application/json`), lowercased, without parameters.
+fn media_type(headers: &HeaderMap) -> String {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// The plan format a media type names, if it is one the admin API takes.
+fn format_of(media: &str) -> Option<Format> {
+    match media {
+        "application/json" => Some(Format::Json),
+        "application/yaml" | "application/x-yaml" | "text/yaml" => Some(Format::Yaml),
+        "application/toml" => Some(Format::Toml),
+        _ => None,
+    }
+}
+
+fn unsupported(media: &str, allowed: &str) -> Response {
+    let got = if media.is_empty() {
+        "no Content-Type".to_string()
+    } else {
+        format!("Content-Type `{media}`")
+    };
+    error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!("brownout: {got}: send the body as {allowed}"),
+    )
 }
 
 fn unauthorized() -> Response {
@@ -140,22 +259,48 @@ fn refused(e: ControlError) -> Response {
         .into_response()
 }
 
-/// `30s`, `500ms`, `2m`, `1h`, or a number of seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+/// `30s`, `500ms`, `2m`, `1h`, or a number of seconds; above zero and at most [`MAX_TTL`].
+/// The error says why, for the caller.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => s.split_at(i),
         None => (s, "s"),
     };
-    let n: f64 = number.parse().ok()?;
+    let not_a_duration = || format!("`{s}` is not a duration such as 30s, 500ms or 2m");
+    let n: f64 = number.parse().map_err(|_| not_a_duration())?;
     let seconds = match unit.trim() {
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return None,
+        _ => return Err(not_a_duration()),
     };
-    (seconds.is_finite() && seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("`{s}` is not a duration above zero"));
+    }
+    if seconds > MAX_TTL.as_secs_f64() {
+        return Err(format!(
+            "`{s}` is out of range: at most {}h (a year); for a fault that stays, give no TTL",
+            MAX_TTL.as_secs() / 3600
+        ));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| not_a_duration())
+}
+
+/// Run a change on the blocking pool: compiling a large plan takes a while, and the relay's
+/// own I/O shares this runtime (one thread for `proxy stdio`). The engine's lock is taken
+/// only to swap the compiled plan in.
+async fn off_runtime<T: Send + 'static>(
+    change: impl FnOnce() -> Result<T, ControlError> + Send + 'static,
+) -> Result<T, ControlError> {
+    tokio::task::spawn_blocking(change)
+        .await
+        .unwrap_or_else(|e| {
+            Err(ControlError::Invalid(format!(
+                "brownout: internal error: {e}"
+            )))
+        })
 }
 
 async fn list(State(app): State<App>) -> Response {
@@ -167,31 +312,42 @@ struct AddQuery {
     ttl: Option<String>,
 }
 
-async fn add(State(app): State<App>, Query(q): Query<AddQuery>, body: String) -> Response {
-    let ttl = match q.ttl.as_deref().map(|t| (t, parse_duration(t))) {
-        None => None,
-        Some((_, Some(d))) => Some(d),
-        Some((t, None)) => {
-            return refused(ControlError::Invalid(format!(
-                "ttl `{t}` is not a duration such as 30s, 500ms or 2m"
-            )))
-        }
+async fn add(
+    State(app): State<App>,
+    Query(q): Query<AddQuery>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let media = media_type(&headers);
+    let format = match format_of(&media) {
+        Some(f @ (Format::Json | Format::Yaml)) => f,
+        _ => return unsupported(&media, "application/json or application/yaml"),
     };
-    match app.control.add(&body, ttl) {
+    let ttl = match q.ttl.as_deref().map(parse_duration) {
+        None => None,
+        Some(Ok(d)) => Some(d),
+        Some(Err(e)) => return refused(ControlError::Invalid(format!("ttl {e}"))),
+    };
+    match off_runtime(move || app.control.add(&body, format, ttl)).await {
         Ok(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
         Err(e) => refused(e),
     }
 }
 
 async fn remove(State(app): State<App>, Path(id): Path<String>) -> Response {
-    match app.control.remove(&id) {
+    let control = Arc::clone(&app.control);
+    let gone = id.clone();
+    match off_runtime(move || control.remove(&gone)).await {
         Ok(()) => Json(json!({"removed": id})).into_response(),
         Err(e) => refused(e),
     }
 }
 
 async fn clear(State(app): State<App>) -> Response {
-    Json(json!({"removed": app.control.clear()})).into_response()
+    match off_runtime(move || Ok(app.control.clear())).await {
+        Ok(n) => Json(json!({"removed": n})).into_response(),
+        Err(e) => refused(e),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -199,10 +355,38 @@ struct PlanQuery {
     format: Option<String>,
 }
 
-async fn replace(State(app): State<App>, Query(q): Query<PlanQuery>, body: String) -> Response {
-    // The name picks the format, as a file's extension would, and labels the errors.
-    let name = format!("plan.{}", q.format.as_deref().unwrap_or("yaml"));
-    match app.control.replace_text(&body, &name) {
+async fn replace(
+    State(app): State<App>,
+    Query(q): Query<PlanQuery>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    const TYPES: &str = "application/json, application/yaml or application/toml";
+    let media = media_type(&headers);
+    let Some(by_type) = format_of(&media) else {
+        return unsupported(&media, TYPES);
+    };
+    // `?format=` overrides the media type (a YAML plan sent by a client that can only say
+    // application/json); it must name a format.
+    let format = match q.format.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => by_type,
+        Some("yaml" | "yml") => Format::Yaml,
+        Some("json") => Format::Json,
+        Some("toml") => Format::Toml,
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("brownout: unknown plan format `{other}`: use format=yaml, json or toml"),
+            )
+        }
+    };
+    // The name labels the errors, as a file's would.
+    let name = match format {
+        Format::Yaml => "plan.yaml",
+        Format::Json => "plan.json",
+        Format::Toml => "plan.toml",
+    };
+    match off_runtime(move || app.control.replace_text(&body, name, format)).await {
         Ok(n) => Json(json!({"faults": n})).into_response(),
         Err(e) => refused(e),
     }
@@ -230,13 +414,19 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("0s"), None);
-        assert_eq!(parse_duration("soon"), None);
-        assert_eq!(parse_duration("3 parsecs"), None);
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+        assert!(parse_duration("1e30").is_err());
+        let huge = parse_duration("1000000000000000000000000000000s");
+        assert!(huge.is_err_and(|e| e.contains("out of range")));
+        assert!(parse_duration("10000000000000000000").is_err());
+        assert!(parse_duration("8760h").is_ok());
+        assert!(parse_duration("8761h").is_err());
     }
 
     #[test]

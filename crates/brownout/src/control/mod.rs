@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod reload;
 
 use crate::relay::Relay;
 use brownout_core::plan::source::{self, Format};
@@ -56,8 +57,14 @@ pub struct Control {
 }
 
 impl Control {
-    /// Take control of `relay`, whose running plan is `plan_text` (empty for none).
-    pub fn new(relay: Arc<Relay>, plan_text: &str, label: &str) -> Result<Control, ControlError> {
+    /// Take control of `relay`, whose running plan is `plan_text` (`None` for no plan:
+    /// traffic passes untouched until faults are added). `label` names the plan in errors
+    /// and picks its format by extension.
+    pub fn new(
+        relay: Arc<Relay>,
+        plan_text: Option<&str>,
+        label: &str,
+    ) -> Result<Control, ControlError> {
         let control = Control {
             relay,
             state: Mutex::new(State {
@@ -69,13 +76,9 @@ impl Control {
             started: Instant::now(),
             label: label.to_string(),
         };
-        // No plan is the plan with no faults (an empty plan *text* is refused as truncated).
-        let text = if plan_text.is_empty() {
-            "faults: []\n"
-        } else {
-            plan_text
-        };
-        control.replace_text(text, label)?;
+        if let Some(text) = plan_text {
+            control.replace_text(text, label, Format::from_path(label))?;
+        }
         Ok(control)
     }
 
@@ -87,24 +90,55 @@ impl Control {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Replace the whole plan with the one in `text` (YAML, JSON or TOML by `file`'s name).
-    pub fn replace_text(&self, text: &str, file: &str) -> Result<usize, ControlError> {
-        let format = Format::from_path(file);
-        // Validate exactly as `plan check` would, with the file's own lines and columns.
-        Plan::from_str_format(text, file, format)
-            .map_err(|e| ControlError::Invalid(e.to_string()))?;
-        let doc = source::parse(text, format)
-            .map(|n| n.to_json())
-            .map_err(|e| ControlError::Invalid(format!("{file}:{}: {}", e.pos, e.message)))?;
-        let mut doc = match doc {
-            Value::Object(m) => m,
-            _ => Map::new(),
+    /// Replace the whole plan with the one in `text`; `file` names it in errors.
+    ///
+    /// The plan is parsed and compiled here, before any lock is taken: traffic waits only
+    /// while the compiled plan is swapped in. An empty or truncated document (no `faults`
+    /// key: an empty body, `null`, `{}`, a half-written file) is refused, never taken for
+    /// "no faults"; a plan without faults says `faults: []`.
+    pub fn replace_text(
+        &self,
+        text: &str,
+        file: &str,
+        format: Format,
+    ) -> Result<usize, ControlError> {
+        let compile = || {
+            // Validate exactly as `plan check` would, with the file's own lines and columns.
+            Plan::from_str_format(text, file, format)
+                .map_err(|e| ControlError::Invalid(e.to_string()))
         };
+        let doc = match source::parse(text, format) {
+            Ok(node) => node.to_json(),
+            // A syntax error: the compiler words it as `plan check` does.
+            Err(e) => {
+                compile()?;
+                return Err(ControlError::Invalid(format!(
+                    "{file}:{}: {}",
+                    e.pos, e.message
+                )));
+            }
+        };
+        // Checked before compiling, so the reason is this one whatever the compiler says.
+        let mut doc = match doc {
+            Value::Object(m) if m.contains_key("faults") => m,
+            other => {
+                let what = match other {
+                    Value::Null => "the plan is empty (a truncated file?)".to_string(),
+                    Value::Object(m) if m.is_empty() => "the plan is empty".to_string(),
+                    Value::Object(_) => "the plan has no `faults` key".to_string(),
+                    _ => "a plan is a map of keys with `faults`".to_string(),
+                };
+                return Err(ControlError::Invalid(format!(
+                    "{file}: {what}; to run without faults, say so with `faults: []`"
+                )));
+            }
+        };
+        let plan = compile()?;
         let faults = match doc.remove("faults") {
             Some(Value::Array(a)) => a,
             _ => Vec::new(),
         };
-        let candidate = State {
+        let mut candidate = State {
             seed: doc.remove("seed").and_then(|v| v.as_u64()).unwrap_or(0),
             name: doc
                 .remove("name")
@@ -120,10 +154,12 @@ impl Control {
                 })
                 .collect(),
         };
+        pin(&mut candidate.entries, &plan);
+        let n = plan.faults.len();
         let mut state = self.state();
         *state = candidate;
-        // The text compiled above, so this compiles too; it also fixes the default ids.
-        self.commit(&mut state, file)
+        self.relay.set_plan(plan);
+        Ok(n)
     }
 
     /// Replace the plan from its file (SIGHUP, `--watch`).
@@ -131,12 +167,31 @@ impl Control {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ControlError::Invalid(format!("cannot read plan {}: {e}", path.display()))
         })?;
-        self.replace_text(&text, &path.display().to_string())
+        let file = path.display().to_string();
+        self.replace_text(&text, &file, Format::from_path(&file))
     }
 
     /// Add one fault, in plan syntax (YAML or JSON), optionally for `ttl` only.
-    pub fn add(&self, text: &str, ttl: Option<Duration>) -> Result<String, ControlError> {
-        let spec = source::parse(text, Format::Yaml)
+    pub fn add(
+        &self,
+        text: &str,
+        format: Format,
+        ttl: Option<Duration>,
+    ) -> Result<String, ControlError> {
+        if format == Format::Json {
+            serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| {
+                ControlError::Invalid(format!(
+                    "fault: not JSON ({e}); send YAML as application/yaml"
+                ))
+            })?;
+        }
+        let expires = match ttl {
+            None => None,
+            Some(t) => Some(Instant::now().checked_add(t).ok_or_else(|| {
+                ControlError::Invalid(format!("ttl of {}s is out of range", t.as_secs()))
+            })?),
+        };
+        let spec = source::parse(text, format)
             .map(|n| n.to_json())
             .map_err(|e| ControlError::Invalid(format!("fault:{}: {}", e.pos, e.message)))?;
         if !spec.is_object() {
@@ -173,7 +228,7 @@ impl Control {
             id: String::new(),
             kind: String::new(),
             spec,
-            expires: ttl.map(|t| Instant::now() + t),
+            expires,
         });
         match self.commit(&mut state, &self.label) {
             Ok(_) => Ok(state
@@ -206,6 +261,14 @@ impl Control {
         state.entries.clear();
         let _ = self.commit(&mut state, &self.label);
         n
+    }
+
+    /// Whether a fault's TTL has passed (cheap: no plan is compiled).
+    pub fn any_expired(&self, now: Instant) -> bool {
+        self.state()
+            .entries
+            .iter()
+            .any(|e| e.expires.is_some_and(|t| t <= now))
     }
 
     /// Remove faults whose TTL has passed; returns their ids.
@@ -273,16 +336,21 @@ impl Control {
         );
         let plan = Plan::from_str_format(&Value::Object(doc).to_string(), file, Format::Json)
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
-        for (entry, fault) in state.entries.iter_mut().zip(&plan.faults) {
-            entry.id = fault.id.clone();
-            entry.kind = fault.effect.kind().to_string();
-            // Pin the id, so removing an earlier fault never renames a later one.
-            if let Some(m) = entry.spec.as_object_mut() {
-                m.insert("id".into(), json!(fault.id));
-            }
-        }
+        pin(&mut state.entries, &plan);
         let n = plan.faults.len();
         self.relay.set_plan(plan);
         Ok(n)
+    }
+}
+
+/// Record the ids and kinds the compiler settled on, and pin each id into its spec, so
+/// removing an earlier fault never renames a later one.
+fn pin(entries: &mut [Entry], plan: &Plan) {
+    for (entry, fault) in entries.iter_mut().zip(&plan.faults) {
+        entry.id = fault.id.clone();
+        entry.kind = fault.effect.kind().to_string();
+        if let Some(m) = entry.spec.as_object_mut() {
+            m.insert("id".into(), json!(fault.id));
+        }
     }
 }

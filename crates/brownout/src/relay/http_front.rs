@@ -240,39 +240,20 @@ impl Front {
                 ),
             ));
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            let allowed = is_loopback_origin(origin)
-                || self
-                    .opts
-                    .allowed_origins
-                    .iter()
-                    .any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
-            if !allowed {
-                return Err(plain(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "brownout: Origin `{origin}` is not allowed (allow it with --allow-origin)"
-                    ),
-                ));
-            }
-        }
-        if self.loopback || !self.opts.allowed_hosts.is_empty() {
-            let host = headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("");
-            let name = host_name(host);
-            let allowed = is_loopback_name(name)
-                || self.opts.allowed_hosts.iter().any(|h| {
-                    h == "*" || h.eq_ignore_ascii_case(name) || h.eq_ignore_ascii_case(host)
-                });
-            if !allowed {
-                return Err(plain(
-                    StatusCode::MISDIRECTED_REQUEST,
-                    format!("brownout: Host `{host}` is not allowed (allow it with --allow-host)"),
-                ));
-            }
+        if let Err(r) = crate::http_guard::check(
+            headers,
+            self.loopback,
+            &self.opts.allowed_origins,
+            &self.opts.allowed_hosts,
+        ) {
+            let flag = match r {
+                crate::http_guard::Refusal::Origin(_) => "--allow-origin",
+                crate::http_guard::Refusal::Host(_) => "--allow-host",
+            };
+            return Err(plain(
+                r.status(),
+                format!("brownout: {r} (allow it with {flag})"),
+            ));
         }
         Ok(())
     }
@@ -804,43 +785,4 @@ fn local_endpoint(back: &HttpBack, endpoint: &str) -> Option<String> {
         });
     }
     None
-}
-
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
-}
-
-fn is_loopback_name(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-fn is_loopback_origin(origin: &str) -> bool {
-    reqwest::Url::parse(origin)
-        .ok()
-        .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_string()))
-        .is_some_and(|h| is_loopback_name(&h))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_names_and_loopback() {
-        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_name("[::1]:80"), "::1");
-        assert_eq!(host_name("localhost"), "localhost");
-        assert!(is_loopback_name("localhost"));
-        assert!(is_loopback_name("::1"));
-        assert!(!is_loopback_name("evil.example"));
-        assert!(is_loopback_origin("http://localhost:3000"));
-        assert!(is_loopback_origin("http://[::1]:3000"));
-        assert!(!is_loopback_origin("https://evil.example"));
-    }
 }

@@ -15,7 +15,6 @@ pub mod handshake;
 pub mod http;
 pub mod http_back;
 pub mod http_front;
-pub mod reload;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
@@ -179,9 +178,8 @@ impl Relay {
             }
         }
         if let Some(sink) = &self.events {
-            for e in engine.drain_events() {
-                sink.write(&e);
-            }
+            // Only moved under the lock; the sink's writer task encodes them.
+            sink.write_all(engine.drain_events().collect());
         }
     }
 

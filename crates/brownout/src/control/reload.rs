@@ -2,7 +2,7 @@
 //! the file changes. A broken edit never replaces the running plan: brownout says why on
 //! stderr and keeps going with the plan it has.
 
-use crate::control::Control;
+use super::Control;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -57,8 +57,11 @@ pub fn spawn(control: Arc<Control>, path: PathBuf, watch: bool) -> std::io::Resu
                     last = now;
                 }
             }
-            match reload(&control, &path) {
-                Ok(said) | Err(said) => eprintln!("{said}"),
+            // Parsing and compiling a large plan takes a while: not on the relay's runtime.
+            let (c, p) = (Arc::clone(&control), path.clone());
+            match tokio::task::spawn_blocking(move || reload(&c, &p)).await {
+                Ok(Ok(said) | Err(said)) => eprintln!("{said}"),
+                Err(e) => eprintln!("brownout: plan {} not reloaded: {e}", path.display()),
             }
         }
     });

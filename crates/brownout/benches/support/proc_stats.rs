@@ -1,0 +1,43 @@
+//! What the benches read about a process from /proc (CPU time, memory) and the order
+//! statistics they report; shared by the stdio and HTTP relay benches.
+#![allow(dead_code)]
+
+/// The `p` quantile (0..=1) of sorted samples.
+pub fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// utime + stime of a process, in microseconds (0 if it cannot be read).
+pub fn cpu_us(pid: u32) -> f64 {
+    let ticks = 100.0; // USER_HZ on Linux
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = after.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks * 1e6)
+        })
+        .unwrap_or(0.0)
+}
+
+/// A `kB` field of /proc/PID/status (`VmRSS:`, `VmHWM:`; `Threads:` is a count).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Peak resident set size.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
