@@ -227,3 +227,45 @@ async fn an_expired_session_is_404_until_the_client_initializes_again() {
     assert_ne!(fresh.session, c.session);
     assert_eq!(fresh.post(call(5, "echo")).await.expect("5").status(), 200);
 }
+
+#[tokio::test]
+async fn sse_events_pass_byte_for_byte_and_bad_bytes_stay_bad() {
+    let (_r, c, _calls, _d) = setup(
+        "faults:\n  - {kind: malformed, mode: invalid_utf8, tools: [bad]}\n",
+        true,
+    )
+    .await;
+    // An event as the server wrote it arrives as it was written.
+    let body = c
+        .post(call(1, "odd"))
+        .await
+        .expect("odd")
+        .bytes()
+        .await
+        .expect("body");
+    let answer = json!({"jsonrpc": "2.0", "id": 1,
+        "result": {"content": [{"type": "text", "text": format!("{}:m", c.session)}]}})
+    .to_string();
+    let expected = upstream::ODD_EVENT.replace("{answer}", &answer);
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        expected,
+        "the event was re-encoded"
+    );
+    // A fault that breaks UTF-8 reaches the client as bytes that are not UTF-8, in an
+    // event that keeps its id.
+    let body = c
+        .post(call(2, "bad"))
+        .await
+        .expect("bad")
+        .bytes()
+        .await
+        .expect("body");
+    assert!(
+        std::str::from_utf8(&body).is_err(),
+        "the client got valid UTF-8: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("id: e1"), "{text}");
+}

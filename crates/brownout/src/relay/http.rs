@@ -14,6 +14,55 @@ use tokio::sync::mpsc;
 /// Queue depth of one answer on its way to the client.
 pub const DOWN_DEPTH: usize = 256;
 
+/// Carry out a verdict on a server message toward `down`. A message that came as an SSE
+/// event (`template`) goes out as that event rebuilt from its bytes, with only its data
+/// swapped: its id, its other fields and its spacing stay; bytes that are not UTF-8 stay.
+pub async fn execute_down(
+    v: brownout_core::verdict::Verdict,
+    bytes: Vec<u8>,
+    template: Option<Event>,
+    down: &mpsc::Sender<Down>,
+) {
+    use super::http_back::dead_end;
+    let Some(template) = template else {
+        return super::Pipe::new(down.clone(), dead_end::<Vec<u8>>(), None)
+            .execute(v, bytes)
+            .await;
+    };
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(DOWN_DEPTH);
+    super::Pipe::new(tx, dead_end::<Vec<u8>>(), None)
+        .execute(v, bytes)
+        .await;
+    loop {
+        match rx.try_recv() {
+            Ok(m) => {
+                if down
+                    .send(Down::Event(template.with_data(&m)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => return,
+            Err(mpsc::error::TryRecvError::Empty) => break,
+        }
+    }
+    // Copies or a message sent later (a delay, a duplicate): passed on as they come.
+    let down = down.clone();
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if down
+                .send(Down::Event(template.with_data(&m)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+}
+
 /// One piece of an answer on its way to the client.
 #[derive(Debug, Clone)]
 pub enum Down {
@@ -46,11 +95,7 @@ impl Down {
     pub fn message(&self) -> Option<&[u8]> {
         match self {
             Down::Msg(m) => Some(m),
-            Down::Event(e) => e
-                .data
-                .as_deref()
-                .map(str::as_bytes)
-                .filter(|d| !d.is_empty()),
+            Down::Event(e) => e.data.as_deref().filter(|d| !d.is_empty()),
             Down::Chunk(_) => None,
         }
     }
@@ -166,7 +211,7 @@ pub fn body(mut rx: mpsc::Receiver<Down>, sse: bool, shape: Shape) -> Body {
                         match item {
                             Down::Msg(m) => m,
                             Down::Chunk(b) => b.to_vec(),
-                            Down::Event(e) => e.data.unwrap_or_default().into_bytes(),
+                            Down::Event(e) => e.data.unwrap_or_default(),
                         }
                     };
                     Ok::<_, std::io::Error>(Bytes::from(bytes))

@@ -7,9 +7,11 @@
 //! When the server fails or cuts the stream before answering, every request still owed
 //! gets a clear JSON-RPC error.
 
-use super::http::{answered_ids, is_json, is_sse, relay_error, strip_hop_headers, Down};
+use super::http::{
+    answered_ids, execute_down, is_json, is_sse, relay_error, strip_hop_headers, Down,
+};
 use super::sse::{self, Event};
-use super::{Pipe, Relay};
+use super::Relay;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use brownout_core::jsonrpc::Id;
@@ -135,10 +137,6 @@ pub enum PumpEnd {
 }
 
 impl Pump {
-    fn pipe(&self) -> Pipe<Down, Vec<u8>> {
-        Pipe::new(self.down.clone(), dead_end(), None)
-    }
-
     /// One message from the server, through the engine, on to the client.
     async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
         if !self.owed.is_empty() {
@@ -153,7 +151,7 @@ impl Pump {
             };
             return self.down.send(item).await.is_ok();
         }
-        self.pipe().execute(v, bytes).await;
+        execute_down(v, bytes, as_event, &self.down).await;
         !self.down.is_closed()
     }
 
@@ -181,10 +179,8 @@ impl Pump {
                             }
                         }
                     }
-                    let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
-                        && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
-                    let alive = if carries_message {
-                        let bytes = ev.data.clone().unwrap_or_default().into_bytes();
+                    let alive = if ev.carries_message() {
+                        let bytes = ev.data.clone().unwrap_or_default();
                         self.message(bytes, Some(ev)).await
                     } else {
                         self.down.send(Down::Event(ev)).await.is_ok()
@@ -230,7 +226,7 @@ impl Pump {
         for id in std::mem::take(&mut self.owed) {
             let err = relay_error(Some(&id), &format!("brownout: {why}"));
             let v = self.relay.handle(Side::Server, &self.key, &err);
-            self.pipe().execute(v, err).await;
+            execute_down(v, err, None, &self.down).await;
         }
     }
 }

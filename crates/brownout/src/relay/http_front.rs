@@ -541,9 +541,11 @@ impl Front {
             let back = Arc::clone(back);
             let registered = Arc::clone(&registered);
             move |ev: &mut Event| -> Option<String> {
-                let endpoint = ev.data.clone()?;
+                let endpoint = String::from_utf8_lossy(ev.data.as_deref()?).into_owned();
                 let local = local_endpoint(&back, endpoint.trim())?;
-                ev.data = Some(local.clone());
+                if local != endpoint {
+                    *ev = ev.with_data(local.as_bytes());
+                }
                 if let Some(side) = &side {
                     legacy
                         .lock()

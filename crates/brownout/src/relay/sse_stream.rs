@@ -8,10 +8,10 @@
 //! at once is taken before the next event, so order holds. Legacy HTTP+SSE registers the
 //! side queue as the session's stream, for answers brownout makes itself.
 
-use super::http::{answered_ids, relay_error, Down};
-use super::http_back::{dead_end, describe, EndpointHook};
+use super::http::{answered_ids, execute_down, relay_error, Down};
+use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
-use super::{Pipe, Relay};
+use super::Relay;
 use axum::body::{Body, Bytes};
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
@@ -138,10 +138,8 @@ impl SseRelay {
                 }
             }
             self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
-            let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
-                && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
-            if !carries_message {
-                self.out.push_back(Bytes::from(ev.encode()));
+            if !ev.carries_message() {
+                self.out.push_back(Bytes::from(ev.into_bytes()));
                 continue;
             }
             self.message(ev).await;
@@ -149,26 +147,29 @@ impl SseRelay {
     }
 
     async fn message(&mut self, ev: Event) {
-        let bytes = ev.data.as_deref().unwrap_or_default().as_bytes().to_vec();
+        let bytes = ev.data.clone().unwrap_or_default();
         if !self.owed.is_empty() {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
         }
         let v = self.relay.handle(Side::Server, &self.key, &bytes);
         if v.is_pass() {
-            self.out.push_back(Bytes::from(ev.encode()));
+            self.out.push_back(Bytes::from(ev.into_bytes()));
             return;
         }
-        self.through_pipe(v, bytes).await;
+        self.through_pipe(v, bytes, Some(ev)).await;
     }
 
-    async fn through_pipe(&mut self, v: brownout_core::verdict::Verdict, bytes: Vec<u8>) {
+    async fn through_pipe(
+        &mut self,
+        v: brownout_core::verdict::Verdict,
+        bytes: Vec<u8>,
+        template: Option<Event>,
+    ) {
         let Some(tx) = self.side_tx.clone() else {
             return;
         };
-        Pipe::new(tx, dead_end::<Vec<u8>>(), None)
-            .execute(v, bytes)
-            .await;
+        execute_down(v, bytes, template, &tx).await;
         // What the pipe sent at once goes before the next event.
         while let Ok(item) = self.side_rx.try_recv() {
             self.out.push_back(Bytes::from(item.sse_bytes()));
@@ -190,7 +191,7 @@ impl SseRelay {
             for id in std::mem::take(&mut self.owed) {
                 let err = relay_error(Some(&id), &format!("brownout: {why}"));
                 let v = self.relay.handle(Side::Server, &self.key, &err);
-                self.through_pipe(v, err).await;
+                self.through_pipe(v, err, None).await;
             }
         }
         if let Some(f) = self.on_end.take() {
