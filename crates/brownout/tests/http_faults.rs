@@ -269,3 +269,73 @@ async fn sse_events_pass_byte_for_byte_and_bad_bytes_stay_bad() {
     let text = String::from_utf8_lossy(&body);
     assert!(text.contains("id: e1"), "{text}");
 }
+
+/// The call events `path` holds (JSON Lines), once `n` of them are there.
+fn call_events(path: &std::path::Path, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let calls: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "call")
+            .collect();
+        if calls.len() >= n || Instant::now() > deadline {
+            return calls;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn latency_is_what_the_client_felt_under_a_slowed_or_throttled_stream() {
+    for sse in [true, false] {
+        let dir = tmp();
+        let plan = plan_file(
+            dir.path(),
+            "faults:\n  - {kind: slow_stream, gap_ms: 400, tools: [slow]}\n  - {kind: bandwidth, bytes_per_sec: 200, tools: [thin]}\n",
+        );
+        let events = dir.path().join("events.jsonl");
+        let (url, _) = upstream::start(sse).await;
+        let ev = events.display().to_string();
+        let (_relay, through) = brownout_http(&[
+            "--upstream",
+            &url,
+            "--plan",
+            &plan,
+            "--quiet",
+            "--events",
+            &ev,
+        ]);
+        let c = Client::new(&through).await;
+        let mut felt = Vec::new();
+        for (id, tool) in [(1, "slow"), (2, "thin")] {
+            let t = Instant::now();
+            let body = c
+                .post(call(id, tool))
+                .await
+                .expect("answer")
+                .text()
+                .await
+                .expect("body");
+            assert!(body.contains(&format!("\"id\":{id}")), "{body}");
+            felt.push(t.elapsed());
+        }
+        let calls = call_events(&events, 3);
+        for (id, felt) in [1, 2].into_iter().zip(felt) {
+            assert!(
+                felt >= Duration::from_millis(300),
+                "the client waited {felt:?}"
+            );
+            let e = calls
+                .iter()
+                .find(|e| e["id"] == id)
+                .unwrap_or_else(|| panic!("no call event for {id}: {calls:?}"));
+            let ms = e["latency_ms"].as_f64().unwrap_or(0.0);
+            assert!(
+                ms >= 300.0,
+                "sse {sse}: the client waited {felt:?}, the event says {ms} ms: {e}"
+            );
+        }
+    }
+}

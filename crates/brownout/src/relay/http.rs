@@ -197,6 +197,38 @@ impl Shape {
     }
 }
 
+/// The schedule [`body`] keeps for a paced answer (a gap before each item, then its bytes
+/// throttled), kept by whoever feeds the body: it tells when an item queued now has reached
+/// the client, so the call is recorded with the latency the client felt.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    gap: Duration,
+    bytes_per_sec: Option<u64>,
+    busy_until: std::time::Instant,
+}
+
+impl Pacer {
+    /// `None` when the shape does not pace (nothing to wait for).
+    pub fn new(shape: &StreamShape) -> Option<Pacer> {
+        let gap = to_duration(shape.event_gap);
+        (!gap.is_zero() || shape.bytes_per_sec.is_some()).then(|| Pacer {
+            gap,
+            bytes_per_sec: shape.bytes_per_sec,
+            busy_until: std::time::Instant::now(),
+        })
+    }
+
+    /// An item of `len` bytes is queued now: how long until its last byte is written.
+    pub fn push(&mut self, len: usize) -> Duration {
+        let now = std::time::Instant::now();
+        let send = self.bytes_per_sec.map_or(Duration::ZERO, |bps| {
+            Duration::from_secs_f64(len as f64 / bps.max(1) as f64)
+        });
+        self.busy_until = self.busy_until.max(now) + self.gap + send;
+        self.busy_until - now
+    }
+}
+
 /// The body of an answer: the items of `rx`, as SSE events or as one JSON body, shaped.
 /// Cutting the stream is done by failing the body, which makes the server drop the
 /// connection: the client sees the stream end without its answer.

@@ -8,7 +8,7 @@
 //! gets a clear JSON-RPC error.
 
 use super::http::{
-    answered_ids, execute_down, is_json, is_sse, relay_error, strip_hop_headers, Down,
+    answered_ids, execute_down, is_json, is_sse, relay_error, strip_hop_headers, Down, Pacer,
 };
 use super::sse::{self, Event};
 use super::Relay;
@@ -123,6 +123,8 @@ pub struct Pump {
     /// The server gave an event id: the client can resume the stream (so a stream that
     /// ends before its answer is not a failure).
     pub resumable: bool,
+    /// The answer is paced on its way out: calls are recorded when the client gets them.
+    pub pace: Option<Pacer>,
 }
 
 /// How a pump ended.
@@ -143,7 +145,15 @@ impl Pump {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
         }
-        let v = self.relay.handle(Side::Server, &self.key, &bytes);
+        let v = match self.pace.as_mut() {
+            Some(p) => {
+                let len = as_event.as_ref().map_or(bytes.len(), |e| e.raw.len());
+                let late = p.push(len);
+                self.relay
+                    .handle_late(Side::Server, &self.key, &bytes, late)
+            }
+            None => self.relay.handle(Side::Server, &self.key, &bytes),
+        };
         if v.is_pass() {
             let item = match as_event {
                 Some(ev) => Down::Event(ev),
@@ -183,6 +193,9 @@ impl Pump {
                         let bytes = ev.data.clone().unwrap_or_default();
                         self.message(bytes, Some(ev)).await
                     } else {
+                        if let Some(p) = self.pace.as_mut() {
+                            p.push(ev.raw.len());
+                        }
                         self.down.send(Down::Event(ev)).await.is_ok()
                     };
                     if !alive {

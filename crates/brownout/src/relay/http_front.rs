@@ -15,7 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::child_back::ChildBack;
-use super::http::{self, is_sse, relay_error, request_ids, Down, Shape, DOWN_DEPTH};
+use super::http::{self, is_sse, relay_error, request_ids, Down, Pacer, Shape, DOWN_DEPTH};
 use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
 use super::sse::Event;
 use super::sse_stream::SseRelay;
@@ -374,6 +374,7 @@ impl Front {
                     path,
                     headers,
                     owed: if legacy.is_some() { Vec::new() } else { owed },
+                    pace: v.stream.clone(),
                 };
                 tokio::spawn(exchange.run(up_rx, head_tx, down_tx.clone()));
             }
@@ -404,6 +405,7 @@ impl Front {
             max_body: back.max_body,
             on_endpoint: None,
             resumable: false,
+            pace: None,
         };
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
@@ -615,6 +617,8 @@ struct Exchange {
     path: String,
     headers: HeaderMap,
     owed: Vec<brownout_core::jsonrpc::Id>,
+    /// How the client's answer is shaped (its pace is the latency the client feels).
+    pace: Option<brownout_core::verdict::StreamShape>,
 }
 
 impl Exchange {
@@ -634,6 +638,7 @@ impl Exchange {
                 max_body: self.back.max_body,
                 on_endpoint: None,
                 resumable: false,
+                pace: self.pace.as_ref().and_then(Pacer::new),
             };
             let first = head.is_some();
             match self

@@ -104,7 +104,18 @@ impl Relay {
 
     /// Decide what happens to one message.
     pub fn handle(&self, side: Side, session: &str, bytes: &[u8]) -> Verdict {
+        self.handle_at(side, session, bytes, self.now())
+    }
+
+    /// [`Relay::handle`] for a server message whose last byte reaches the client `late`
+    /// after now (a front pacing the answer: `slow_stream`, `bandwidth`): the call it
+    /// answers is recorded as completed then, the latency the client felt.
+    pub fn handle_late(&self, side: Side, session: &str, bytes: &[u8], late: Duration) -> Verdict {
         let now = self.now();
+        self.handle_at(side, session, bytes, Time(now.0 + late.as_micros() as u64))
+    }
+
+    fn handle_at(&self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
         let mut engine = self.engine();
         let result = catch_unwind(AssertUnwindSafe(|| {
             engine.on_message(side, session, bytes, now)
