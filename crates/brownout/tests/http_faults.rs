@@ -339,3 +339,54 @@ async fn latency_is_what_the_client_felt_under_a_slowed_or_throttled_stream() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_duplicated_json_answer_reaches_the_client_twice_as_sse() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: duplicate, copies: 2, gap_ms: 20, tools: [twice]}\n",
+        false,
+    )
+    .await;
+    let resp = c.post(call(1, "twice")).await.expect("answer");
+    assert_eq!(resp.status(), 200);
+    let ct = resp.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .to_string();
+    let body = resp.text().await.expect("body");
+    assert!(ct.starts_with("text/event-stream"), "{ct}: {body}");
+    let answers: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    assert_eq!(answers.len(), 3, "the answer and two copies: {body}");
+    assert!(answers.iter().all(|a| a["id"] == 1), "{body}");
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "the server answered once");
+    // A call no fault touches stays a JSON answer.
+    let plain = c.post(call(2, "once")).await.expect("answer");
+    assert!(plain.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .starts_with("application/json"));
+    // A client that takes only JSON is never sent SSE.
+    let only_json = c
+        .http
+        .post(&c.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", &c.session)
+        .body(call(3, "twice"))
+        .send()
+        .await
+        .expect("answer");
+    let ct = only_json.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .to_string();
+    let one: Value = only_json.json().await.expect("one JSON answer");
+    assert!(
+        ct.starts_with("application/json") && one["id"] == 3,
+        "{ct} {one}"
+    );
+}

@@ -17,6 +17,8 @@ pub const DOWN_DEPTH: usize = 256;
 /// Carry out a verdict on a server message toward `down`. A message that came as an SSE
 /// event (`template`) goes out as that event rebuilt from its bytes, with only its data
 /// swapped: its id, its other fields and its spacing stay; bytes that are not UTF-8 stay.
+/// A verdict that sends several messages sends them as [`Down::Event`]s even for a JSON
+/// answer: the front then answers as SSE (the only way to deliver them all).
 pub async fn execute_down(
     v: brownout_core::verdict::Verdict,
     bytes: Vec<u8>,
@@ -24,10 +26,17 @@ pub async fn execute_down(
     down: &mpsc::Sender<Down>,
 ) {
     use super::http_back::dead_end;
-    let Some(template) = template else {
-        return super::Pipe::new(down.clone(), dead_end::<Vec<u8>>(), None)
-            .execute(v, bytes)
-            .await;
+    // More than one message for one answer (copies, a notification after it): as events,
+    // which tells a plain JSON answer to become an SSE stream (see `respond`).
+    let several = v.duplicates > 0 || !v.extra.is_empty();
+    let template = match template {
+        Some(t) => t,
+        None if several => Event::default(),
+        None => {
+            return super::Pipe::new(down.clone(), dead_end::<Vec<u8>>(), None)
+                .execute(v, bytes)
+                .await
+        }
     };
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(DOWN_DEPTH);
     super::Pipe::new(tx, dead_end::<Vec<u8>>(), None)
@@ -147,6 +156,35 @@ pub fn is_sse(headers: &HeaderMap) -> bool {
 
 pub fn is_json(headers: &HeaderMap) -> bool {
     content_type(headers).starts_with("application/json")
+}
+
+/// A queue that gives `first`, then what `rest` gives.
+pub fn prepend(first: Down, mut rest: mpsc::Receiver<Down>) -> mpsc::Receiver<Down> {
+    let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+    tokio::spawn(async move {
+        if tx.send(first).await.is_err() {
+            return;
+        }
+        while let Some(item) = rest.recv().await {
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Whether a client's `Accept` takes an SSE answer.
+pub fn accepts_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let t = t.split(';').next().unwrap_or("").trim();
+            t.eq_ignore_ascii_case("text/event-stream") || t == "*/*" || t == "text/*"
+        })
 }
 
 /// The request ids in a client message (one, or several in a batch): the answers owed.

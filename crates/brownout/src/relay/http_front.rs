@@ -324,6 +324,7 @@ impl Front {
         }
         let legacy = self.legacy_stream(&path);
         let owed = request_ids(&body);
+        let sse_ok = http::accepts_sse(&headers);
         let (key, child_session) = match &self.back {
             Back::Child(child) => match child.session_for(&headers, &body) {
                 Ok((s, new)) => (s.id().to_string(), Some((s, new))),
@@ -383,7 +384,7 @@ impl Front {
         Pipe::new(up_tx, answers, process).execute(v, body).await;
         drop(down_tx);
         let permit = self.stream_permit().ok();
-        respond(head_rx, down_rx, expects_answer, shape, permit).await
+        respond(head_rx, down_rx, expects_answer, shape, permit, sse_ok).await
     }
 
     /// The common case, kept short: no fault touched the request, so it goes up as it is;
@@ -407,6 +408,7 @@ impl Front {
             resumable: false,
             pace: None,
         };
+        let sse_ok = http::accepts_sse(&headers);
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => {
@@ -452,12 +454,13 @@ impl Front {
                 return response(head, Body::from(bytes));
             }
             let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
-            Pipe::new(tx, super::http_back::dead_end::<Vec<u8>>(), None)
-                .execute(v, bytes)
-                .await;
+            http::execute_down(v, bytes, None, &tx).await;
+            drop(tx);
             let (head_tx, head_rx) = oneshot::channel();
             let _ = head_tx.send(head);
-            return respond(head_rx, rx, !pump.owed.is_empty(), Shape::default(), None).await;
+            let permit = self.stream_permit().ok();
+            let expects = !pump.owed.is_empty();
+            return respond(head_rx, rx, expects, Shape::default(), permit, sse_ok).await;
         }
         if is_sse(&head.headers) && head.status.is_success() {
             let permit = self.stream_permit().ok();
@@ -689,16 +692,19 @@ impl Exchange {
 /// brownout's own answer (an error for a request the server could not answer).
 async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Response {
     let (_, head_rx) = oneshot::channel::<Head>();
-    respond(head_rx, rx, false, shape, None).await
+    respond(head_rx, rx, false, shape, None, false).await
 }
 
 /// Build the client's answer: the server's head (or brownout's own) and a shaped body.
+/// A JSON answer a fault made into several messages (a `duplicate`) is answered as SSE
+/// when the client takes SSE (`sse_ok`), so every copy is delivered.
 async fn respond(
     head_rx: oneshot::Receiver<Head>,
     mut down_rx: mpsc::Receiver<Down>,
     expects_answer: bool,
     shape: Shape,
     permit: Option<OwnedSemaphorePermit>,
+    sse_ok: bool,
 ) -> Response {
     let head = head_rx.await.ok();
     let Some(head) = head else {
@@ -743,6 +749,19 @@ async fn respond(
                 response(head, Body::empty())
             };
         };
+        if sse_ok && matches!(first, Down::Event(_)) {
+            let mut head = head;
+            head.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            let body = http::body(http::prepend(first, down_rx), true, shape);
+            let body = match permit {
+                Some(p) => hold_permit(body, p),
+                None => body,
+            };
+            return response(head, body);
+        }
         let (tx, rx) = mpsc::channel(1);
         let _ = tx.try_send(Down::Msg(
             first.message().map(<[u8]>::to_vec).unwrap_or_default(),
