@@ -160,10 +160,11 @@ struct HttpArgs {
     /// Seconds streams in flight get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value_t = 10)]
     grace: u64,
-    /// With a stdio server (-- CMD): most sessions, hence server processes, at once (503
-    /// beyond; DELETE ends one).
-    #[arg(long, default_value_t = 64)]
-    max_sessions: usize,
+    /// Most sessions at once (503 beyond): with a stdio server (-- CMD) each is a server
+    /// process (default 64; DELETE ends one); with --upstream each is the state brownout
+    /// keeps per Mcp-Session-Id (default 10000; a session the server refuses keeps none).
+    #[arg(long, value_name = "N")]
+    max_sessions: Option<usize>,
     /// A stdio server to start per session instead of --upstream, and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -438,7 +439,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
                     spec,
                     Arc::clone(&relay),
                     a.max_body_bytes,
-                    a.max_sessions,
+                    a.max_sessions.unwrap_or(64),
                 ))),
                 "/mcp".to_string(),
             ),
@@ -452,6 +453,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
             max_body: a.max_body_bytes,
             max_header_bytes: a.max_header_bytes,
             max_streams: a.max_streams,
+            max_sessions: a.max_sessions.unwrap_or(10_000),
             allowed_origins: a.allow_origin.clone(),
             allowed_hosts: a.allow_host.clone(),
             grace: std::time::Duration::from_secs(a.grace),

@@ -244,6 +244,19 @@ impl Pump {
     }
 }
 
+impl Pump {
+    /// The server answered with a status other than 2xx and no JSON-RPC answer for these
+    /// requests (an error page, an error with `id: null`): the client has the server's
+    /// answer as it came; each call is recorded as failed, so nothing stays pending.
+    pub fn resolve_owed(&mut self, status: StatusCode) {
+        for id in std::mem::take(&mut self.owed) {
+            let why = format!("brownout: the upstream MCP server answered HTTP {status}");
+            let err = relay_error(Some(&id), &why);
+            let _ = self.relay.handle(Side::Server, &self.key, &err);
+        }
+    }
+}
+
 /// Words for a failed exchange with the server.
 pub fn describe(e: &reqwest::Error) -> String {
     let mut s = if e.is_connect() {

@@ -37,6 +37,9 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 /// How long a `connection: stall` fault holds a request before closing it.
 const STALL_MAX: Duration = Duration::from_secs(300);
 
+/// Longest `Mcp-Session-Id` accepted (400 beyond): room for a UUID, a hash or a JWT.
+pub const MAX_SESSION_ID: usize = 1024;
+
 /// Where the front sends what clients say.
 pub enum Back {
     /// A server at a URL.
@@ -51,6 +54,8 @@ pub struct FrontOptions {
     pub max_body: usize,
     pub max_header_bytes: usize,
     pub max_streams: usize,
+    /// Most sessions the engine keeps state for, behind a server at a URL (503 beyond).
+    pub max_sessions: usize,
     /// Extra `Origin` values allowed besides loopback ones (`*` allows any).
     pub allowed_origins: Vec<String>,
     /// Extra `Host` names allowed besides loopback ones (`*` allows any).
@@ -65,6 +70,7 @@ impl Default for FrontOptions {
             max_body: super::framing::DEFAULT_MAX_MESSAGE,
             max_header_bytes: 64 * 1024,
             max_streams: 4096,
+            max_sessions: 10_000,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             grace: Duration::from_secs(10),
@@ -237,6 +243,15 @@ impl Front {
                 ),
             ));
         }
+        let id_len = headers.get("mcp-session-id").map_or(0, |v| v.len());
+        if id_len > MAX_SESSION_ID {
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "brownout: an Mcp-Session-Id of {id_len} bytes is over the limit of {MAX_SESSION_ID}"
+                ),
+            ));
+        }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
             let allowed = is_loopback_origin(origin)
@@ -332,6 +347,13 @@ impl Front {
             },
             Back::Http(_) => (key, None),
         };
+        let new_session = match &self.back {
+            Back::Http(_) => match self.admit(&key) {
+                Ok(new) => new,
+                Err(r) => return r,
+            },
+            Back::Child(_) => false,
+        };
         let v = self.relay.handle(Side::Client, &key, &body);
         let mut shape = Shape {
             stream: v.stream.clone().unwrap_or_default(),
@@ -350,7 +372,15 @@ impl Front {
         }
         if v.is_pass() && legacy.is_none() {
             if let Back::Http(back) = &self.back {
-                return self.pass_post(back, key, path, headers, body, owed).await;
+                let call = Call {
+                    key,
+                    path,
+                    headers,
+                    body,
+                    owed,
+                    new_session,
+                };
+                return self.pass_post(back, call).await;
             }
         }
         let (down_tx, down_rx) = mpsc::channel::<Down>(DOWN_DEPTH);
@@ -376,6 +406,7 @@ impl Front {
                     headers,
                     owed: if legacy.is_some() { Vec::new() } else { owed },
                     pace: v.stream.clone(),
+                    new_session,
                 };
                 tokio::spawn(exchange.run(up_rx, head_tx, down_tx.clone()));
             }
@@ -389,15 +420,15 @@ impl Front {
 
     /// The common case, kept short: no fault touched the request, so it goes up as it is;
     /// a JSON answer no fault touches comes back as it is, without a task or a queue.
-    async fn pass_post(
-        &self,
-        back: &Arc<HttpBack>,
-        key: String,
-        path: String,
-        headers: HeaderMap,
-        body: Vec<u8>,
-        owed: Vec<brownout_core::jsonrpc::Id>,
-    ) -> Response {
+    async fn pass_post(&self, back: &Arc<HttpBack>, call: Call) -> Response {
+        let Call {
+            key,
+            path,
+            headers,
+            body,
+            owed,
+            new_session,
+        } = call;
         let mut pump = Pump {
             relay: Arc::clone(&self.relay),
             key,
@@ -477,12 +508,30 @@ impl Front {
         // Anything else passes as bytes.
         let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
         pump.down = tx;
+        let status = head.status;
         tokio::spawn(async move {
-            if let PumpEnd::Failed(why) = pump.run(resp).await {
-                pump.fail_owed(&why).await;
+            match pump.run(resp).await {
+                PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                _ => refused(&mut pump, status, new_session),
             }
         });
         response(head, http::body(rx, false, Shape::default()))
+    }
+
+    /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
+    /// `Err(503)` when that would be more than `--max-sessions`.
+    fn admit(&self, key: &str) -> Result<bool, Response> {
+        let (known, count) = self.relay.session_state(key);
+        if !known && count >= self.opts.max_sessions {
+            return Err(json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                relay_error(
+                    None,
+                    &format!("brownout: {count} sessions are open, the limit (--max-sessions)"),
+                ),
+            ));
+        }
+        Ok(!known)
     }
 
     /// An SSE answer brownout makes itself (the stdio back's GET stream).
@@ -611,6 +660,30 @@ impl Front {
     }
 }
 
+/// A POST no fault touched, on its way to a server at a URL.
+struct Call {
+    key: String,
+    path: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    owed: Vec<brownout_core::jsonrpc::Id>,
+    /// The engine knew nothing of this session before this POST.
+    new_session: bool,
+}
+
+/// The server answered a POST with a status other than 2xx: calls it did not answer are
+/// recorded as failed, and a session it refuses (4xx) that this POST opened is forgotten,
+/// so ids a client makes up cost nothing.
+fn refused(pump: &mut Pump, status: StatusCode, new_session: bool) {
+    if status.is_success() {
+        return;
+    }
+    pump.resolve_owed(status);
+    if new_session && status.is_client_error() {
+        pump.relay.end_session(&pump.key);
+    }
+}
+
 /// One POST to a server at a URL: each message the client's POST turned into (one, or
 /// more under a `duplicate` fault) is sent; the first answer's head becomes the client's.
 struct Exchange {
@@ -622,6 +695,8 @@ struct Exchange {
     owed: Vec<brownout_core::jsonrpc::Id>,
     /// How the client's answer is shaped (its pace is the latency the client feels).
     pace: Option<brownout_core::verdict::StreamShape>,
+    /// The engine knew nothing of this session before this POST.
+    new_session: bool,
 }
 
 impl Exchange {
@@ -664,9 +739,13 @@ impl Exchange {
                             headers: resp.headers().clone(),
                         });
                     }
+                    let new_session = self.new_session;
                     let work = async move {
                         match pump.run(resp).await {
                             PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                            PumpEnd::Done if !status.is_success() => {
+                                refused(&mut pump, status, new_session)
+                            }
                             // A stream that ends before its answer is fine when the client
                             // can resume it (it was given an event id); else it is a failure.
                             PumpEnd::Done if sse && status.is_success() && !pump.resumable => {

@@ -92,6 +92,12 @@ impl Relay {
         })
     }
 
+    /// Whether the engine keeps state for `session`, and for how many sessions in all.
+    pub fn session_state(&self, session: &str) -> (bool, usize) {
+        let engine = self.engine();
+        (engine.has_session(session), engine.session_count())
+    }
+
     /// Read the engine under its lock (metrics snapshots).
     pub fn with_engine<T>(&self, f: impl FnOnce(&Engine) -> T) -> T {
         f(&self.engine())
