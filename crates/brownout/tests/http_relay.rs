@@ -6,8 +6,9 @@
 mod common;
 
 use common::http::{brownout_http, everything_http, plan_file, py_http, python_http};
-use common::{brownout, fixture, py_client, python, repo, tmp, without_timings};
+use common::{brownout, fixture, py_client, python, repo, tmp, upstream, without_timings};
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 const ADD: &str = r#"[{"op":"list_tools"},{"op":"call_tool","name":"add","arguments":{"a":2,"b":3}},{"op":"call_tool","name":"echo","arguments":{"message":"hi"}}]"#;
 
@@ -656,5 +657,83 @@ async fn a_dying_stdio_server_behind_http_fails_its_callers_clearly() {
     assert_ne!(
         again.headers()["mcp-session-id"].to_str().unwrap_or(""),
         session
+    );
+}
+
+/// Read from `s` until the peer closes it (or `limit` passes); returns what came and
+/// whether it was closed.
+fn read_until_closed(s: &mut std::net::TcpStream, limit: Duration) -> (String, bool) {
+    use std::io::Read;
+    let _ = s.set_read_timeout(Some(limit));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return (String::from_utf8_lossy(&got).into_owned(), true)
+            }
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+        }
+    }
+}
+
+// Blocking reads below: the in-process upstream needs a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_clients_are_disconnected() {
+    use std::io::Write;
+    let (url, _) = upstream::start(false).await;
+    let (_relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--quiet",
+        "--header-timeout",
+        "1",
+        "--body-timeout",
+        "1",
+        "--idle-timeout",
+        "2",
+    ]);
+    let addr = through
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let bound = Duration::from_secs(15);
+    // Half a header, then nothing: closed within the bound.
+    let mut half = std::net::TcpStream::connect(&addr).expect("connect");
+    half.write_all(format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").as_bytes())
+        .expect("write");
+    let t = Instant::now();
+    let (_, closed) = read_until_closed(&mut half, bound);
+    assert!(
+        closed,
+        "a half-sent header kept its connection for {:?}",
+        t.elapsed()
+    );
+    // A body that never completes: 408.
+    let mut slow_body = std::net::TcpStream::connect(&addr).expect("connect");
+    slow_body
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"").as_bytes())
+        .expect("write");
+    let (got, _) = read_until_closed(&mut slow_body, bound);
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    // A kept-alive connection with nothing to do is closed; a request on it first works.
+    let mut idle = std::net::TcpStream::connect(&addr).expect("connect");
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    idle.write_all(
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{ping}", ping.len())
+            .as_bytes(),
+    )
+    .expect("write");
+    let t = Instant::now();
+    let (got, closed) = read_until_closed(&mut idle, bound);
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert!(
+        closed && t.elapsed() >= Duration::from_secs(1),
+        "idle for {:?}",
+        t.elapsed()
     );
 }

@@ -17,6 +17,7 @@
 use super::child_back::ChildBack;
 use super::http::{self, is_sse, relay_error, request_ids, Down, Pacer, Shape, DOWN_DEPTH};
 use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
+use super::http_serve::Timeouts;
 use super::sse::Event;
 use super::sse_stream::SseRelay;
 use super::{Pipe, Relay};
@@ -62,6 +63,8 @@ pub struct FrontOptions {
     pub allowed_hosts: Vec<String>,
     /// How long streams in flight may take to finish on SIGTERM.
     pub grace: Duration,
+    /// Header, body and idle timeouts of client connections.
+    pub timeouts: Timeouts,
 }
 
 impl Default for FrontOptions {
@@ -74,6 +77,7 @@ impl Default for FrontOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             grace: Duration::from_secs(10),
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -126,36 +130,9 @@ pub async fn serve(
             }
         });
     }
+    let timeouts = front.opts.timeouts;
     let router = Router::new().fallback(handle).with_state(front);
-    let (stopped_tx, stopped_rx) = oneshot::channel::<()>();
-    // No Nagle: an SSE answer is written in pieces, and waiting for ACKs between them
-    // costs a delayed-ACK period (~40 ms) per answer.
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        stop.await;
-        let _ = stopped_tx.send(());
-    });
-    let server = tokio::spawn(async move { server.await });
-    tokio::pin!(server);
-    tokio::select! {
-        r = &mut server => { r??; return Ok(()); }
-        _ = stopped_rx => {}
-    }
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(r) => r??,
-        Err(_) => eprintln!(
-            "brownout: streams still open after the grace period of {}s; closing them",
-            grace.as_secs()
-        ),
-    }
-    Ok(())
+    super::http_serve::serve(listener, router, timeouts, grace, stop).await
 }
 
 fn plain(status: StatusCode, text: String) -> Response {
@@ -205,9 +182,17 @@ async fn handle(
     let key = front.session_key(&headers, &path, &peer);
     match (&front.back, method) {
         (_, Method::POST) => {
-            let body = match axum::body::to_bytes(body, front.opts.max_body).await {
-                Ok(b) => b,
+            let read = axum::body::to_bytes(body, front.opts.max_body);
+            let body = match tokio::time::timeout(front.opts.timeouts.body, read).await {
+                Ok(Ok(b)) => b,
                 Err(_) => {
+                    let msg = format!(
+                        "brownout: the request body did not arrive within {} s (--body-timeout)",
+                        front.opts.timeouts.body.as_secs_f64()
+                    );
+                    return json_error(StatusCode::REQUEST_TIMEOUT, relay_error(None, &msg));
+                }
+                Ok(Err(_)) => {
                     let msg = format!(
                         "brownout: request body over the limit of {} bytes (--max-body-bytes)",
                         front.opts.max_body

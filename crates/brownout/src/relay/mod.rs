@@ -13,6 +13,7 @@ pub mod framing;
 pub mod http;
 pub mod http_back;
 pub mod http_front;
+pub mod http_serve;
 pub mod reload;
 pub mod sse;
 pub mod sse_stream;
