@@ -737,3 +737,83 @@ async fn slow_and_idle_clients_are_disconnected() {
         t.elapsed()
     );
 }
+
+/// One sequential client session through `url`: initialize, then `n` echo calls; returns
+/// the ids of the calls that came back with an error.
+async fn errored_calls(url: &str, n: u64, label: Option<&str>) -> Vec<u64> {
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut r = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        if let Some(l) = label {
+            r = r.header("brownout-session", l);
+        }
+        r.body(body.to_string()).send()
+    };
+    let init = post(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        None,
+    )
+    .await
+    .expect("initialize");
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let _ = init.text().await;
+    post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await
+    .expect("initialized");
+    let mut errored = Vec::new();
+    for id in 1..=n {
+        let body = post(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"message": "hi"}}}),
+            Some(session.clone()),
+        )
+        .await
+        .expect("call")
+        .text()
+        .await
+        .expect("body");
+        let answer = first_message(&body);
+        assert_eq!(answer["id"], id, "{body}");
+        if answer.get("error").is_some() {
+            errored.push(id);
+        }
+    }
+    errored
+}
+
+#[tokio::test]
+async fn http_runs_with_the_same_seed_replay_the_same_faults() {
+    let (_server, url) = everything_http("streamableHttp");
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "seed: 11\nfaults:\n  - {kind: error, tools: [echo], probability: 0.5}\n",
+    );
+    let mut runs = Vec::new();
+    for label in [None, None, Some("worker-1"), Some("worker-1")] {
+        // The server issues a new random session id each run.
+        let (_relay, through) = brownout_http(&["--upstream", &url, "--plan", &plan, "--quiet"]);
+        runs.push(errored_calls(&through, 40, label).await);
+    }
+    assert!(
+        !runs[0].is_empty() && runs[0].len() < 40,
+        "a probability of 0.5 faulted {:?}",
+        runs[0]
+    );
+    assert_eq!(runs[0], runs[1], "by order of arrival");
+    assert_eq!(runs[2], runs[3], "by label");
+}

@@ -18,6 +18,7 @@ use super::child_back::ChildBack;
 use super::http::{self, is_sse, relay_error, request_ids, Down, Pacer, Shape, DOWN_DEPTH};
 use super::http_back::{describe, own_head, Head, HttpBack, Pump, PumpEnd};
 use super::http_serve::Timeouts;
+use super::http_sessions::{SessionKeys, LABEL_HEADER};
 use super::sse::Event;
 use super::sse_stream::SseRelay;
 use super::{Pipe, Relay};
@@ -37,6 +38,10 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 /// How long a `connection: stall` fault holds a request before closing it.
 const STALL_MAX: Duration = Duration::from_secs(300);
+
+/// A session's wire identity unused this long is forgotten (the engine forgets idle
+/// sessions after ten minutes).
+const KEY_IDLE: Duration = Duration::from_secs(660);
 
 /// Longest `Mcp-Session-Id` accepted (400 beyond): room for a UUID, a hash or a JWT.
 pub const MAX_SESSION_ID: usize = 1024;
@@ -91,6 +96,8 @@ pub struct Front {
     streams: Arc<Semaphore>,
     /// Legacy HTTP+SSE: the endpoint each open `/sse` stream announced → that stream.
     legacy: Arc<Mutex<HashMap<String, mpsc::Sender<Down>>>>,
+    /// Stable engine keys for sessions behind a URL.
+    keys: Arc<SessionKeys>,
 }
 
 impl Front {
@@ -102,6 +109,7 @@ impl Front {
             opts,
             loopback: listen.ip().is_loopback(),
             legacy: Arc::new(Mutex::new(HashMap::new())),
+            keys: Arc::new(SessionKeys::new()),
         }
     }
 }
@@ -122,11 +130,13 @@ pub async fn serve(
     // Calls never answered and sessions long idle are given up on (see `Engine::expire`).
     {
         let relay = Arc::clone(&front.relay);
+        let keys = Arc::clone(&front.keys);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
                 relay.expire();
+                keys.reap(KEY_IDLE);
             }
         });
     }
@@ -178,8 +188,17 @@ async fn handle(
         .uri
         .path_and_query()
         .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
-    let headers = parts.headers;
-    let key = front.session_key(&headers, &path, &peer);
+    let mut headers = parts.headers;
+    // brownout's own header: read, never passed on.
+    let label = headers
+        .remove(LABEL_HEADER)
+        .and_then(|v| v.to_str().ok().map(str::to_string));
+    let wire = front.session_key(&headers, &path, &peer);
+    let key = match &front.back {
+        Back::Http(_) => front.keys.key(&wire, label.as_deref()),
+        Back::Child(_) => wire.clone(),
+    };
+    let who = Who { wire, key };
     match (&front.back, method) {
         (_, Method::POST) => {
             let read = axum::body::to_bytes(body, front.opts.max_body);
@@ -200,9 +219,9 @@ async fn handle(
                     return json_error(StatusCode::PAYLOAD_TOO_LARGE, relay_error(None, &msg));
                 }
             };
-            front.post(key, path, headers, body.to_vec()).await
+            front.post(who, path, headers, body.to_vec()).await
         }
-        (Back::Http(back), method) => front.forward(back, method, key, path, headers).await,
+        (Back::Http(back), method) => front.forward(back, method, who, path, headers).await,
         (Back::Child(child), Method::GET) => child.open_stream(&front, &headers).await,
         (Back::Child(child), Method::DELETE) => child.delete(&headers).await,
         (Back::Child(_), _) => plain(
@@ -228,12 +247,15 @@ impl Front {
                 ),
             ));
         }
-        let id_len = headers.get("mcp-session-id").map_or(0, |v| v.len());
+        let id_len = headers
+            .get("mcp-session-id")
+            .map_or(0, |v| v.len())
+            .max(headers.get(LABEL_HEADER).map_or(0, |v| v.len()));
         if id_len > MAX_SESSION_ID {
             return Err(plain(
                 StatusCode::BAD_REQUEST,
                 format!(
-                    "brownout: an Mcp-Session-Id of {id_len} bytes is over the limit of {MAX_SESSION_ID}"
+                    "brownout: a session id or label of {id_len} bytes is over the limit of {MAX_SESSION_ID}"
                 ),
             ));
         }
@@ -308,7 +330,7 @@ impl Front {
     /// (passed on untouched, for the server to judge).
     async fn post(
         self: &Arc<Self>,
-        key: String,
+        who: Who,
         path: String,
         headers: HeaderMap,
         body: Vec<u8>,
@@ -330,14 +352,18 @@ impl Front {
                 Ok((s, new)) => (s.id().to_string(), Some((s, new))),
                 Err(r) => return r,
             },
-            Back::Http(_) => (key, None),
+            Back::Http(_) => (who.key.clone(), None),
         };
         let new_session = match &self.back {
-            Back::Http(_) => match self.admit(&key) {
-                Ok(new) => new,
+            Back::Http(_) => match self.admit(&who) {
+                Ok(true) => Some(NewSession {
+                    keys: Arc::clone(&self.keys),
+                    wire: who.wire.clone(),
+                }),
+                Ok(false) => None,
                 Err(r) => return r,
             },
-            Back::Child(_) => false,
+            Back::Child(_) => None,
         };
         let v = self.relay.handle(Side::Client, &key, &body);
         let mut shape = Shape {
@@ -505,9 +531,10 @@ impl Front {
 
     /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
     /// `Err(503)` when that would be more than `--max-sessions`.
-    fn admit(&self, key: &str) -> Result<bool, Response> {
-        let (known, count) = self.relay.session_state(key);
+    fn admit(&self, who: &Who) -> Result<bool, Response> {
+        let (known, count) = self.relay.session_state(&who.key);
         if !known && count >= self.opts.max_sessions {
+            self.keys.forget(&who.wire);
             return Err(json_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 relay_error(
@@ -533,7 +560,7 @@ impl Front {
         self: &Arc<Self>,
         back: &Arc<HttpBack>,
         method: Method,
-        key: String,
+        who: Who,
         path: String,
         headers: HeaderMap,
     ) -> Response {
@@ -541,10 +568,12 @@ impl Front {
             let ends = method == Method::DELETE;
             let r = self.raw(back, method, path, headers, Vec::new()).await;
             if ends && r.status().is_success() {
-                self.relay.end_session(&key);
+                self.relay.end_session(&who.key);
+                self.keys.forget(&who.wire);
             }
             return r;
         }
+        let key = who.key;
         let resp = match back.send(Method::GET, &path, headers, Vec::new()).await {
             Ok(r) => r,
             Err(e) => {
@@ -579,6 +608,7 @@ impl Front {
             let side = st.side_sender();
             let back = Arc::clone(back);
             let registered = Arc::clone(&registered);
+            let keys = Arc::clone(&self.keys);
             move |ev: &mut Event| -> Option<String> {
                 let endpoint = String::from_utf8_lossy(ev.data.as_deref()?).into_owned();
                 let local = local_endpoint(&back, endpoint.trim())?;
@@ -592,13 +622,15 @@ impl Front {
                         .insert(local.clone(), side.clone());
                 }
                 *registered.lock().unwrap_or_else(|p| p.into_inner()) = Some(local.clone());
-                Some(legacy_key(&local))
+                Some(keys.key(&legacy_key(&local), None))
             }
         };
         let legacy = Arc::clone(&self.legacy);
+        let keys = Arc::clone(&self.keys);
         let st = st.on_endpoint(Box::new(hook)).on_end(Box::new(move || {
             let local = registered.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(local) = local {
+                keys.forget(&legacy_key(&local));
                 legacy
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -653,19 +685,33 @@ struct Call {
     body: Vec<u8>,
     owed: Vec<brownout_core::jsonrpc::Id>,
     /// The engine knew nothing of this session before this POST.
-    new_session: bool,
+    new_session: Option<NewSession>,
+}
+
+/// Who a request comes from: the session's identity on the wire, and the engine's stable
+/// key for it (see [`super::http_sessions`]).
+struct Who {
+    wire: String,
+    key: String,
+}
+
+/// A session this POST opened: forgotten if the server refuses it.
+struct NewSession {
+    keys: Arc<SessionKeys>,
+    wire: String,
 }
 
 /// The server answered a POST with a status other than 2xx: calls it did not answer are
 /// recorded as failed, and a session it refuses (4xx) that this POST opened is forgotten,
 /// so ids a client makes up cost nothing.
-fn refused(pump: &mut Pump, status: StatusCode, new_session: bool) {
+fn refused(pump: &mut Pump, status: StatusCode, new_session: Option<NewSession>) {
     if status.is_success() {
         return;
     }
     pump.resolve_owed(status);
-    if new_session && status.is_client_error() {
+    if let Some(new) = new_session.filter(|_| status.is_client_error()) {
         pump.relay.end_session(&pump.key);
+        new.keys.forget(&new.wire);
     }
 }
 
@@ -681,12 +727,12 @@ struct Exchange {
     /// How the client's answer is shaped (its pace is the latency the client feels).
     pace: Option<brownout_core::verdict::StreamShape>,
     /// The engine knew nothing of this session before this POST.
-    new_session: bool,
+    new_session: Option<NewSession>,
 }
 
 impl Exchange {
     async fn run(
-        self,
+        mut self,
         mut up: mpsc::Receiver<Vec<u8>>,
         head: oneshot::Sender<Head>,
         down: mpsc::Sender<Down>,
@@ -724,7 +770,7 @@ impl Exchange {
                             headers: resp.headers().clone(),
                         });
                     }
-                    let new_session = self.new_session;
+                    let new_session = if first { self.new_session.take() } else { None };
                     let work = async move {
                         match pump.run(resp).await {
                             PumpEnd::Failed(why) => pump.fail_owed(&why).await,

@@ -14,6 +14,7 @@ pub mod http;
 pub mod http_back;
 pub mod http_front;
 pub mod http_serve;
+pub mod http_sessions;
 pub mod reload;
 pub mod sse;
 pub mod sse_stream;
