@@ -390,3 +390,49 @@ async fn a_duplicated_json_answer_reaches_the_client_twice_as_sse() {
         "{ct} {one}"
     );
 }
+
+#[tokio::test]
+async fn stalled_requests_count_against_max_streams() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {kind: connection, mode: stall, tools: [stalled]}\n",
+    );
+    let (url, _) = upstream::start(false).await;
+    let (_relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--plan",
+        &plan,
+        "--quiet",
+        "--max-streams",
+        "1",
+    ]);
+    let c = Client::new(&through).await;
+    // The first stall holds the one stream there is (the client gives up after 3 s) ...
+    let first = tokio::spawn({
+        let http = c.http.clone();
+        let url = c.url.clone();
+        let session = c.session.clone();
+        async move {
+            http.post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", session)
+                .body(call(1, "stalled"))
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // ... so a second one is closed at once instead of held.
+    let t = Instant::now();
+    let second = c.post(call(2, "stalled")).await;
+    assert!(
+        second.as_ref().is_err_and(|e| !e.is_timeout()),
+        "{second:?} after {:?}",
+        t.elapsed()
+    );
+    let first = first.await.expect("task");
+    assert!(first.as_ref().is_err_and(|e| e.is_timeout()), "{first:?}");
+}

@@ -817,3 +817,43 @@ async fn http_runs_with_the_same_seed_replay_the_same_faults() {
     assert_eq!(runs[0], runs[1], "by order of arrival");
     assert_eq!(runs[2], runs[3], "by label");
 }
+
+#[tokio::test]
+async fn get_streams_count_against_max_streams() {
+    let (_server, url) = everything_http("streamableHttp");
+    let (_relay, through) = brownout_http(&["--upstream", &url, "--quiet", "--max-streams", "1"]);
+    let http = reqwest::Client::new();
+    let init = http
+        .post(&through)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("initialize");
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let _ = init.text().await;
+    let get = || {
+        http.get(&through)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .send()
+    };
+    let first = get().await.expect("first stream");
+    assert_eq!(first.status(), 200);
+    let second = get().await.expect("an answer");
+    assert_eq!(
+        second.status(),
+        503,
+        "a second GET stream past --max-streams 1"
+    );
+    drop(first);
+}

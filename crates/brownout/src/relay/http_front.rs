@@ -169,8 +169,13 @@ fn abort(why: &'static str) -> Response {
     Response::new(Body::from_stream(stream))
 }
 
-async fn stall() -> Response {
-    tokio::time::sleep(STALL_MAX).await;
+/// Hold a request without answering (a stall fault, an answer a fault dropped), counted
+/// against `--max-streams` like any open stream: with no room left (`permit` is `None`) the
+/// connection is closed at once instead.
+async fn stall(permit: Option<OwnedSemaphorePermit>) -> Response {
+    if permit.is_some() {
+        tokio::time::sleep(STALL_MAX).await;
+    }
     abort("stalled (fault)")
 }
 
@@ -377,7 +382,7 @@ impl Front {
                 body,
             }) => return status_response(code, &headers, body),
             Some(HttpAction::Refuse) => return abort("refused (fault)"),
-            Some(HttpAction::Stall) => return stall().await,
+            Some(HttpAction::Stall) => return stall(self.stream_permit().ok()).await,
             Some(HttpAction::Reset) => shape.reset = true,
             None => {}
         }
@@ -574,6 +579,11 @@ impl Front {
             return r;
         }
         let key = who.key;
+        // A GET is a stream: counted before it reaches the server.
+        let permit = match self.stream_permit() {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
         let resp = match back.send(Method::GET, &path, headers, Vec::new()).await {
             Ok(r) => r,
             Err(e) => {
@@ -590,10 +600,6 @@ impl Front {
         if !(head.status.is_success() && is_sse(&head.headers)) {
             return self.pass_answer(head, resp, key);
         }
-        let permit = match self.stream_permit() {
-            Ok(p) => p,
-            Err(r) => return r,
-        };
         let st = SseRelay::new(
             Arc::clone(&self.relay),
             key,
@@ -829,7 +835,7 @@ async fn respond(
                     http::body(rx, false, shape),
                 )
             }
-            None if expects_answer => stall().await,
+            None if expects_answer => stall(permit).await,
             None => StatusCode::ACCEPTED.into_response(),
         };
     };
@@ -854,7 +860,7 @@ async fn respond(
             return if shape.reset {
                 abort("connection reset (fault)")
             } else if expects_answer {
-                stall().await
+                stall(permit).await
             } else {
                 response(head, Body::empty())
             };

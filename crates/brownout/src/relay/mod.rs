@@ -38,6 +38,28 @@ pub type Outbox = mpsc::Sender<Vec<u8>>;
 /// Queue depth per writer; a full queue slows the reader down (back-pressure).
 pub const OUTBOX_DEPTH: usize = 1024;
 
+/// Messages scheduled for later (delayed, duplicated, held by a reorder) at most, over the
+/// whole relay. Beyond it, a pipe waits for one to go before scheduling another: the reader
+/// behind it slows down (back-pressure) instead of the relay growing without bound.
+pub const MAX_SCHEDULED: usize = 65_536;
+
+static SCHEDULED: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_SCHEDULED);
+
+/// Run `work` on its own task once a scheduling slot is free; it holds the slot until done.
+async fn schedule(work: impl std::future::Future<Output = ()> + Send + 'static) {
+    // The semaphore is never closed, so acquiring only waits.
+    let permit = SCHEDULED.acquire().await.ok();
+    tokio::spawn(async move {
+        let _slot = permit;
+        work.await;
+    });
+}
+
+/// Messages scheduled for later right now (see [`MAX_SCHEDULED`]).
+pub fn scheduled() -> usize {
+    MAX_SCHEDULED - SCHEDULED.available_permits()
+}
+
 /// Options every relay shares.
 #[derive(Debug, Clone, Default)]
 pub struct RelayOptions {
@@ -309,7 +331,7 @@ where
             }
             let held = Arc::clone(&self.held);
             let dest = self.dest.clone();
-            tokio::spawn(async move {
+            schedule(async move {
                 tokio::time::sleep(delay + to_duration(max)).await;
                 let mine = {
                     let mut h = held.lock().unwrap_or_else(|p| p.into_inner());
@@ -322,7 +344,8 @@ where
                 if let Some(b) = mine {
                     let _ = dest.send(b).await;
                 }
-            });
+            })
+            .await;
             return;
         }
         let copies = v.duplicates;
@@ -335,7 +358,7 @@ where
         } else {
             let dest = self.dest.clone();
             let held = self.take_held();
-            tokio::spawn(async move {
+            schedule(async move {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
@@ -349,7 +372,8 @@ where
                     }
                     let _ = dest.send(item.clone()).await;
                 }
-            });
+            })
+            .await;
         }
         for e in v.extra {
             send_after(
@@ -371,9 +395,36 @@ async fn send_after<T: Send + 'static>(out: &mpsc::Sender<T>, item: T, delay: Du
         let _ = out.send(item).await;
     } else {
         let out = out.clone();
-        tokio::spawn(async move {
+        schedule(async move {
             tokio::time::sleep(delay).await;
             let _ = out.send(item).await;
-        });
+        })
+        .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brownout_core::verdict::Verdict;
+
+    #[tokio::test]
+    async fn messages_scheduled_for_later_are_counted_and_let_go() {
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(8);
+        let pipe: Pipe = Pipe::new(tx, mpsc::channel(1).0, None);
+        let before = scheduled();
+        let v = Verdict {
+            delay: Time::from_millis(50),
+            ..Verdict::pass()
+        };
+        pipe.execute(v, b"late".to_vec()).await;
+        assert!(scheduled() > before, "a delayed message holds a slot");
+        assert_eq!(rx.recv().await.as_deref(), Some(&b"late"[..]));
+        tokio::task::yield_now().await;
+        assert_eq!(
+            scheduled(),
+            before,
+            "the slot is let go once it is delivered"
+        );
     }
 }
