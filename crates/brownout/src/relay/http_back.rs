@@ -105,8 +105,7 @@ impl HttpBack {
     }
 }
 
-/// Legacy HTTP+SSE: sees the `endpoint` event, may rewrite it, returns the session key.
-pub type EndpointHook = Box<dyn FnMut(&mut Event) -> Option<String> + Send>;
+pub use super::sse::EndpointHook;
 
 /// Where a pump sends what the server says, and what it owes.
 pub struct Pump {
@@ -169,34 +168,28 @@ impl Pump {
     pub async fn run(&mut self, mut resp: reqwest::Response) -> PumpEnd {
         let headers = resp.headers().clone();
         if is_sse(&headers) {
-            let mut parser = sse::Parser::new();
-            let mut events = Vec::new();
+            let mut reader = sse::Reader::new(self.max_body, self.on_endpoint.take());
+            let mut items = Vec::new();
             loop {
                 let chunk = match resp.chunk().await {
                     Ok(Some(c)) => c,
                     Ok(None) => return PumpEnd::Done,
                     Err(e) => return PumpEnd::Failed(describe(&e)),
                 };
-                if let Err(e) = parser.feed(&chunk, self.max_body, &mut events) {
+                let fed = reader.feed(&chunk, &mut self.key, &mut items);
+                self.resumable |= reader.resumable;
+                if let Err(e) = fed {
                     return PumpEnd::Failed(e.to_string());
                 }
-                for mut ev in events.drain(..) {
-                    self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
-                    if ev.event.as_deref() == Some("endpoint") {
-                        if let Some(hook) = self.on_endpoint.as_mut() {
-                            if let Some(key) = hook(&mut ev) {
-                                self.key = key;
+                for item in items.drain(..) {
+                    let alive = match item {
+                        sse::Incoming::Message(ev, bytes) => self.message(bytes, Some(ev)).await,
+                        sse::Incoming::Other(ev) => {
+                            if let Some(p) = self.pace.as_mut() {
+                                p.push(ev.raw.len());
                             }
+                            self.down.send(Down::Event(ev)).await.is_ok()
                         }
-                    }
-                    let alive = if ev.carries_message() {
-                        let bytes = ev.data.clone().unwrap_or_default();
-                        self.message(bytes, Some(ev)).await
-                    } else {
-                        if let Some(p) = self.pace.as_mut() {
-                            p.push(ev.raw.len());
-                        }
-                        self.down.send(Down::Event(ev)).await.is_ok()
                     };
                     if !alive {
                         return PumpEnd::ClientGone;

@@ -282,6 +282,70 @@ impl Parser {
         }
     }
 }
+/// Legacy HTTP+SSE: sees the `endpoint` event, may rewrite it, returns the session key the
+/// rest of the stream belongs to.
+pub type EndpointHook = Box<dyn FnMut(&mut Event) -> Option<String> + Send>;
+
+/// One event of a server's stream, as a relay sorts it.
+#[derive(Debug)]
+pub enum Incoming {
+    /// An event carrying a JSON-RPC message (its data): for the engine.
+    Message(Event, Vec<u8>),
+    /// Anything else (priming events, `retry:`, comments, `endpoint`): passed on as it is.
+    Other(Event),
+}
+
+/// A server's SSE stream read as every relay path reads it: events parsed (bounded), the
+/// legacy `endpoint` event shown to the hook (which may rename the session), whether the
+/// server gave an event id (then the client can resume an early end), messages told apart.
+pub struct Reader {
+    parser: Parser,
+    max_event: usize,
+    pub on_endpoint: Option<EndpointHook>,
+    /// The server gave an event id: the client can resume the stream.
+    pub resumable: bool,
+}
+
+impl Reader {
+    pub fn new(max_event: usize, on_endpoint: Option<EndpointHook>) -> Reader {
+        Reader {
+            parser: Parser::new(),
+            max_event,
+            on_endpoint,
+            resumable: false,
+        }
+    }
+
+    /// Feed a chunk; the events it completes are appended to `out`. The `endpoint` hook
+    /// may set `key`, the session the rest of the stream belongs to.
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        key: &mut String,
+        out: &mut Vec<Incoming>,
+    ) -> Result<(), TooLarge> {
+        let mut events = Vec::new();
+        self.parser.feed(chunk, self.max_event, &mut events)?;
+        for mut ev in events {
+            self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
+            if ev.event.as_deref() == Some("endpoint") {
+                if let Some(hook) = self.on_endpoint.as_mut() {
+                    if let Some(k) = hook(&mut ev) {
+                        *key = k;
+                    }
+                }
+            }
+            out.push(if ev.carries_message() {
+                let bytes = ev.data.clone().unwrap_or_default();
+                Incoming::Message(ev, bytes)
+            } else {
+                Incoming::Other(ev)
+            });
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +457,30 @@ mod tests {
     #[test]
     fn a_cut_event_is_not_delivered() {
         assert!(parse(&[b"data: {\"half\":"]).is_empty());
+    }
+    #[test]
+    fn a_reader_sorts_events_and_sees_the_endpoint() {
+        let mut r = Reader::new(
+            1 << 20,
+            Some(Box::new(|ev: &mut Event| {
+                *ev = ev.with_data(b"/local?x=1");
+                Some("legacy".to_string())
+            })),
+        );
+        let mut key = "start".to_string();
+        let mut out = Vec::new();
+        r.feed(
+            b"event: endpoint\ndata: http://up/m?x=1\n\nid: 1\ndata: {\"id\":1}\n\n: ka\n\n",
+            &mut key,
+            &mut out,
+        )
+        .expect("within limit");
+        assert_eq!(key, "legacy");
+        assert!(r.resumable);
+        assert!(
+            matches!(&out[0], Incoming::Other(e) if e.encode() == b"event: endpoint\ndata: /local?x=1\n\n")
+        );
+        assert!(matches!(&out[1], Incoming::Message(_, b) if b == b"{\"id\":1}"));
+        assert!(matches!(&out[2], Incoming::Other(_)));
     }
 }

@@ -26,16 +26,12 @@ pub struct SseRelay {
     relay: Arc<Relay>,
     key: String,
     resp: Option<reqwest::Response>,
-    parser: sse::Parser,
+    reader: sse::Reader,
     out: VecDeque<Bytes>,
     side_tx: Option<mpsc::Sender<Down>>,
     side_rx: mpsc::Receiver<Down>,
     /// Requests still waiting for their answer on this stream.
     owed: Vec<Id>,
-    /// The server gave an event id: the client can resume, so an early end is no failure.
-    resumable: bool,
-    max_event: usize,
-    on_endpoint: Option<EndpointHook>,
     /// Run once when the server's stream ends or the client leaves.
     on_end: Option<Box<dyn FnOnce() + Send>>,
     _permit: Option<OwnedSemaphorePermit>,
@@ -60,14 +56,11 @@ impl SseRelay {
             relay,
             key,
             resp: Some(resp),
-            parser: sse::Parser::new(),
+            reader: sse::Reader::new(max_event, None),
             out: VecDeque::new(),
             side_tx: Some(side_tx),
             side_rx,
             owed,
-            resumable: false,
-            max_event,
-            on_endpoint: None,
             on_end: None,
             _permit: permit,
         }
@@ -75,7 +68,7 @@ impl SseRelay {
 
     /// Legacy HTTP+SSE: see the `endpoint` event (it may rewrite it and name the session).
     pub fn on_endpoint(mut self, hook: EndpointHook) -> SseRelay {
-        self.on_endpoint = Some(hook);
+        self.reader.on_endpoint = Some(hook);
         self
     }
 
@@ -125,29 +118,19 @@ impl SseRelay {
     }
 
     async fn feed(&mut self, chunk: &[u8]) {
-        let mut events = Vec::new();
-        if let Err(e) = self.parser.feed(chunk, self.max_event, &mut events) {
+        let mut items = Vec::new();
+        if let Err(e) = self.reader.feed(chunk, &mut self.key, &mut items) {
             return self.upstream_ended(Some(e.to_string())).await;
         }
-        for mut ev in events {
-            if ev.event.as_deref() == Some("endpoint") {
-                if let Some(hook) = self.on_endpoint.as_mut() {
-                    if let Some(key) = hook(&mut ev) {
-                        self.key = key;
-                    }
-                }
+        for item in items {
+            match item {
+                sse::Incoming::Message(ev, bytes) => self.message(ev, bytes).await,
+                sse::Incoming::Other(ev) => self.out.push_back(Bytes::from(ev.into_bytes())),
             }
-            self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
-            if !ev.carries_message() {
-                self.out.push_back(Bytes::from(ev.into_bytes()));
-                continue;
-            }
-            self.message(ev).await;
         }
     }
 
-    async fn message(&mut self, ev: Event) {
-        let bytes = ev.data.clone().unwrap_or_default();
+    async fn message(&mut self, ev: Event, bytes: Vec<u8>) {
         if !self.owed.is_empty() {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
@@ -182,7 +165,7 @@ impl SseRelay {
         self.resp = None;
         let why = match failure {
             Some(why) => Some(why),
-            None if !self.resumable => {
+            None if !self.reader.resumable => {
                 Some("the upstream MCP server ended the stream before answering".to_string())
             }
             None => None,
@@ -198,7 +181,7 @@ impl SseRelay {
             f();
         }
         // Nothing may keep the side queue open now (the endpoint hook holds a sender).
-        self.on_endpoint = None;
+        self.reader.on_endpoint = None;
         self.side_tx = None;
     }
 }
