@@ -435,3 +435,70 @@ async fn sessions_beyond_max_sessions_get_503() {
         .expect("JSON");
     assert_eq!(s["sessions"], 20, "{s}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_leaves_no_state_under_its_connection() {
+    for sse in [false, true] {
+        let (url, _) = upstream::start(sse).await;
+        let (relay, through) =
+            brownout_http(&["--upstream", &url, "--quiet", "--admin", "127.0.0.1:0"]);
+        let admin = admin_url(&relay);
+        let mut sessions = Vec::new();
+        for _ in 0..30 {
+            // A new connection each time, as a new client would open.
+            let http = reqwest::Client::new();
+            let init = http
+                .post(&through)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(
+                    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}})
+                    .to_string(),
+                )
+                .send()
+                .await
+                .expect("initialize");
+            sessions.push(
+                init.headers()["mcp-session-id"]
+                    .to_str()
+                    .expect("id")
+                    .to_string(),
+            );
+            let body = init.text().await.expect("body");
+            assert!(message(&body).is_some_and(|m| m["id"] == 0), "{body}");
+        }
+        let status = || async {
+            reqwest::get(format!("{admin}/status"))
+                .await
+                .expect("status")
+                .json::<Value>()
+                .await
+                .expect("JSON")
+        };
+        let s = status().await;
+        assert_eq!(s["sessions"], 0, "sse {sse}: {s}");
+        let call = reqwest::Client::new()
+            .post(&through)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &sessions[0])
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "echo", "arguments": {"message": "x"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("call");
+        assert_eq!(call.status(), 200);
+        let _ = call.text().await;
+        let s = status().await;
+        assert_eq!(s["sessions"], 1, "sse {sse}: {s}");
+        assert_eq!(
+            s["summary"]["calls"], 31,
+            "every initialize and the call counted: {s}"
+        );
+    }
+}

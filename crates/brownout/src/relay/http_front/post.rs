@@ -144,6 +144,7 @@ impl Front {
             pace: None,
         };
         let sse_ok = http::accepts_sse(&headers);
+        let anonymous = !headers.contains_key("mcp-session-id");
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => {
@@ -157,6 +158,25 @@ impl Front {
         let head = Head {
             status: resp.status(),
             headers: resp.headers().clone(),
+        };
+        // An `initialize` that opened a session: the connection's key served for it alone,
+        // and the session goes on under the id the server gave; nothing stays behind.
+        let opened =
+            anonymous && head.status.is_success() && head.headers.contains_key("mcp-session-id");
+        let (handed_over, new_session) = if opened {
+            (new_session, None)
+        } else {
+            (None, new_session)
+        };
+        let hand_over = {
+            let relay = Arc::clone(&self.relay);
+            let key = pump.key.clone();
+            move || {
+                if let Some(ns) = handed_over {
+                    relay.end_session(&key);
+                    ns.keys.forget(&ns.wire);
+                }
+            }
         };
         let json = head.status.is_success() && http::is_json(&head.headers);
         if json {
@@ -186,11 +206,13 @@ impl Front {
             }
             let v = self.relay.handle(Side::Server, &pump.key, &bytes);
             if v.is_pass() {
+                hand_over();
                 return response(head, Body::from(bytes));
             }
             let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
             http::execute_down(v, bytes, None, &tx).await;
             drop(tx);
+            hand_over();
             let (head_tx, head_rx) = oneshot::channel();
             let _ = head_tx.send(head);
             let permit = self.stream_permit().ok();
@@ -206,7 +228,8 @@ impl Front {
                 std::mem::take(&mut pump.owed),
                 back.max_body,
                 permit,
-            );
+            )
+            .on_end(Box::new(hand_over));
             return response(head, st.into_body());
         }
         // Anything else passes as bytes.
