@@ -713,6 +713,10 @@ async fn slow_and_idle_clients_are_disconnected() {
         "a half-sent header kept its connection for {:?}",
         t.elapsed()
     );
+    // A connection that sends nothing at all: closed too.
+    let mut mute = std::net::TcpStream::connect(&addr).expect("connect");
+    let (_, closed) = read_until_closed(&mut mute, bound);
+    assert!(closed, "a silent connection was kept");
     // A body that never completes: 408.
     let mut slow_body = std::net::TcpStream::connect(&addr).expect("connect");
     slow_body

@@ -1,8 +1,9 @@
 //! The HTTP front's listener: accepts connections and serves each with hyper (HTTP/1.1),
 //! with the timeouts a server facing untrusted clients needs.
 //!
-//! - **header**: a request's head must arrive within this time of its first byte (a client
-//!   trickling half a header, slowloris-style, is disconnected);
+//! - **header**: a request's head must arrive within this time of its first byte, or of the
+//!   connection opening (a client trickling half a header, slowloris-style, or opening
+//!   connections and sending nothing, is disconnected);
 //! - **idle**: a kept-alive connection with no request in flight and nothing sent for this
 //!   long is closed;
 //! - **body**: a request body must arrive within this time (enforced by the front when it
@@ -155,9 +156,11 @@ async fn connection(
     mut closing: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
 ) {
+    // A new connection owes its first request's head at once: the header timeout runs.
+    let opened = Instant::now();
     let activity = Arc::new(Activity {
         in_flight: AtomicUsize::new(0),
-        marks: Mutex::new((Instant::now(), None)),
+        marks: Mutex::new((opened, Some(opened))),
     });
     let io = hyper_util::rt::TokioIo::new(Watched {
         tcp,
