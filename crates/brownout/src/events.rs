@@ -1,10 +1,19 @@
 //! The event log: engine events written as JSON Lines by a background task, so the relay's
 //! hot path only queues a line.
+//!
+//! The queue is bounded ([`QUEUE_LINES`]): when the disk cannot keep up, lines beyond it are
+//! dropped rather than held in memory, never slowing traffic down; how many were dropped is
+//! said on stderr when the log closes.
 
 use brownout_core::event::Event;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
+
+/// Lines queued for the writer at most.
+pub const QUEUE_LINES: usize = 65_536;
 
 enum Msg {
     Line(Vec<u8>),
@@ -15,7 +24,9 @@ enum Msg {
 }
 
 pub struct EventSink {
-    tx: mpsc::UnboundedSender<Msg>,
+    tx: mpsc::Sender<Msg>,
+    /// Lines dropped because the queue was full.
+    dropped: Arc<AtomicU64>,
 }
 
 impl EventSink {
@@ -27,7 +38,7 @@ impl EventSink {
                 format!("cannot write events to {}: {e}", path.display()),
             )
         })?;
-        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE_LINES);
         tokio::spawn(async move {
             let mut w = tokio::io::BufWriter::new(file);
             while let Some(msg) = rx.recv().await {
@@ -61,7 +72,10 @@ impl EventSink {
                 }
             }
         });
-        Ok(EventSink { tx })
+        Ok(EventSink {
+            tx,
+            dropped: Arc::default(),
+        })
     }
 
     pub fn write(&self, e: &Event) {
@@ -72,7 +86,9 @@ impl EventSink {
     pub fn write_record<T: serde::Serialize>(&self, e: &T) {
         if let Ok(mut line) = serde_json::to_vec(e) {
             line.push(b'\n');
-            let _ = self.tx.send(Msg::Line(line));
+            if self.tx.try_send(Msg::Line(line)).is_err() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -86,8 +102,53 @@ impl EventSink {
     /// Flush everything written so far.
     pub async fn close(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Msg::Close(tx)).is_ok() {
+        if self.tx.send(Msg::Close(tx)).await.is_ok() {
             let _ = rx.await;
         }
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            eprintln!(
+                "brownout: {dropped} events were not written: the event log could not keep up"
+            );
+        }
+    }
+
+    /// Lines dropped so far because the writer could not keep up.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brownout_core::event::FaultEvent;
+
+    #[tokio::test]
+    async fn a_log_that_cannot_keep_up_drops_lines_instead_of_growing() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("events.jsonl");
+        let sink = EventSink::create(&path).await.expect("sink");
+        let e = Event::Fault(FaultEvent {
+            t_ms: 0.0,
+            session: "s".into(),
+            seq: 0,
+            id: None,
+            method: "tools/call".into(),
+            tool: None,
+            direction: "to_client",
+            fault: "f".into(),
+            kind: "latency",
+            action: "x".into(),
+        });
+        // The writer gets no turn while this loop runs (one thread): the queue fills.
+        let n = QUEUE_LINES + 1000;
+        for _ in 0..n {
+            sink.write(&e);
+        }
+        assert_eq!(sink.dropped(), 1000);
+        sink.close().await;
+        let lines = std::fs::read_to_string(&path).expect("log").lines().count();
+        assert_eq!(lines, QUEUE_LINES);
     }
 }

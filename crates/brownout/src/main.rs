@@ -126,7 +126,7 @@ enum Proxy {
     ///   brownout proxy http --plan plan.yaml --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:8900
     ///   brownout proxy http --plan plan.yaml --listen 127.0.0.1:8900 -- python my_stdio_server.py
     #[command(verbatim_doc_comment)]
-    Http(HttpArgs),
+    Http(Box<HttpArgs>),
 }
 
 #[derive(Args)]
@@ -170,10 +170,21 @@ struct HttpArgs {
     /// Seconds streams in flight get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value_t = 10)]
     grace: u64,
-    /// With a stdio server (-- CMD): most sessions, hence server processes, at once (503
-    /// beyond; DELETE ends one).
-    #[arg(long, default_value_t = 64)]
-    max_sessions: usize,
+    /// Seconds a client has to send a request's headers once it starts (slow clients are
+    /// disconnected).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    header_timeout: u64,
+    /// Seconds a client has to send a request's body (408 beyond).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    body_timeout: u64,
+    /// Seconds a kept-alive connection may sit with no request before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    idle_timeout: u64,
+    /// Most sessions at once (503 beyond): with a stdio server (-- CMD) each is a server
+    /// process (default 64; DELETE ends one); with --upstream each is the state brownout
+    /// keeps per Mcp-Session-Id (default 10000; a session the server refuses keeps none).
+    #[arg(long, value_name = "N")]
+    max_sessions: Option<usize>,
     /// Seconds after which an idle session is forgotten (no request, no call in flight, no
     /// open GET stream). With a stdio server (-- CMD) its process is stopped too (SIGTERM,
     /// then SIGKILL), so sessions abandoned without DELETE do not pile up.
@@ -325,7 +336,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
-        Command::Proxy(Proxy::Http(a)) => proxy_http(a),
+        Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {
             plan,
             workload,
@@ -489,7 +500,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
                     spec,
                     Arc::clone(&relay),
                     a.max_body_bytes,
-                    a.max_sessions,
+                    a.max_sessions.unwrap_or(64),
                     idle,
                 ))),
                 "/mcp".to_string(),
@@ -504,9 +515,15 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
             max_body: a.max_body_bytes,
             max_header_bytes: a.max_header_bytes,
             max_streams: a.max_streams,
+            max_sessions: a.max_sessions.unwrap_or(10_000),
             allowed_origins: a.allow_origin.clone(),
             allowed_hosts: a.allow_host.clone(),
             grace: std::time::Duration::from_secs(a.grace),
+            timeouts: relay::http_serve::Timeouts {
+                header: std::time::Duration::from_secs(a.header_timeout.max(1)),
+                body: std::time::Duration::from_secs(a.body_timeout.max(1)),
+                idle: std::time::Duration::from_secs(a.idle_timeout.max(1)),
+            },
         };
         if !a.listen.ip().is_loopback() {
             eprintln!(

@@ -227,3 +227,212 @@ async fn an_expired_session_is_404_until_the_client_initializes_again() {
     assert_ne!(fresh.session, c.session);
     assert_eq!(fresh.post(call(5, "echo")).await.expect("5").status(), 200);
 }
+
+#[tokio::test]
+async fn sse_events_pass_byte_for_byte_and_bad_bytes_stay_bad() {
+    let (_r, c, _calls, _d) = setup(
+        "faults:\n  - {kind: malformed, mode: invalid_utf8, tools: [bad]}\n",
+        true,
+    )
+    .await;
+    // An event as the server wrote it arrives as it was written.
+    let body = c
+        .post(call(1, "odd"))
+        .await
+        .expect("odd")
+        .bytes()
+        .await
+        .expect("body");
+    let answer = json!({"jsonrpc": "2.0", "id": 1,
+        "result": {"content": [{"type": "text", "text": format!("{}:m", c.session)}]}})
+    .to_string();
+    let expected = upstream::ODD_EVENT.replace("{answer}", &answer);
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        expected,
+        "the event was re-encoded"
+    );
+    // A fault that breaks UTF-8 reaches the client as bytes that are not UTF-8, in an
+    // event that keeps its id.
+    let body = c
+        .post(call(2, "bad"))
+        .await
+        .expect("bad")
+        .bytes()
+        .await
+        .expect("body");
+    assert!(
+        std::str::from_utf8(&body).is_err(),
+        "the client got valid UTF-8: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("id: e1"), "{text}");
+}
+
+/// The call events `path` holds (JSON Lines), once `n` of them are there.
+fn call_events(path: &std::path::Path, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let calls: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "call")
+            .collect();
+        if calls.len() >= n || Instant::now() > deadline {
+            return calls;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn latency_is_what_the_client_felt_under_a_slowed_or_throttled_stream() {
+    for sse in [true, false] {
+        let dir = tmp();
+        let plan = plan_file(
+            dir.path(),
+            "faults:\n  - {kind: slow_stream, gap_ms: 400, tools: [slow]}\n  - {kind: bandwidth, bytes_per_sec: 200, tools: [thin]}\n",
+        );
+        let events = dir.path().join("events.jsonl");
+        let (url, _) = upstream::start(sse).await;
+        let ev = events.display().to_string();
+        let (_relay, through) = brownout_http(&[
+            "--upstream",
+            &url,
+            "--plan",
+            &plan,
+            "--quiet",
+            "--events",
+            &ev,
+        ]);
+        let c = Client::new(&through).await;
+        let mut felt = Vec::new();
+        for (id, tool) in [(1, "slow"), (2, "thin")] {
+            let t = Instant::now();
+            let body = c
+                .post(call(id, tool))
+                .await
+                .expect("answer")
+                .text()
+                .await
+                .expect("body");
+            assert!(body.contains(&format!("\"id\":{id}")), "{body}");
+            felt.push(t.elapsed());
+        }
+        let calls = call_events(&events, 3);
+        for (id, felt) in [1, 2].into_iter().zip(felt) {
+            assert!(
+                felt >= Duration::from_millis(300),
+                "the client waited {felt:?}"
+            );
+            let e = calls
+                .iter()
+                .find(|e| e["id"] == id)
+                .unwrap_or_else(|| panic!("no call event for {id}: {calls:?}"));
+            let ms = e["latency_ms"].as_f64().unwrap_or(0.0);
+            assert!(
+                ms >= 300.0,
+                "sse {sse}: the client waited {felt:?}, the event says {ms} ms: {e}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_duplicated_json_answer_reaches_the_client_twice_as_sse() {
+    let (_r, c, calls, _d) = setup(
+        "faults:\n  - {kind: duplicate, copies: 2, gap_ms: 20, tools: [twice]}\n",
+        false,
+    )
+    .await;
+    let resp = c.post(call(1, "twice")).await.expect("answer");
+    assert_eq!(resp.status(), 200);
+    let ct = resp.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .to_string();
+    let body = resp.text().await.expect("body");
+    assert!(ct.starts_with("text/event-stream"), "{ct}: {body}");
+    let answers: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    assert_eq!(answers.len(), 3, "the answer and two copies: {body}");
+    assert!(answers.iter().all(|a| a["id"] == 1), "{body}");
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "the server answered once");
+    // A call no fault touches stays a JSON answer.
+    let plain = c.post(call(2, "once")).await.expect("answer");
+    assert!(plain.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .starts_with("application/json"));
+    // A client that takes only JSON is never sent SSE.
+    let only_json = c
+        .http
+        .post(&c.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", &c.session)
+        .body(call(3, "twice"))
+        .send()
+        .await
+        .expect("answer");
+    let ct = only_json.headers()["content-type"]
+        .to_str()
+        .unwrap_or("")
+        .to_string();
+    let one: Value = only_json.json().await.expect("one JSON answer");
+    assert!(
+        ct.starts_with("application/json") && one["id"] == 3,
+        "{ct} {one}"
+    );
+}
+
+#[tokio::test]
+async fn stalled_requests_count_against_max_streams() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {kind: connection, mode: stall, tools: [stalled]}\n",
+    );
+    let (url, _) = upstream::start(false).await;
+    let (_relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--plan",
+        &plan,
+        "--quiet",
+        "--max-streams",
+        "1",
+    ]);
+    let c = Client::new(&through).await;
+    // The first stall holds the one stream there is (the client gives up after 3 s) ...
+    let first = tokio::spawn({
+        let http = c.http.clone();
+        let url = c.url.clone();
+        let session = c.session.clone();
+        async move {
+            http.post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", session)
+                .body(call(1, "stalled"))
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // ... so a second one is closed at once instead of held.
+    let t = Instant::now();
+    let second = c.post(call(2, "stalled")).await;
+    assert!(
+        second.as_ref().is_err_and(|e| !e.is_timeout()),
+        "{second:?} after {:?}",
+        t.elapsed()
+    );
+    let first = first.await.expect("task");
+    assert!(first.as_ref().is_err_and(|e| e.is_timeout()), "{first:?}");
+}

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::http::{brownout_http, everything_http, plan_file};
+use common::http::{admin_url, brownout_http, everything_http, plan_file};
 use common::{tmp, upstream};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -285,4 +285,220 @@ async fn sigterm_lets_streams_in_flight_finish() {
         Some(0),
         "brownout exits cleanly after SIGTERM"
     );
+}
+
+/// A random-looking session id of `len` hex digits, distinct for each `n`.
+fn bogus_id(n: u64, len: usize) -> String {
+    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap_or('0')
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_chosen_session_ids_keep_no_state_and_are_capped() {
+    let (_server, url) = everything_http("streamableHttp");
+    let (relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--quiet",
+        "--admin",
+        "127.0.0.1:0",
+        "--max-sessions",
+        "50",
+    ]);
+    let admin = admin_url(&relay);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let status = || async {
+        http.get(format!("{admin}/status"))
+            .send()
+            .await
+            .expect("status")
+            .json::<Value>()
+            .await
+            .expect("JSON status")
+    };
+    // A few thousand calls, each under a session id the server never issued.
+    let mut refused = 0;
+    for batch in 0..40u64 {
+        let mut tasks = Vec::new();
+        for i in 0..50u64 {
+            let http = http.clone();
+            let through = through.clone();
+            let id = bogus_id(batch * 50 + i, 64);
+            tasks.push(tokio::spawn(async move {
+                http.post(&through)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-session-id", id)
+                    .body(
+                        json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                 "params": {"name": "echo", "arguments": {"message": "x"}}})
+                        .to_string(),
+                    )
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or(0)
+            }));
+        }
+        for t in tasks {
+            let code = t.await.unwrap_or(0);
+            assert!(code >= 400, "a bogus session was served: {code}");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 2000);
+    let s = status().await;
+    let sessions = s["sessions"].as_u64().unwrap_or(u64::MAX);
+    let pending = s["pending"].as_u64().unwrap_or(u64::MAX);
+    assert!(sessions <= 50, "sessions past --max-sessions: {s}");
+    assert!(pending <= 50, "calls the server refused stay pending: {s}");
+    // An id past the length bound is refused before anything else.
+    let long = http
+        .post(&through)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", bogus_id(1, 4096))
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(long.status(), 400);
+    // The refused ids took no room: a real client still gets a session.
+    let init = http
+        .post(&through)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(init.status(), 200);
+    assert!(init.headers().contains_key("mcp-session-id"));
+}
+
+#[tokio::test]
+async fn sessions_beyond_max_sessions_get_503() {
+    // This server serves any session id it is given: only the cap bounds them.
+    let (url, _) = upstream::start(false).await;
+    let (relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--quiet",
+        "--admin",
+        "127.0.0.1:0",
+        "--max-sessions",
+        "20",
+    ]);
+    let admin = admin_url(&relay);
+    let http = reqwest::Client::new();
+    let mut codes = Vec::new();
+    for n in 0..30u64 {
+        let r = http
+            .post(&through)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", bogus_id(n, 32))
+            .body(
+                json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                         "params": {"name": "echo", "arguments": {"message": "x"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("answer");
+        codes.push(r.status().as_u16());
+    }
+    assert_eq!(codes.iter().filter(|&&c| c == 200).count(), 20, "{codes:?}");
+    assert_eq!(codes.iter().filter(|&&c| c == 503).count(), 10, "{codes:?}");
+    let s: Value = http
+        .get(format!("{admin}/status"))
+        .send()
+        .await
+        .expect("status")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(s["sessions"], 20, "{s}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_leaves_no_state_under_its_connection() {
+    for sse in [false, true] {
+        let (url, _) = upstream::start(sse).await;
+        let (relay, through) =
+            brownout_http(&["--upstream", &url, "--quiet", "--admin", "127.0.0.1:0"]);
+        let admin = admin_url(&relay);
+        let mut sessions = Vec::new();
+        for _ in 0..30 {
+            // A new connection each time, as a new client would open.
+            let http = reqwest::Client::new();
+            let init = http
+                .post(&through)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(
+                    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}})
+                    .to_string(),
+                )
+                .send()
+                .await
+                .expect("initialize");
+            sessions.push(
+                init.headers()["mcp-session-id"]
+                    .to_str()
+                    .expect("id")
+                    .to_string(),
+            );
+            let body = init.text().await.expect("body");
+            assert!(message(&body).is_some_and(|m| m["id"] == 0), "{body}");
+        }
+        let status = || async {
+            reqwest::get(format!("{admin}/status"))
+                .await
+                .expect("status")
+                .json::<Value>()
+                .await
+                .expect("JSON")
+        };
+        let s = status().await;
+        assert_eq!(s["sessions"], 0, "sse {sse}: {s}");
+        let call = reqwest::Client::new()
+            .post(&through)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &sessions[0])
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "echo", "arguments": {"message": "x"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("call");
+        assert_eq!(call.status(), 200);
+        let _ = call.text().await;
+        let s = status().await;
+        assert_eq!(s["sessions"], 1, "sse {sse}: {s}");
+        assert_eq!(
+            s["summary"]["calls"], 31,
+            "every initialize and the call counted: {s}"
+        );
+    }
 }

@@ -248,6 +248,11 @@ impl Engine {
         self.sessions.len()
     }
 
+    /// Whether the engine keeps state for `session` (a front bounding sessions asks).
+    pub fn has_session(&self, session: &str) -> bool {
+        self.sessions.contains_key(session)
+    }
+
     pub fn pending_count(&self) -> usize {
         self.sessions.values().map(|s| s.pending.len()).sum()
     }

@@ -14,6 +14,64 @@ use tokio::sync::mpsc;
 /// Queue depth of one answer on its way to the client.
 pub const DOWN_DEPTH: usize = 256;
 
+/// Carry out a verdict on a server message toward `down`. A message that came as an SSE
+/// event (`template`) goes out as that event rebuilt from its bytes, with only its data
+/// swapped: its id, its other fields and its spacing stay; bytes that are not UTF-8 stay.
+/// A verdict that sends several messages sends them as [`Down::Event`]s even for a JSON
+/// answer: the front then answers as SSE (the only way to deliver them all).
+pub async fn execute_down(
+    v: brownout_core::verdict::Verdict,
+    bytes: Vec<u8>,
+    template: Option<Event>,
+    down: &mpsc::Sender<Down>,
+) {
+    use super::http_back::dead_end;
+    // More than one message for one answer (copies, a notification after it): as events,
+    // which tells a plain JSON answer to become an SSE stream (see `respond`).
+    let several = v.duplicates > 0 || !v.extra.is_empty();
+    let template = match template {
+        Some(t) => t,
+        None if several => Event::default(),
+        None => {
+            return super::Pipe::new(down.clone(), dead_end::<Vec<u8>>(), None)
+                .execute(v, bytes)
+                .await
+        }
+    };
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(DOWN_DEPTH);
+    super::Pipe::new(tx, dead_end::<Vec<u8>>(), None)
+        .execute(v, bytes)
+        .await;
+    loop {
+        match rx.try_recv() {
+            Ok(m) => {
+                if down
+                    .send(Down::Event(template.with_data(&m)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => return,
+            Err(mpsc::error::TryRecvError::Empty) => break,
+        }
+    }
+    // Copies or a message sent later (a delay, a duplicate): passed on as they come.
+    let down = down.clone();
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if down
+                .send(Down::Event(template.with_data(&m)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+}
+
 /// One piece of an answer on its way to the client.
 #[derive(Debug, Clone)]
 pub enum Down {
@@ -46,11 +104,7 @@ impl Down {
     pub fn message(&self) -> Option<&[u8]> {
         match self {
             Down::Msg(m) => Some(m),
-            Down::Event(e) => e
-                .data
-                .as_deref()
-                .map(str::as_bytes)
-                .filter(|d| !d.is_empty()),
+            Down::Event(e) => e.data.as_deref().filter(|d| !d.is_empty()),
             Down::Chunk(_) => None,
         }
     }
@@ -104,6 +158,35 @@ pub fn is_json(headers: &HeaderMap) -> bool {
     content_type(headers).starts_with("application/json")
 }
 
+/// A queue that gives `first`, then what `rest` gives.
+pub fn prepend(first: Down, mut rest: mpsc::Receiver<Down>) -> mpsc::Receiver<Down> {
+    let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+    tokio::spawn(async move {
+        if tx.send(first).await.is_err() {
+            return;
+        }
+        while let Some(item) = rest.recv().await {
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Whether a client's `Accept` takes an SSE answer.
+pub fn accepts_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let t = t.split(';').next().unwrap_or("").trim();
+            t.eq_ignore_ascii_case("text/event-stream") || t == "*/*" || t == "text/*"
+        })
+}
+
 /// The request ids in a client message (one, or several in a batch): the answers owed.
 pub fn request_ids(bytes: &[u8]) -> Vec<Id> {
     match classify(bytes) {
@@ -152,6 +235,38 @@ impl Shape {
     }
 }
 
+/// The schedule [`body`] keeps for a paced answer (a gap before each item, then its bytes
+/// throttled), kept by whoever feeds the body: it tells when an item queued now has reached
+/// the client, so the call is recorded with the latency the client felt.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    gap: Duration,
+    bytes_per_sec: Option<u64>,
+    busy_until: std::time::Instant,
+}
+
+impl Pacer {
+    /// `None` when the shape does not pace (nothing to wait for).
+    pub fn new(shape: &StreamShape) -> Option<Pacer> {
+        let gap = to_duration(shape.event_gap);
+        (!gap.is_zero() || shape.bytes_per_sec.is_some()).then(|| Pacer {
+            gap,
+            bytes_per_sec: shape.bytes_per_sec,
+            busy_until: std::time::Instant::now(),
+        })
+    }
+
+    /// An item of `len` bytes is queued now: how long until its last byte is written.
+    pub fn push(&mut self, len: usize) -> Duration {
+        let now = std::time::Instant::now();
+        let send = self.bytes_per_sec.map_or(Duration::ZERO, |bps| {
+            Duration::from_secs_f64(len as f64 / bps.max(1) as f64)
+        });
+        self.busy_until = self.busy_until.max(now) + self.gap + send;
+        self.busy_until - now
+    }
+}
+
 /// The body of an answer: the items of `rx`, as SSE events or as one JSON body, shaped.
 /// Cutting the stream is done by failing the body, which makes the server drop the
 /// connection: the client sees the stream end without its answer.
@@ -166,7 +281,7 @@ pub fn body(mut rx: mpsc::Receiver<Down>, sse: bool, shape: Shape) -> Body {
                         match item {
                             Down::Msg(m) => m,
                             Down::Chunk(b) => b.to_vec(),
-                            Down::Event(e) => e.data.unwrap_or_default().into_bytes(),
+                            Down::Event(e) => e.data.unwrap_or_default(),
                         }
                     };
                     Ok::<_, std::io::Error>(Bytes::from(bytes))

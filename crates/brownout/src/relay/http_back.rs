@@ -7,9 +7,11 @@
 //! When the server fails or cuts the stream before answering, every request still owed
 //! gets a clear JSON-RPC error.
 
-use super::http::{answered_ids, is_json, is_sse, relay_error, strip_hop_headers, Down};
+use super::http::{
+    answered_ids, execute_down, is_json, is_sse, relay_error, strip_hop_headers, Down, Pacer,
+};
 use super::sse::{self, Event};
-use super::{Pipe, Relay};
+use super::Relay;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use brownout_core::jsonrpc::Id;
@@ -103,8 +105,7 @@ impl HttpBack {
     }
 }
 
-/// Legacy HTTP+SSE: sees the `endpoint` event, may rewrite it, returns the session key.
-pub type EndpointHook = Box<dyn FnMut(&mut Event) -> Option<String> + Send>;
+pub use super::sse::EndpointHook;
 
 /// Where a pump sends what the server says, and what it owes.
 pub struct Pump {
@@ -121,6 +122,8 @@ pub struct Pump {
     /// The server gave an event id: the client can resume the stream (so a stream that
     /// ends before its answer is not a failure).
     pub resumable: bool,
+    /// The answer is paced on its way out: calls are recorded when the client gets them.
+    pub pace: Option<Pacer>,
 }
 
 /// How a pump ended.
@@ -135,17 +138,21 @@ pub enum PumpEnd {
 }
 
 impl Pump {
-    fn pipe(&self) -> Pipe<Down, Vec<u8>> {
-        Pipe::new(self.down.clone(), dead_end(), None)
-    }
-
     /// One message from the server, through the engine, on to the client.
     async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
         if !self.owed.is_empty() {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
         }
-        let v = self.relay.handle(Side::Server, &self.key, &bytes);
+        let v = match self.pace.as_mut() {
+            Some(p) => {
+                let len = as_event.as_ref().map_or(bytes.len(), |e| e.raw.len());
+                let late = p.push(len);
+                self.relay
+                    .handle_late(Side::Server, &self.key, &bytes, late)
+            }
+            None => self.relay.handle(Side::Server, &self.key, &bytes),
+        };
         if v.is_pass() {
             let item = match as_event {
                 Some(ev) => Down::Event(ev),
@@ -153,7 +160,7 @@ impl Pump {
             };
             return self.down.send(item).await.is_ok();
         }
-        self.pipe().execute(v, bytes).await;
+        execute_down(v, bytes, as_event, &self.down).await;
         !self.down.is_closed()
     }
 
@@ -161,33 +168,28 @@ impl Pump {
     pub async fn run(&mut self, mut resp: reqwest::Response) -> PumpEnd {
         let headers = resp.headers().clone();
         if is_sse(&headers) {
-            let mut parser = sse::Parser::new();
-            let mut events = Vec::new();
+            let mut reader = sse::Reader::new(self.max_body, self.on_endpoint.take());
+            let mut items = Vec::new();
             loop {
                 let chunk = match resp.chunk().await {
                     Ok(Some(c)) => c,
                     Ok(None) => return PumpEnd::Done,
                     Err(e) => return PumpEnd::Failed(describe(&e)),
                 };
-                if let Err(e) = parser.feed(&chunk, self.max_body, &mut events) {
+                let fed = reader.feed(&chunk, &mut self.key, &mut items);
+                self.resumable |= reader.resumable;
+                if let Err(e) = fed {
                     return PumpEnd::Failed(e.to_string());
                 }
-                for mut ev in events.drain(..) {
-                    self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
-                    if ev.event.as_deref() == Some("endpoint") {
-                        if let Some(hook) = self.on_endpoint.as_mut() {
-                            if let Some(key) = hook(&mut ev) {
-                                self.key = key;
+                for item in items.drain(..) {
+                    let alive = match item {
+                        sse::Incoming::Message(ev, bytes) => self.message(bytes, Some(ev)).await,
+                        sse::Incoming::Other(ev) => {
+                            if let Some(p) = self.pace.as_mut() {
+                                p.push(ev.raw.len());
                             }
+                            self.down.send(Down::Event(ev)).await.is_ok()
                         }
-                    }
-                    let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
-                        && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
-                    let alive = if carries_message {
-                        let bytes = ev.data.clone().unwrap_or_default().into_bytes();
-                        self.message(bytes, Some(ev)).await
-                    } else {
-                        self.down.send(Down::Event(ev)).await.is_ok()
                     };
                     if !alive {
                         return PumpEnd::ClientGone;
@@ -230,7 +232,20 @@ impl Pump {
         for id in std::mem::take(&mut self.owed) {
             let err = relay_error(Some(&id), &format!("brownout: {why}"));
             let v = self.relay.handle(Side::Server, &self.key, &err);
-            self.pipe().execute(v, err).await;
+            execute_down(v, err, None, &self.down).await;
+        }
+    }
+}
+
+impl Pump {
+    /// The server answered with a status other than 2xx and no JSON-RPC answer for these
+    /// requests (an error page, an error with `id: null`): the client has the server's
+    /// answer as it came; each call is recorded as failed, so nothing stays pending.
+    pub fn resolve_owed(&mut self, status: StatusCode) {
+        for id in std::mem::take(&mut self.owed) {
+            let why = format!("brownout: the upstream MCP server answered HTTP {status}");
+            let err = relay_error(Some(&id), &why);
+            let _ = self.relay.handle(Side::Server, &self.key, &err);
         }
     }
 }

@@ -15,6 +15,8 @@ pub mod handshake;
 pub mod http;
 pub mod http_back;
 pub mod http_front;
+pub mod http_serve;
+pub mod http_sessions;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
@@ -37,6 +39,28 @@ pub type Outbox = mpsc::Sender<Vec<u8>>;
 
 /// Queue depth per writer; a full queue slows the reader down (back-pressure).
 pub const OUTBOX_DEPTH: usize = 1024;
+
+/// Messages scheduled for later (delayed, duplicated, held by a reorder) at most, over the
+/// whole relay. Beyond it, a pipe waits for one to go before scheduling another: the reader
+/// behind it slows down (back-pressure) instead of the relay growing without bound.
+pub const MAX_SCHEDULED: usize = 65_536;
+
+static SCHEDULED: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_SCHEDULED);
+
+/// Run `work` on its own task once a scheduling slot is free; it holds the slot until done.
+async fn schedule(work: impl std::future::Future<Output = ()> + Send + 'static) {
+    // The semaphore is never closed, so acquiring only waits.
+    let permit = SCHEDULED.acquire().await.ok();
+    tokio::spawn(async move {
+        let _slot = permit;
+        work.await;
+    });
+}
+
+/// Messages scheduled for later right now (see [`MAX_SCHEDULED`]).
+pub fn scheduled() -> usize {
+    MAX_SCHEDULED - SCHEDULED.available_permits()
+}
 
 /// Options every relay shares.
 #[derive(Debug, Clone, Default)]
@@ -126,6 +150,12 @@ impl Relay {
         *self.back_status.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
+    /// Whether the engine keeps state for `session`, and for how many sessions in all.
+    pub fn session_state(&self, session: &str) -> (bool, usize) {
+        let engine = self.engine();
+        (engine.has_session(session), engine.session_count())
+    }
+
     /// Read the engine under its lock (metrics snapshots).
     pub fn with_engine<T>(&self, f: impl FnOnce(&Engine) -> T) -> T {
         f(&self.engine())
@@ -138,7 +168,18 @@ impl Relay {
 
     /// Decide what happens to one message.
     pub fn handle(&self, side: Side, session: &str, bytes: &[u8]) -> Verdict {
+        self.handle_at(side, session, bytes, self.now())
+    }
+
+    /// [`Relay::handle`] for a server message whose last byte reaches the client `late`
+    /// after now (a front pacing the answer: `slow_stream`, `bandwidth`): the call it
+    /// answers is recorded as completed then, the latency the client felt.
+    pub fn handle_late(&self, side: Side, session: &str, bytes: &[u8], late: Duration) -> Verdict {
         let now = self.now();
+        self.handle_at(side, session, bytes, Time(now.0 + late.as_micros() as u64))
+    }
+
+    fn handle_at(&self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
         let mut engine = self.engine();
         let result = catch_unwind(AssertUnwindSafe(|| {
             engine.on_message(side, session, bytes, now)
@@ -346,7 +387,7 @@ where
             }
             let held = Arc::clone(&self.held);
             let dest = self.dest.clone();
-            tokio::spawn(async move {
+            schedule(async move {
                 tokio::time::sleep(delay + to_duration(max)).await;
                 let mine = {
                     let mut h = held.lock().unwrap_or_else(|p| p.into_inner());
@@ -359,7 +400,8 @@ where
                 if let Some(b) = mine {
                     let _ = dest.send(b).await;
                 }
-            });
+            })
+            .await;
             return;
         }
         let copies = v.duplicates;
@@ -372,7 +414,7 @@ where
         } else {
             let dest = self.dest.clone();
             let held = self.take_held();
-            tokio::spawn(async move {
+            schedule(async move {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
@@ -386,7 +428,8 @@ where
                     }
                     let _ = dest.send(item.clone()).await;
                 }
-            });
+            })
+            .await;
         }
         for e in v.extra {
             send_after(
@@ -422,39 +465,13 @@ async fn send_after<T: Send + 'static>(out: &mpsc::Sender<T>, item: T, delay: Du
         let _ = out.send(item).await;
     } else {
         let out = out.clone();
-        tokio::spawn(async move {
+        schedule(async move {
             tokio::time::sleep(delay).await;
             let _ = out.send(item).await;
-        });
+        })
+        .await;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_held_drop_keeps_the_way_open_for_the_hold_then_closes_it() {
-        let (dest, mut rx) = mpsc::channel::<Vec<u8>>(4);
-        let (origin, _origin_rx) = mpsc::channel::<Vec<u8>>(4);
-        let pipe: Pipe = Pipe::new(dest, origin, None);
-        let v = Verdict {
-            forward: Forward::Drop,
-            delay: Time(1_500_000),
-            ..Verdict::pass()
-        };
-        pipe.execute(v, b"{}".to_vec()).await;
-        drop(pipe);
-        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
-        assert!(
-            early.is_err(),
-            "nothing, not even the end, before the hold is over"
-        );
-        let end = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
-        assert_eq!(
-            end.ok(),
-            Some(None),
-            "then dropped: the way closes, nothing was sent"
-        );
-    }
-}
+mod tests;

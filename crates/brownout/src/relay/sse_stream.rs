@@ -8,10 +8,10 @@
 //! at once is taken before the next event, so order holds. Legacy HTTP+SSE registers the
 //! side queue as the session's stream, for answers brownout makes itself.
 
-use super::http::{answered_ids, relay_error, Down};
-use super::http_back::{dead_end, describe, EndpointHook};
+use super::http::{answered_ids, execute_down, relay_error, Down};
+use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
-use super::{Pipe, Relay};
+use super::Relay;
 use axum::body::{Body, Bytes};
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
@@ -26,16 +26,12 @@ pub struct SseRelay {
     relay: Arc<Relay>,
     key: String,
     resp: Option<reqwest::Response>,
-    parser: sse::Parser,
+    reader: sse::Reader,
     out: VecDeque<Bytes>,
     side_tx: Option<mpsc::Sender<Down>>,
     side_rx: mpsc::Receiver<Down>,
     /// Requests still waiting for their answer on this stream.
     owed: Vec<Id>,
-    /// The server gave an event id: the client can resume, so an early end is no failure.
-    resumable: bool,
-    max_event: usize,
-    on_endpoint: Option<EndpointHook>,
     /// Run once when the server's stream ends or the client leaves.
     on_end: Option<Box<dyn FnOnce() + Send>>,
     _permit: Option<OwnedSemaphorePermit>,
@@ -60,14 +56,11 @@ impl SseRelay {
             relay,
             key,
             resp: Some(resp),
-            parser: sse::Parser::new(),
+            reader: sse::Reader::new(max_event, None),
             out: VecDeque::new(),
             side_tx: Some(side_tx),
             side_rx,
             owed,
-            resumable: false,
-            max_event,
-            on_endpoint: None,
             on_end: None,
             _permit: permit,
         }
@@ -75,7 +68,7 @@ impl SseRelay {
 
     /// Legacy HTTP+SSE: see the `endpoint` event (it may rewrite it and name the session).
     pub fn on_endpoint(mut self, hook: EndpointHook) -> SseRelay {
-        self.on_endpoint = Some(hook);
+        self.reader.on_endpoint = Some(hook);
         self
     }
 
@@ -125,50 +118,41 @@ impl SseRelay {
     }
 
     async fn feed(&mut self, chunk: &[u8]) {
-        let mut events = Vec::new();
-        if let Err(e) = self.parser.feed(chunk, self.max_event, &mut events) {
+        let mut items = Vec::new();
+        if let Err(e) = self.reader.feed(chunk, &mut self.key, &mut items) {
             return self.upstream_ended(Some(e.to_string())).await;
         }
-        for mut ev in events {
-            if ev.event.as_deref() == Some("endpoint") {
-                if let Some(hook) = self.on_endpoint.as_mut() {
-                    if let Some(key) = hook(&mut ev) {
-                        self.key = key;
-                    }
-                }
+        for item in items {
+            match item {
+                sse::Incoming::Message(ev, bytes) => self.message(ev, bytes).await,
+                sse::Incoming::Other(ev) => self.out.push_back(Bytes::from(ev.into_bytes())),
             }
-            self.resumable |= ev.id.as_deref().is_some_and(|id| !id.is_empty());
-            let carries_message = ev.event.as_deref().is_none_or(|e| e == "message")
-                && ev.data.as_deref().is_some_and(|d| !d.trim().is_empty());
-            if !carries_message {
-                self.out.push_back(Bytes::from(ev.encode()));
-                continue;
-            }
-            self.message(ev).await;
         }
     }
 
-    async fn message(&mut self, ev: Event) {
-        let bytes = ev.data.as_deref().unwrap_or_default().as_bytes().to_vec();
+    async fn message(&mut self, ev: Event, bytes: Vec<u8>) {
         if !self.owed.is_empty() {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
         }
         let v = self.relay.handle(Side::Server, &self.key, &bytes);
         if v.is_pass() {
-            self.out.push_back(Bytes::from(ev.encode()));
+            self.out.push_back(Bytes::from(ev.into_bytes()));
             return;
         }
-        self.through_pipe(v, bytes).await;
+        self.through_pipe(v, bytes, Some(ev)).await;
     }
 
-    async fn through_pipe(&mut self, v: brownout_core::verdict::Verdict, bytes: Vec<u8>) {
+    async fn through_pipe(
+        &mut self,
+        v: brownout_core::verdict::Verdict,
+        bytes: Vec<u8>,
+        template: Option<Event>,
+    ) {
         let Some(tx) = self.side_tx.clone() else {
             return;
         };
-        Pipe::new(tx, dead_end::<Vec<u8>>(), None)
-            .execute(v, bytes)
-            .await;
+        execute_down(v, bytes, template, &tx).await;
         // What the pipe sent at once goes before the next event.
         while let Ok(item) = self.side_rx.try_recv() {
             self.out.push_back(Bytes::from(item.sse_bytes()));
@@ -181,7 +165,7 @@ impl SseRelay {
         self.resp = None;
         let why = match failure {
             Some(why) => Some(why),
-            None if !self.resumable => {
+            None if !self.reader.resumable => {
                 Some("the upstream MCP server ended the stream before answering".to_string())
             }
             None => None,
@@ -190,14 +174,14 @@ impl SseRelay {
             for id in std::mem::take(&mut self.owed) {
                 let err = relay_error(Some(&id), &format!("brownout: {why}"));
                 let v = self.relay.handle(Side::Server, &self.key, &err);
-                self.through_pipe(v, err).await;
+                self.through_pipe(v, err, None).await;
             }
         }
         if let Some(f) = self.on_end.take() {
             f();
         }
         // Nothing may keep the side queue open now (the endpoint hook holds a sender).
-        self.on_endpoint = None;
+        self.reader.on_endpoint = None;
         self.side_tx = None;
     }
 }

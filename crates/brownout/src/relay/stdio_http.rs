@@ -77,6 +77,7 @@ impl Link {
             max_body: self.back.max_body,
             on_endpoint: None,
             resumable: false,
+            pace: None,
         }
     }
 

@@ -171,3 +171,17 @@ pub fn plan_file(dir: &std::path::Path, yaml: &str) -> String {
     std::fs::write(&p, yaml).expect("write plan");
     p.display().to_string()
 }
+
+/// The admin API's URL a relay started with `--admin 127.0.0.1:0` printed.
+pub fn admin_url(g: &Guard) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = g.stderr_text();
+        if let Some(i) = text.find("admin API on ") {
+            let rest = &text[i + "admin API on ".len()..];
+            return rest.lines().next().unwrap_or("").trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "no admin address: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

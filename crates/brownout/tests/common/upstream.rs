@@ -2,7 +2,8 @@
 //! an upstream faster than any real one: `initialize` (with a session id), notifications
 //! (202), `tools/call` of `echo` (answers `<session>:<message>`, so a misrouted answer is
 //! visible) and of `headers` (answers the request headers it received), as JSON or as one
-//! SSE event.
+//! SSE event. `tools/call` of `odd` always answers with an SSE event as some servers write
+//! them ([`ODD_EVENT`]: an unknown field, no space after colons, CRLF, a comment).
 #![allow(dead_code)]
 
 use axum::body::Bytes;
@@ -14,6 +15,9 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// The event `odd` answers with; `{answer}` stands for the JSON-RPC answer.
+pub const ODD_EVENT: &str = "id:e7\r\nfoo:  bar\r\nevent:message\ndata:{answer}\n:c\n\n";
 
 #[derive(Clone)]
 struct State {
@@ -89,7 +93,13 @@ async fn handle(
         _ => (json!({}), None),
     };
     let answer = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-    let mut r = if s.sse {
+    let mut r = if msg["params"]["name"] == "odd" {
+        (
+            [("content-type", "text/event-stream")],
+            ODD_EVENT.replace("{answer}", &answer),
+        )
+            .into_response()
+    } else if s.sse {
         (
             [("content-type", "text/event-stream")],
             format!("event: message\nid: e1\ndata: {answer}\n\n"),

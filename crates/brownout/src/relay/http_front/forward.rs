@@ -1,0 +1,156 @@
+//! GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
+//! server's stream, or a legacy `/sse` stream) passes the engine event by event, and a
+//! legacy stream's `endpoint` event is rewritten so the client posts through brownout.
+
+use super::answer::{plain, response};
+use super::{legacy_key, Front, Who};
+use crate::relay::http::{self, is_sse, Down, Shape};
+use crate::relay::http_back::{describe, Head, HttpBack};
+use crate::relay::sse::Event;
+use crate::relay::sse_stream::SseRelay;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+impl Front {
+    /// GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
+    /// server's stream, or a legacy `/sse` stream) passes the engine event by event.
+    pub(super) async fn forward(
+        self: &Arc<Self>,
+        back: &Arc<HttpBack>,
+        method: Method,
+        who: Who,
+        path: String,
+        headers: HeaderMap,
+    ) -> Response {
+        if method != Method::GET {
+            let ends = method == Method::DELETE;
+            let r = self.raw(back, method, path, headers, Vec::new()).await;
+            if ends && r.status().is_success() {
+                self.relay.end_session(&who.key);
+                self.keys.forget(&who.wire);
+            }
+            return r;
+        }
+        let key = who.key;
+        // A GET is a stream: counted before it reaches the server.
+        let permit = match self.stream_permit() {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        let resp = match back.send(Method::GET, &path, headers, Vec::new()).await {
+            Ok(r) => r,
+            Err(e) => {
+                return plain(
+                    StatusCode::BAD_GATEWAY,
+                    format!("brownout: {}", describe(&e)),
+                )
+            }
+        };
+        let head = Head {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+        };
+        if !(head.status.is_success() && is_sse(&head.headers)) {
+            return self.pass_answer(head, resp, key);
+        }
+        let st = SseRelay::new(
+            Arc::clone(&self.relay),
+            key,
+            resp,
+            Vec::new(),
+            back.max_body,
+            Some(permit),
+        );
+        let registered: Arc<Mutex<Option<String>>> = Arc::default();
+        let hook = {
+            let legacy = Arc::clone(&self.legacy);
+            let side = st.side_sender();
+            let back = Arc::clone(back);
+            let registered = Arc::clone(&registered);
+            let keys = Arc::clone(&self.keys);
+            move |ev: &mut Event| -> Option<String> {
+                let endpoint = String::from_utf8_lossy(ev.data.as_deref()?).into_owned();
+                let local = local_endpoint(&back, endpoint.trim())?;
+                if local != endpoint {
+                    *ev = ev.with_data(local.as_bytes());
+                }
+                if let Some(side) = &side {
+                    legacy
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(local.clone(), side.clone());
+                }
+                *registered.lock().unwrap_or_else(|p| p.into_inner()) = Some(local.clone());
+                Some(keys.key(&legacy_key(&local), None))
+            }
+        };
+        let legacy = Arc::clone(&self.legacy);
+        let keys = Arc::clone(&self.keys);
+        let st = st.on_endpoint(Box::new(hook)).on_end(Box::new(move || {
+            let local = registered.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(local) = local {
+                keys.forget(&legacy_key(&local));
+                legacy
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&local);
+            }
+        }));
+        response(head, st.into_body())
+    }
+
+    /// Pass a request and its answer on untouched.
+    pub(super) async fn raw(
+        &self,
+        back: &Arc<HttpBack>,
+        method: Method,
+        path: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Response {
+        match back.send(method, &path, headers, body).await {
+            Ok(resp) => {
+                let head = Head {
+                    status: resp.status(),
+                    headers: resp.headers().clone(),
+                };
+                self.pass_answer(head, resp, String::new())
+            }
+            Err(e) => plain(
+                StatusCode::BAD_GATEWAY,
+                format!("brownout: {}", describe(&e)),
+            ),
+        }
+    }
+
+    fn pass_answer(&self, head: Head, mut resp: reqwest::Response, _key: String) -> Response {
+        let (tx, rx) = mpsc::channel::<Down>(16);
+        tokio::spawn(async move {
+            while let Ok(Some(c)) = resp.chunk().await {
+                if tx.send(Down::Chunk(c)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        response(head, http::body(rx, false, Shape::default()))
+    }
+}
+
+/// The endpoint a legacy client should post to, on brownout: a URL on the server's origin
+/// becomes its path and query (which the client resolves against brownout); a relative one
+/// stays as it is. A URL on another origin is left alone (and not relayed).
+fn local_endpoint(back: &HttpBack, endpoint: &str) -> Option<String> {
+    if endpoint.starts_with('/') {
+        return Some(endpoint.to_string());
+    }
+    if back.same_origin(endpoint) {
+        let u = reqwest::Url::parse(endpoint).ok()?;
+        return Some(match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        });
+    }
+    None
+}

@@ -1,0 +1,326 @@
+//! The HTTP front's listener: accepts connections and serves each with hyper (HTTP/1.1),
+//! with the timeouts a server facing untrusted clients needs.
+//!
+//! - **header**: a request's head must arrive within this time of its first byte, or of the
+//!   connection opening (a client trickling half a header, slowloris-style, or opening
+//!   connections and sending nothing, is disconnected);
+//! - **idle**: a kept-alive connection with no request in flight and nothing sent for this
+//!   long is closed;
+//! - **body**: a request body must arrive within this time (enforced by the front when it
+//!   reads the body; see [`super::http_front`]).
+//!
+//! A response in flight (a long SSE stream) is never cut by these timers. On `stop`, the
+//! listener closes, connections finish what is in flight, and what is left after the grace
+//! period is closed.
+
+use axum::body::Body;
+use axum::body::Bytes;
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::{Frame, Incoming, SizeHint};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// Timeouts of the listener (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub header: Duration,
+    pub body: Duration,
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            header: Duration::from_secs(10),
+            body: Duration::from_secs(30),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Serve `router` on `listener` until `stop` resolves, then give connections `grace` to
+/// finish.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    timeouts: Timeouts,
+    grace: Duration,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (closing_tx, closing_rx) = watch::channel(false);
+    // Each connection holds a sender: when all are gone, every connection has ended.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stop_tx.send(());
+    });
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = &mut stop_rx => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // Out of file descriptors and the like: wait a little, keep serving.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // No Nagle: an SSE answer is written in pieces, and waiting for ACKs between them
+        // costs a delayed-ACK period (~40 ms) per answer.
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(connection(
+            tcp,
+            peer,
+            router.clone(),
+            timeouts,
+            closing_rx.clone(),
+            alive_tx.clone(),
+        ));
+    }
+    drop(listener);
+    let _ = closing_tx.send(true);
+    drop(alive_tx);
+    if tokio::time::timeout(grace, alive_rx.recv()).await.is_err() {
+        eprintln!(
+            "brownout: streams still open after the grace period of {}s; closing them",
+            grace.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// What a connection's watchdog knows.
+#[derive(Debug)]
+struct Activity {
+    /// Requests whose response has not been fully sent.
+    in_flight: AtomicUsize,
+    /// When the connection last became idle, and when the first byte of the next request
+    /// head arrived (if it did).
+    marks: Mutex<(Instant, Option<Instant>)>,
+}
+
+impl Activity {
+    fn marks(&self) -> std::sync::MutexGuard<'_, (Instant, Option<Instant>)> {
+        self.marks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn start(&self) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn end(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.marks() = (Instant::now(), None);
+        }
+    }
+
+    fn read_some(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            let mut m = self.marks();
+            if m.1.is_none() {
+                m.1 = Some(Instant::now());
+            }
+        }
+    }
+
+    /// When the connection is due to be closed, if nothing happens before.
+    fn deadline(&self, t: &Timeouts) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let (idle_since, head_started) = *self.marks();
+        Some(match head_started {
+            Some(at) => at + t.header,
+            None => idle_since + t.idle,
+        })
+    }
+}
+
+async fn connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    timeouts: Timeouts,
+    mut closing: watch::Receiver<bool>,
+    _alive: mpsc::Sender<()>,
+) {
+    // A new connection owes its first request's head at once: the header timeout runs.
+    let opened = Instant::now();
+    let activity = Arc::new(Activity {
+        in_flight: AtomicUsize::new(0),
+        marks: Mutex::new((opened, Some(opened))),
+    });
+    let io = hyper_util::rt::TokioIo::new(Watched {
+        tcp,
+        activity: Arc::clone(&activity),
+    });
+    let service = Service {
+        router,
+        peer,
+        activity: Arc::clone(&activity),
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        // The watchdog below times headers out; hyper's own timer is not used.
+        .header_read_timeout(None)
+        .serve_connection(io, service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    let mut closing_seen = *closing.borrow();
+    if closing_seen {
+        conn.as_mut().graceful_shutdown();
+    }
+    loop {
+        let deadline = activity.deadline(&timeouts);
+        // Checked again at least every second: a request may start or end meanwhile.
+        let wake = deadline.map_or(Duration::from_secs(1), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_secs(1))
+        });
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            changed = closing.changed(), if !closing_seen => {
+                closing_seen = true;
+                if changed.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            _ = tokio::time::sleep(wake) => {
+                if activity.deadline(&timeouts).is_some_and(|d| d <= Instant::now()) {
+                    // A head that never completes, or a connection idle too long: close.
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The TCP stream, telling the watchdog when bytes arrive.
+struct Watched {
+    tcp: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.read_some();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+}
+
+/// The router as a hyper service: gives handlers the peer's address and counts the
+/// request as in flight until its response body is done.
+#[derive(Clone)]
+struct Service {
+    router: Router,
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+}
+
+type Reply = Pin<Box<dyn Future<Output = Result<axum::response::Response, Infallible>> + Send>>;
+
+impl hyper::service::Service<hyper::Request<Incoming>> for Service {
+    type Response = axum::response::Response;
+    type Error = Infallible;
+    type Future = Reply;
+
+    fn call(&self, mut req: hyper::Request<Incoming>) -> Self::Future {
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        let mut router = self.router.clone();
+        self.activity.start();
+        let guard = InFlight(Arc::clone(&self.activity));
+        Box::pin(async move {
+            let resp = tower_service::Service::call(&mut router, req.map(Body::new)).await?;
+            Ok(resp.map(|body| {
+                Body::new(Tracked {
+                    inner: body,
+                    _guard: guard,
+                })
+            }))
+        })
+    }
+}
+
+/// Ends a request's time in flight when dropped (its body done, or the client gone).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// A response body that holds its request in flight.
+struct Tracked {
+    inner: Body,
+    _guard: InFlight,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
