@@ -92,10 +92,15 @@ impl EventSink {
         }
     }
 
-    /// Queue events in order; they are encoded by the writer task.
+    /// Queue events in order; they are encoded by the writer task. A full queue drops
+    /// them (and counts them), as [`EventSink::write_record`] does.
     pub fn write_all(&self, events: Vec<Event>) {
-        if !events.is_empty() {
-            let _ = self.tx.send(Msg::Events(events));
+        if events.is_empty() {
+            return;
+        }
+        let n = events.len() as u64;
+        if self.tx.try_send(Msg::Events(events)).is_err() {
+            self.dropped.fetch_add(n, Ordering::Relaxed);
         }
     }
 
