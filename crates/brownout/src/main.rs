@@ -364,6 +364,7 @@ struct Setup {
 async fn setup(
     c: &CommonArgs,
     idle_session_ttl: Option<std::time::Duration>,
+    driver: relay::Driver,
 ) -> anyhow::Result<Setup> {
     // A plan that does not exist or does not parse stops brownout before anything starts.
     let (plan, plan_text) = match &c.plan {
@@ -382,6 +383,7 @@ async fn setup(
         max_pending: Some(c.max_pending),
         idle_session_ttl,
         seed: c.seed,
+        driver,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
@@ -435,7 +437,8 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         None => Some(child_spec(&a.command)?),
     };
     single_thread_runtime()?.block_on(async move {
-        let Setup { relay } = setup(&a.common, None).await?;
+        let driver = relay::Driver::of(false, spec.is_some());
+        let Setup { relay } = setup(&a.common, None, driver).await?;
         let code = match (spec, &a.upstream) {
             (Some(spec), _) => {
                 relay::stdio::run(
@@ -488,7 +491,8 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
     rt.block_on(async move {
         // HTTP clients come and go: a session idle for a while is forgotten.
         let idle = std::time::Duration::from_secs(a.session_idle.max(1));
-        let Setup { relay } = setup(&a.common, Some(idle)).await?;
+        let driver = relay::Driver::of(true, spec.is_some());
+        let Setup { relay } = setup(&a.common, Some(idle), driver).await?;
         let (back, path) = match (&a.upstream, spec) {
             (Some(url), _) => {
                 let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);

@@ -403,3 +403,56 @@ fn both_proxies_take_seed_and_json() {
         }
     }
 }
+
+/// A fault a relay cannot perform is refused when the plan loads on it (naming the fault,
+/// its kind and the relay), never started and counted as injected: a process fault with no
+/// process behind `--upstream`, a stream shape on the stdio front.
+#[test]
+fn a_fault_the_relay_cannot_perform_is_refused_at_load() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let kill = dir.path().join("kill.yaml");
+    std::fs::write(
+        &kill,
+        "faults:\n  - {id: kill-it, kind: process, action: kill, at_ms: 100}\n",
+    )
+    .expect("write");
+    let (code, _, err) = run(&[
+        "proxy",
+        "stdio",
+        "--plan",
+        kill.to_str().expect("utf-8"),
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("fault `kill-it` (kind `process`) cannot run on `proxy stdio --upstream`")
+            && err.contains("signal the server process"),
+        "{err}"
+    );
+    let slow = dir.path().join("slow.yaml");
+    std::fs::write(
+        &slow,
+        "faults:\n  - {id: slow, kind: slow_stream, gap_ms: 100}\n",
+    )
+    .expect("write");
+    let mut args = vec![
+        "proxy".to_string(),
+        "stdio".into(),
+        "--plan".into(),
+        slow.to_str().expect("utf-8").into(),
+        "--".into(),
+    ];
+    args.extend(fixture());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("fault `slow` (kind `slow_stream`) cannot run on `proxy stdio -- CMD`"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("relaying"),
+        "the server is not started: {err}"
+    );
+}

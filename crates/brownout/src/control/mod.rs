@@ -134,6 +134,9 @@ impl Control {
             }
         };
         let plan = compile()?;
+        self.relay
+            .check_plan(&plan, file)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
         let faults = match doc.remove("faults") {
             Some(Value::Array(a)) => a,
             _ => Vec::new(),
@@ -335,6 +338,9 @@ impl Control {
             Value::Array(state.entries.iter().map(|e| e.spec.clone()).collect()),
         );
         let plan = Plan::from_str_format(&Value::Object(doc).to_string(), file, Format::Json)
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        self.relay
+            .check_plan(&plan, file)
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
         pin(&mut state.entries, &plan);
         let n = plan.faults.len();

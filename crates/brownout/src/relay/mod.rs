@@ -27,7 +27,7 @@ use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
 use brownout_core::stats::Report;
 use brownout_core::verdict::{Forward, ProcessAction, Verdict};
-use brownout_core::{Engine, EngineConfig, Plan, Side, Time};
+use brownout_core::{Capabilities, Capability, Engine, EngineConfig, Plan, PlanErrors, Side, Time};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -71,6 +71,51 @@ pub struct RelayOptions {
     pub idle_session_ttl: Option<Duration>,
     /// `--seed`: overrides the seed of every plan this relay runs (reloads included).
     pub seed: Option<u64>,
+    /// What this relay's front and back can carry out: a plan with a fault they cannot
+    /// perform is refused when it loads (first load and every reload), never counted as
+    /// injected.
+    pub driver: Driver,
+}
+
+/// A relay's name in messages (`proxy stdio -- CMD`) and its [`Capabilities`].
+#[derive(Debug, Clone, Copy)]
+pub struct Driver {
+    pub name: &'static str,
+    pub can: Capabilities,
+}
+
+impl Default for Driver {
+    /// A driver that claims everything (tests that build a relay by hand).
+    fn default() -> Driver {
+        Driver {
+            name: "this relay",
+            can: Capabilities::all(),
+        }
+    }
+}
+
+impl Driver {
+    /// The relay a command line describes: its front (stdio or HTTP) and its back (a
+    /// server process brownout starts, or a URL).
+    pub fn of(http_front: bool, child_back: bool) -> Driver {
+        use Capability::*;
+        let mut can = Capabilities::NONE
+            .with(MultipleAnswers)
+            .with(MultipleRequests);
+        if child_back {
+            can = can.with(SignalProcess).with(ProcessTimers);
+        }
+        if http_front {
+            can = can.with(ShapeStreams);
+        }
+        let name = match (http_front, child_back) {
+            (false, true) => "`proxy stdio -- CMD`",
+            (false, false) => "`proxy stdio --upstream`",
+            (true, true) => "`proxy http -- CMD`",
+            (true, false) => "`proxy http --upstream`",
+        };
+        Driver { name, can }
+    }
 }
 
 /// The engine, the clock and the event log of one relay.
@@ -82,6 +127,7 @@ pub struct Relay {
     /// Live figures of the back (sessions, routes), shown under `back` in the status.
     back_status: Mutex<Option<BackStatus>>,
     seed: Option<u64>,
+    driver: Driver,
 }
 
 /// A back's live figures, for the status.
@@ -107,12 +153,19 @@ impl Relay {
             events,
             back_status: Mutex::new(None),
             seed: opts.seed,
+            driver: opts.driver,
         }
     }
 
     /// Run time: microseconds since the relay started.
     pub fn now(&self) -> Time {
         Time(self.start.elapsed().as_micros() as u64)
+    }
+
+    /// Refuse a plan with a fault this relay cannot perform (see [`Driver`]); `file` names
+    /// the plan in the errors.
+    pub fn check_plan(&self, plan: &Plan, file: &str) -> Result<(), PlanErrors> {
+        plan.check_driver(self.driver.name, self.driver.can, file)
     }
 
     /// Replace the plan atomically (see [`Engine::set_plan`]).
