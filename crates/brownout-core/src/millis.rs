@@ -13,6 +13,10 @@
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 
+/// The longest span a `*_ms` key takes: a week. Beyond it a value is a typo (`1e30`), and
+/// it would overflow the clocks of the drivers that wait it out.
+pub const MAX_MS: f64 = 7.0 * 24.0 * 3_600_000.0;
+
 /// The span syntax a `*_ms` key accepts besides a number.
 pub const SPAN_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h)\s*$";
 
@@ -40,14 +44,20 @@ pub fn parse_span(text: &str) -> Option<f64> {
 }
 
 fn from_raw<E: serde::de::Error>(raw: Raw) -> Result<f64, E> {
-    match raw {
-        Raw::Number(n) => Ok(n),
+    let ms = match raw {
+        Raw::Number(n) => n,
         Raw::Text(t) => parse_span(&t).ok_or_else(|| {
             E::custom(format!(
                 "`{t}` is not a duration: write milliseconds as a number, or a span such as \"500ms\", \"2s\", \"1m\""
             ))
-        }),
+        })?,
+    };
+    if !ms.is_finite() || ms > MAX_MS {
+        return Err(E::custom(format!(
+            "{ms} ms is longer than the longest span brownout takes, a week ({MAX_MS} ms)"
+        )));
     }
+    Ok(ms)
 }
 
 /// `deserialize_with` for a required `*_ms` key.
@@ -70,6 +80,7 @@ pub fn schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": ["number", "string"],
         "minimum": 0,
+        "maximum": MAX_MS as u64,
         "pattern": SPAN_PATTERN,
         "description": DESCRIPTION,
         "examples": ["500ms", "2s", "1m"],
@@ -81,6 +92,7 @@ pub fn opt_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": ["number", "string", "null"],
         "minimum": 0,
+        "maximum": MAX_MS as u64,
         "pattern": SPAN_PATTERN,
         "description": DESCRIPTION,
         "examples": ["500ms", "2s", "1m"],
@@ -173,7 +185,34 @@ mod tests {
         .expect_err("not a span");
         assert_eq!(errs.errors[0].key, "faults[0].added_ms", "{errs}");
         assert!(!errs.to_string().contains("anyOf"), "{errs}");
-        assert!(errs.errors[1].message.contains("≥ 0"), "{errs}");
+        assert!(errs.errors[1].message.contains("from 0 to"), "{errs}");
         assert!(errs.errors[0].message.contains("\"500ms\""), "{errs}");
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    /// `1e30` ms is a typo, not a wait: refused, as numbers and as spans.
+    #[test]
+    fn spans_beyond_a_week_are_refused() {
+        let errs = crate::Plan::from_str_named(
+            "faults:\n  - kind: latency\n    added_ms: 1e30\n  - kind: timeout\n    hold_ms: \"9999h\"\n",
+            "p.yaml",
+        )
+        .map(|_| ())
+        .expect_err("too long");
+        let text = errs.to_string();
+        assert!(text.contains("from 0 to 604800000 "), "{text}");
+        assert!(text.contains("longer than the longest span"), "{text}");
+        assert!(crate::Plan::from_str_named(
+            "faults:\n  - {kind: latency, added_ms: 7d}\n",
+            "p.yaml"
+        )
+        .is_err());
+        assert!(crate::Plan::from_str_named(
+            "faults:\n  - {kind: latency, added_ms: 168h}\n",
+            "p.yaml"
+        )
+        .is_ok());
     }
 }
