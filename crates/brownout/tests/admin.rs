@@ -724,3 +724,20 @@ fn a_large_plan_does_not_stop_traffic_while_it_compiles() {
         );
     }
 }
+
+/// `GET /faults` shows the seed in force: `--seed` over the plan's own.
+#[test]
+fn the_listed_seed_is_the_one_in_force() {
+    let dir = tmp();
+    let (mut w, url) = relay_with_admin(
+        dir.path(),
+        "seed: 1\nfaults:\n  - {id: slow, kind: latency, added_ms: 1}\n",
+        &["--seed", "99"],
+    );
+    let (code, body) = http(&url, "GET", "/faults", "");
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["seed"], 99, "{v}");
+    w.close_stdin();
+    let _ = w.wait(10);
+}

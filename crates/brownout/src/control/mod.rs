@@ -290,12 +290,13 @@ impl Control {
         gone
     }
 
-    /// The running faults, as written, with their id, kind and time left.
+    /// The running faults, as written, with their id, kind and time left, and the seed in
+    /// force (`--seed` over the plan's own).
     pub fn list(&self) -> Value {
         let state = self.state();
         let now = Instant::now();
         json!({
-            "seed": state.seed,
+            "seed": self.relay.seed_override().unwrap_or(state.seed),
             "faults": state.entries.iter().map(|e| json!({
                 "id": e.id,
                 "kind": e.kind,

@@ -162,6 +162,11 @@ impl Relay {
         Time(self.start.elapsed().as_micros() as u64)
     }
 
+    /// The seed `--seed` forces on every plan, if given.
+    pub fn seed_override(&self) -> Option<u64> {
+        self.seed
+    }
+
     /// Refuse a plan with a fault this relay cannot perform (see [`Driver`]); `file` names
     /// the plan in the errors.
     pub fn check_plan(&self, plan: &Plan, file: &str) -> Result<(), PlanErrors> {
