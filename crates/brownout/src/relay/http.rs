@@ -216,11 +216,6 @@ pub fn answered_ids(bytes: &[u8]) -> Vec<Id> {
     }
 }
 
-/// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
-pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
-    jsonrpc::error_response(id, -32603, message, None)
-}
-
 /// How the answer body is shaped on its way out.
 #[derive(Debug, Clone, Default)]
 pub struct Shape {

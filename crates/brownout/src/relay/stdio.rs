@@ -11,7 +11,7 @@
 //! exits 0 once it is gone, as `proxy http` does.
 
 use super::child::{describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess};
-use super::framing::{oversized_error, Frame, LineReader};
+use super::framing::{oversized_error, spawn_writer, Frame, LineReader};
 use super::handshake::{is_response_to, Handshake};
 use super::{Outbox, Pipe, Relay, OUTBOX_DEPTH};
 use brownout_core::jsonrpc;
@@ -20,8 +20,8 @@ use brownout_core::Side;
 use nix::sys::signal::Signal;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::process::ChildStdout;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -42,29 +42,6 @@ const LINGER: Duration = Duration::from_secs(2);
 
 pub struct StdioOptions {
     pub max_message: usize,
-}
-
-/// Write frames from `rx` as lines, flushing whenever the queue runs dry.
-pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
-    mut w: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
-            let mut batch = first;
-            batch.push(b'\n');
-            while let Ok(mut more) = rx.try_recv() {
-                more.push(b'\n');
-                batch.extend_from_slice(&more);
-                if batch.len() > 1 << 20 {
-                    break;
-                }
-            }
-            if w.write_all(&batch).await.is_err() || w.flush().await.is_err() {
-                break;
-            }
-        }
-    })
 }
 
 /// Where the client's messages go: to the current server, or nowhere (why, in words).
@@ -105,7 +82,7 @@ impl Supervisor {
         };
         let (to_server, rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
         let (close, close_rx) = oneshot::channel();
-        spawn_server_writer(stdin, rx, close_rx);
+        spawn_writer(stdin, rx, Some(close_rx));
         self.process.set(process.pid);
         let s2c = Pipe::new(
             self.to_client.clone(),
@@ -143,16 +120,11 @@ impl Supervisor {
         } else {
             format!("; its last words on stderr: {said}")
         };
-        let failed = self.relay.fail_pending(
+        let failed = self.relay.server_gone(
             SESSION,
             &format!("the MCP server exited before answering ({how}){tail}"),
+            &format!("the server ended ({how})"),
         );
-        if !failed.is_empty() {
-            eprintln!(
-                "brownout: the server ended ({how}); {} call(s) in flight answered with an error",
-                failed.len()
-            );
-        }
         for f in failed {
             let _ = self.to_client.send(f.reply).await;
         }
@@ -207,7 +179,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let client_writer = spawn_writer(output, to_client_rx);
+    let client_writer = spawn_writer(output, to_client_rx, None);
     let (gate, gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
     let sup = Supervisor {
         spec,
@@ -411,48 +383,6 @@ async fn refuse(relay: &Relay, to_client: &Outbox, v: Verdict, why: &str) {
     for f in relay.fail_pending(SESSION, why) {
         let _ = to_client.send(f.reply).await;
     }
-}
-
-/// Client → server: writes queued lines to one server process. On `close`, writes what is
-/// queued and closes the server's stdin; after a failed write (the server is gone) drops
-/// what still comes, whose callers the supervisor answers.
-fn spawn_server_writer(
-    stdin: ChildStdin,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut close: oneshot::Receiver<()>,
-) {
-    tokio::spawn(async move {
-        let mut stdin = Some(stdin);
-        let mut closing = false;
-        while !closing {
-            let mut batch = tokio::select! {
-                biased;
-                m = rx.recv() => match m {
-                    Some(mut m) => {
-                        m.push(b'\n');
-                        m
-                    }
-                    None => break,
-                },
-                _ = &mut close => {
-                    closing = true;
-                    Vec::new()
-                }
-            };
-            while let Ok(mut more) = rx.try_recv() {
-                more.push(b'\n');
-                batch.extend_from_slice(&more);
-            }
-            if let Some(w) = stdin.as_mut() {
-                if !batch.is_empty()
-                    && (w.write_all(&batch).await.is_err() || w.flush().await.is_err())
-                {
-                    stdin = None;
-                }
-            }
-        }
-        drop(stdin);
-    });
 }
 
 /// Server → client: reads the server's stdout and carries out verdicts on its messages,

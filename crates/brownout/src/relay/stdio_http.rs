@@ -12,10 +12,10 @@
 //! keeps going (each call gets an error until the server answers). EOF on stdin ends the
 //! session (DELETE) and brownout.
 
-use super::framing::{Frame, LineReader};
+use super::framing::{spawn_writer, Frame, LineReader};
 use super::http::Down;
 use super::http_back::{describe, HttpBack, Pump};
-use super::stdio::{spawn_writer, stdin, stdout, SESSION};
+use super::stdio::{stdin, stdout, SESSION};
 use super::upstream_answer;
 use super::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
@@ -165,7 +165,7 @@ pub async fn run(
         });
     }
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let writer = spawn_writer(stdout(), to_client_rx);
+    let writer = spawn_writer(stdout(), to_client_rx, None);
     let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
     let link = Arc::new(Link {
         back,
