@@ -17,9 +17,11 @@ pub mod http_back;
 pub mod http_front;
 pub mod http_serve;
 pub mod http_sessions;
+pub mod layers;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
+pub mod stdio_child;
 pub mod stdio_http;
 pub mod upstream_answer;
 
