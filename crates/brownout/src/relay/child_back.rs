@@ -17,8 +17,8 @@ use super::child::{describe, terminate, ChildSpec, ProcessHandle, ServerProcess}
 use super::child_session::{duplicate_id_error, ChildSession, Route};
 use super::framing::{spawn_writer, Frame, LineReader};
 use super::http::{request_ids, Down};
-use super::http_back::{dead_end, Head};
-use super::{relay_error, to_duration, Pipe, Relay, OUTBOX_DEPTH};
+use super::http_back::Head;
+use super::{dead_end, relay_error, to_duration, Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};

@@ -3,7 +3,7 @@
 //! client (slow events, throttled bytes, a stream cut after N events or bytes, a reset).
 
 use super::sse::Event;
-use super::to_duration;
+use super::{dead_end, to_duration};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName};
 use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
@@ -25,7 +25,6 @@ pub async fn execute_down(
     template: Option<Event>,
     down: &mpsc::Sender<Down>,
 ) {
-    use super::http_back::dead_end;
     // More than one message for one answer (copies, a notification after it): as events,
     // which tells a plain JSON answer to become an SSE stream (see `respond`).
     let several = v.duplicates > 0 || !v.extra.is_empty();

@@ -266,12 +266,6 @@ pub fn describe(e: &reqwest::Error) -> String {
     s
 }
 
-/// A sender whose receiver is gone: messages sent to it vanish. Used as the answer path of
-/// server messages, which no fault answers in the server's place.
-pub fn dead_end<T>() -> mpsc::Sender<T> {
-    mpsc::channel(1).0
-}
-
 /// A head for an answer brownout makes itself.
 pub fn own_head(status: StatusCode, content_type: &'static str) -> Head {
     let mut headers = HeaderMap::new();

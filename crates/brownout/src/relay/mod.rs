@@ -540,6 +540,12 @@ fn hold_then_drop<T: Send + 'static>(out: &mpsc::Sender<T>, hold: Duration) {
     });
 }
 
+/// A sender whose receiver is gone: messages sent to it vanish. Used as the answer path of
+/// server messages, which no fault answers in the server's place.
+pub fn dead_end<T>() -> mpsc::Sender<T> {
+    mpsc::channel(1).0
+}
+
 pub fn to_duration(t: Time) -> Duration {
     Duration::from_micros(t.as_micros())
 }

@@ -135,7 +135,7 @@ impl Front {
         let mut pump = Pump {
             relay: Arc::clone(&self.relay),
             key,
-            down: crate::relay::http_back::dead_end(),
+            down: crate::relay::dead_end(),
             owed,
             max_body: back.max_body,
             on_endpoint: None,
