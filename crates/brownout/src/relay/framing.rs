@@ -224,4 +224,36 @@ mod tests {
         assert_eq!(id, &TopId::Absent, "a notification: nobody to answer");
         assert_eq!(oversized_error(100, id, 64), None);
     }
+
+    #[tokio::test]
+    async fn the_writer_writes_what_is_queued_as_lines_then_closes_on_request() {
+        use tokio::io::AsyncReadExt;
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(8);
+        let (close, close_rx) = oneshot::channel();
+        for m in [&b"a"[..], b"{\"b\":2}", b"c"] {
+            tx.send(m.to_vec()).await.expect("queued");
+        }
+        let writer = spawn_writer(w, rx, Some(close_rx));
+        close.send(()).expect("writer alive");
+        writer.await.expect("writer ends");
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.expect("EOF once closed");
+        assert_eq!(out, b"a\n{\"b\":2}\nc\n");
+        assert!(tx.is_closed(), "nothing is taken after the close");
+    }
+
+    #[tokio::test]
+    async fn the_writer_without_a_close_ends_with_its_senders() {
+        use tokio::io::AsyncReadExt;
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(8);
+        let writer = spawn_writer(w, rx, None);
+        tx.send(b"x".to_vec()).await.expect("queued");
+        drop(tx);
+        writer.await.expect("writer ends");
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.expect("EOF");
+        assert_eq!(out, b"x\n");
+    }
 }

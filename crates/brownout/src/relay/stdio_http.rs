@@ -207,6 +207,8 @@ pub async fn run(
         });
     }
     let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let (closed_tx, mut closed_rx) = oneshot::channel::<()>();
     let client = spawn_client_reader(
         Arc::clone(&relay),
@@ -216,8 +218,6 @@ pub async fn run(
         max,
         closed_tx,
     );
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     tokio::select! {
         _ = &mut closed_rx => {}
         _ = sigterm.recv() => {}
