@@ -2,8 +2,8 @@
 //! command, sends JSON-RPC requests with timeouts and sorts out what came back, keeping
 //! what a stricter SDK would hide (stray lines, duplicates, mismatched ids).
 
+use crate::relay::framing::spawn_writer;
 use crate::relay::framing::{Frame, LineReader, DEFAULT_MAX_MESSAGE};
-use crate::relay::stdio::spawn_writer;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -66,7 +66,7 @@ impl StdioClient {
             .take()
             .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
         let (tx, rx) = mpsc::channel(1024);
-        spawn_writer(stdin, rx);
+        spawn_writer(stdin, rx, None);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let s2 = Arc::clone(&shared);
         tokio::spawn(async move {

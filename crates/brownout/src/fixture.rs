@@ -6,8 +6,8 @@
 //! Written by hand rather than on an SDK: it is a few hundred lines, it must add as little
 //! as possible to relay benchmarks, and its answers must be fully predictable.
 
+use crate::relay::framing::spawn_writer;
 use crate::relay::framing::{Frame, LineReader, DEFAULT_MAX_MESSAGE};
-use crate::relay::stdio::spawn_writer;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -224,7 +224,7 @@ pub async fn run(opts: FixtureOptions) -> anyhow::Result<()> {
         restarts: AtomicU64::new(0),
     });
     let (tx, rx) = mpsc::channel::<Vec<u8>>(1024);
-    let writer = spawn_writer(crate::relay::stdio::stdout(), rx);
+    let writer = spawn_writer(crate::relay::stdio::stdout(), rx, None);
     let mut reader = LineReader::new(
         BufReader::new(crate::relay::stdio::stdin()),
         DEFAULT_MAX_MESSAGE,

@@ -441,10 +441,10 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         let Setup { relay } = setup(&a.common, None, driver).await?;
         let code = match (spec, &a.upstream) {
             (Some(spec), _) => {
-                relay::stdio::run(
+                relay::stdio_child::run(
                     spec,
                     Arc::clone(&relay),
-                    relay::stdio::StdioOptions {
+                    relay::stdio_child::StdioOptions {
                         max_message: a.max_message_bytes,
                     },
                 )

@@ -15,11 +15,10 @@
 
 use super::child::{describe, terminate, ChildSpec, ProcessHandle, ServerProcess};
 use super::child_session::{duplicate_id_error, ChildSession, Route};
-use super::framing::{Frame, LineReader};
-use super::http::{relay_error, request_ids, Down};
-use super::http_back::{dead_end, Head};
-use super::stdio::spawn_writer;
-use super::{to_duration, Pipe, Relay, OUTBOX_DEPTH};
+use super::framing::{spawn_writer, Frame, LineReader};
+use super::http::{request_ids, Down};
+use super::http_back::Head;
+use super::{dead_end, relay_error, to_duration, Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};
@@ -210,7 +209,7 @@ impl ChildBack {
         });
         let (mut server, stdin, stdout) = ServerProcess::spawn(&self.spec)?;
         let (to_server, to_server_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-        spawn_writer(stdin, to_server_rx);
+        spawn_writer(stdin, to_server_rx, None);
         let process = ProcessHandle::default();
         process.set(server.pid);
         let (ended_tx, ended_rx) = watch::channel(None);
@@ -266,17 +265,11 @@ impl ChildBack {
                 lock(&me.sessions).remove(&session.id);
                 // What the server wrote before it ended is still answered.
                 let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
-                let failed = me.relay.fail_pending(
+                let failed = me.relay.server_gone(
                     &session.id,
                     &format!("the MCP server exited before answering ({how})"),
+                    &format!("the server of session {} ended ({how})", short(&session.id)),
                 );
-                if !failed.is_empty() {
-                    eprintln!(
-                        "brownout: the server of session {} ended ({how}); {} call(s) in flight answered with an error",
-                        short(&session.id),
-                        failed.len()
-                    );
-                }
                 for f in failed {
                     if let Some(route) = session.take(std::slice::from_ref(&f.id)) {
                         let _ = route.down.send(Down::Msg(f.reply)).await;

@@ -14,8 +14,7 @@
 
 use super::child::ProcessHandle;
 use super::http::{answered_ids, Down};
-use super::http_back::dead_end;
-use super::Pipe;
+use super::{dead_end, Pipe};
 use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
 use brownout_core::verdict::{Forward, Verdict};
 use std::collections::{HashMap, HashSet, VecDeque};

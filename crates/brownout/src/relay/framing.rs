@@ -4,10 +4,13 @@
 //! at most `max` bytes; a longer line is skipped to its end and reported as
 //! [`Frame::Oversized`] with its first bytes and its top-level id (found while the line
 //! streams past, wherever in the line it is), so the relay can answer the right caller with
-//! a clear error and lose nothing else.
+//! a clear error and lose nothing else. [`spawn_writer`] writes queued messages as lines
+//! (the one writer loop of every stdio side: the client's stdout, a server's stdin).
 
 use brownout_core::jsonrpc::{TopId, TopLevelId};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 /// Default largest message: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -113,6 +116,58 @@ pub fn oversized_error(size: usize, id: &TopId, max: usize) -> Option<Vec<u8>> {
     Some(format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":{error}}}"#).into_bytes())
 }
 
+/// Write messages from `rx` as lines, in batches, flushing whenever the queue runs dry.
+/// When `close` fires (or its sender is dropped), what is queued is written and the writer
+/// ends, closing `w` (EOF to a server's stdin). After a failed write (the reader is gone)
+/// the writer ends; what still comes is dropped.
+pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut close: Option<oneshot::Receiver<()>>,
+) -> JoinHandle<()> {
+    /// A batch is written once it is this big, even if more is queued.
+    const BATCH: usize = 1 << 20;
+    tokio::spawn(async move {
+        loop {
+            let mut batch = Vec::new();
+            let closing = tokio::select! {
+                biased;
+                m = rx.recv() => match m {
+                    Some(m) => {
+                        batch.extend_from_slice(&m);
+                        batch.push(b'\n');
+                        false
+                    }
+                    None => break,
+                },
+                _ = closed(&mut close) => true,
+            };
+            while closing || batch.len() <= BATCH {
+                let Ok(more) = rx.try_recv() else { break };
+                batch.extend_from_slice(&more);
+                batch.push(b'\n');
+            }
+            if !batch.is_empty() && (w.write_all(&batch).await.is_err() || w.flush().await.is_err())
+            {
+                break;
+            }
+            if closing {
+                break;
+            }
+        }
+    })
+}
+
+/// Resolves when `close` fires or its sender is dropped; never without one.
+async fn closed(close: &mut Option<oneshot::Receiver<()>>) {
+    match close {
+        Some(c) => {
+            let _ = c.await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +223,37 @@ mod tests {
         };
         assert_eq!(id, &TopId::Absent, "a notification: nobody to answer");
         assert_eq!(oversized_error(100, id, 64), None);
+    }
+
+    #[tokio::test]
+    async fn the_writer_writes_what_is_queued_as_lines_then_closes_on_request() {
+        use tokio::io::AsyncReadExt;
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(8);
+        let (close, close_rx) = oneshot::channel();
+        for m in [&b"a"[..], b"{\"b\":2}", b"c"] {
+            tx.send(m.to_vec()).await.expect("queued");
+        }
+        let writer = spawn_writer(w, rx, Some(close_rx));
+        close.send(()).expect("writer alive");
+        writer.await.expect("writer ends");
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.expect("EOF once closed");
+        assert_eq!(out, b"a\n{\"b\":2}\nc\n");
+        assert!(tx.is_closed(), "nothing is taken after the close");
+    }
+
+    #[tokio::test]
+    async fn the_writer_without_a_close_ends_with_its_senders() {
+        use tokio::io::AsyncReadExt;
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(8);
+        let writer = spawn_writer(w, rx, None);
+        tx.send(b"x".to_vec()).await.expect("queued");
+        drop(tx);
+        writer.await.expect("writer ends");
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.expect("EOF");
+        assert_eq!(out, b"x\n");
     }
 }

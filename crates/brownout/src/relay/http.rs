@@ -3,7 +3,7 @@
 //! client (slow events, throttled bytes, a stream cut after N events or bytes, a reset).
 
 use super::sse::Event;
-use super::to_duration;
+use super::{dead_end, to_duration};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName};
 use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
@@ -25,7 +25,6 @@ pub async fn execute_down(
     template: Option<Event>,
     down: &mpsc::Sender<Down>,
 ) {
-    use super::http_back::dead_end;
     // More than one message for one answer (copies, a notification after it): as events,
     // which tells a plain JSON answer to become an SSE stream (see `respond`).
     let several = v.duplicates > 0 || !v.extra.is_empty();
@@ -214,11 +213,6 @@ pub fn answered_ids(bytes: &[u8]) -> Vec<Id> {
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
-pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
-    jsonrpc::error_response(id, -32603, message, None)
 }
 
 /// How the answer body is shaped on its way out.

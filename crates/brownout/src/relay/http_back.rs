@@ -7,9 +7,7 @@
 //! When the server fails or cuts the stream before answering, every request still owed
 //! gets a clear JSON-RPC error.
 
-use super::http::{
-    answered_ids, execute_down, is_json, is_sse, relay_error, strip_hop_headers, Down, Pacer,
-};
+use super::http::{answered_ids, execute_down, is_json, is_sse, strip_hop_headers, Down, Pacer};
 use super::sse::{self, Event};
 use super::Relay;
 use axum::body::Bytes;
@@ -138,8 +136,9 @@ pub enum PumpEnd {
 }
 
 impl Pump {
-    /// One message from the server, through the engine, on to the client.
-    async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
+    /// One message from the server, through the engine, on to the client; whether the
+    /// client is still there.
+    pub async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
         if !self.owed.is_empty() {
             let answered = answered_ids(&bytes);
             self.owed.retain(|id| !answered.contains(id));
@@ -230,8 +229,7 @@ impl Pump {
     /// silent), through the engine so the failure is counted.
     pub async fn fail_owed(&mut self, why: &str) {
         for id in std::mem::take(&mut self.owed) {
-            let err = relay_error(Some(&id), &format!("brownout: {why}"));
-            let v = self.relay.handle(Side::Server, &self.key, &err);
+            let (v, err) = self.relay.owed_error(&self.key, &id, why);
             execute_down(v, err, None, &self.down).await;
         }
     }
@@ -242,10 +240,9 @@ impl Pump {
     /// requests (an error page, an error with `id: null`): the client has the server's
     /// answer as it came; each call is recorded as failed, so nothing stays pending.
     pub fn resolve_owed(&mut self, status: StatusCode) {
+        let why = format!("the upstream MCP server answered HTTP {status}");
         for id in std::mem::take(&mut self.owed) {
-            let why = format!("brownout: the upstream MCP server answered HTTP {status}");
-            let err = relay_error(Some(&id), &why);
-            let _ = self.relay.handle(Side::Server, &self.key, &err);
+            let _ = self.relay.owed_error(&self.key, &id, &why);
         }
     }
 }
@@ -267,12 +264,6 @@ pub fn describe(e: &reqwest::Error) -> String {
         source = inner.source();
     }
     s
-}
-
-/// A sender whose receiver is gone: messages sent to it vanish. Used as the answer path of
-/// server messages, which no fault answers in the server's place.
-pub fn dead_end<T>() -> mpsc::Sender<T> {
-    mpsc::channel(1).0
 }
 
 /// A head for an answer brownout makes itself.

@@ -24,11 +24,11 @@ mod guard;
 mod post;
 
 use super::child_back::ChildBack;
-use super::http::{self, relay_error, Down, Shape};
+use super::http::{self, Down, Shape};
 use super::http_back::{Head, HttpBack};
 use super::http_serve::Timeouts;
 use super::http_sessions::{SessionKeys, LABEL_HEADER};
-use super::Relay;
+use super::{relay_error, Relay};
 use answer::{hold_permit, json_error, plain, response};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};

@@ -17,14 +17,17 @@ pub mod http_back;
 pub mod http_front;
 pub mod http_serve;
 pub mod http_sessions;
+pub mod layers;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
+pub mod stdio_child;
 pub mod stdio_http;
 pub mod upstream_answer;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
+use brownout_core::jsonrpc::{self, Id};
 use brownout_core::stats::Report;
 use brownout_core::verdict::{Forward, ProcessAction, Verdict};
 use brownout_core::{Capabilities, Capability, Engine, EngineConfig, Plan, PlanErrors, Side, Time};
@@ -282,6 +285,29 @@ impl Relay {
         }
     }
 
+    /// The server of `session` is gone: every call in flight gets a clear error (`reason`),
+    /// and `ended` ("the server ended (exit status 1)") goes to stderr with how many. The
+    /// one place a dead server's callers are failed; the back delivers the answers.
+    pub fn server_gone(&self, session: &str, reason: &str, ended: &str) -> Vec<FailedCall> {
+        let failed = self.fail_pending(session, reason);
+        if !failed.is_empty() {
+            eprintln!(
+                "brownout: {ended}; {} call(s) in flight answered with an error",
+                failed.len()
+            );
+        }
+        failed
+    }
+
+    /// brownout answers call `id` in the server's place with a clear error (`why`: the
+    /// server failed, went silent or refused): the error passes the engine as the server's
+    /// message, so the failure is counted. Returns the verdict and the error to carry out.
+    pub fn owed_error(&self, session: &str, id: &Id, why: &str) -> (Verdict, Vec<u8>) {
+        let err = relay_error(Some(id), &format!("brownout: {why}"));
+        let v = self.handle(Side::Server, session, &err);
+        (v, err)
+    }
+
     /// The server went away: clear errors for every call in flight.
     pub fn fail_pending(&self, session: &str, reason: &str) -> Vec<FailedCall> {
         let now = self.now();
@@ -336,6 +362,11 @@ impl Relay {
     pub fn restart_policy(&self) -> brownout_core::faults::process::RestartPolicy {
         self.engine().plan().restart_policy()
     }
+}
+
+/// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
+pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
+    jsonrpc::error_response(id, -32603, message, None)
 }
 
 /// The run summary with its per-method and per-tool lines and every fault of the plan.
@@ -512,6 +543,12 @@ fn hold_then_drop<T: Send + 'static>(out: &mpsc::Sender<T>, hold: Duration) {
         tokio::time::sleep(hold).await;
         drop(out);
     });
+}
+
+/// A sender whose receiver is gone: messages sent to it vanish. Used as the answer path of
+/// server messages, which no fault answers in the server's place.
+pub fn dead_end<T>() -> mpsc::Sender<T> {
+    mpsc::channel(1).0
 }
 
 pub fn to_duration(t: Time) -> Duration {

@@ -8,7 +8,7 @@
 //! at once is taken before the next event, so order holds. Legacy HTTP+SSE registers the
 //! side queue as the session's stream, for answers brownout makes itself.
 
-use super::http::{answered_ids, execute_down, relay_error, Down};
+use super::http::{answered_ids, execute_down, Down};
 use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
 use super::Relay;
@@ -172,8 +172,7 @@ impl SseRelay {
         };
         if let Some(why) = why {
             for id in std::mem::take(&mut self.owed) {
-                let err = relay_error(Some(&id), &format!("brownout: {why}"));
-                let v = self.relay.handle(Side::Server, &self.key, &err);
+                let (v, err) = self.relay.owed_error(&self.key, &id, &why);
                 self.through_pipe(v, err, None).await;
             }
         }

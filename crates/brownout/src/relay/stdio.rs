@@ -1,169 +1,24 @@
-//! `brownout proxy stdio`: a client speaks to brownout on stdin/stdout exactly as to the
-//! server, and brownout speaks to the server as a child process.
+//! The stdio front: a client speaks to brownout on stdin/stdout exactly as to the server
+//! (`brownout proxy stdio`), whatever the back.
 //!
-//! Unmodified lines pass byte for byte and in order; a delayed line never blocks the others.
-//! When the server dies, everything it wrote is relayed first, then every call still in
-//! flight is answered with a clear JSON-RPC error (with the exit status and the server's last
-//! words on stderr). With `restart: on_failure` the server is started again (exponential
-//! backoff, during which calls are answered with an error saying so) and the client's
-//! `initialize` is replayed to it. EOF on stdin closes the server's stdin and waits for it,
-//! and brownout exits with the server's status; SIGINT/SIGTERM stop the server and brownout
-//! exits 0 once it is gone, as `proxy http` does.
+//! [`spawn_client_reader`] reads the client's lines; each passes the engine, then goes to
+//! the [`Back`] with its verdict. A line over the limit is answered with `-32600` (addressed
+//! to its top-level id, else not at all) and nothing else is lost. What goes to the client
+//! (the server's messages, brownout's own answers) is queued on one outbox and written by
+//! [`super::framing::spawn_writer`]. The backs: [`super::stdio_child`] (`-- CMD`) and
+//! [`super::stdio_http`] (`--upstream URL`).
 
-use super::child::{describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess};
 use super::framing::{oversized_error, Frame, LineReader};
-use super::handshake::{is_response_to, Handshake};
-use super::{Outbox, Pipe, Relay, OUTBOX_DEPTH};
-use brownout_core::jsonrpc;
-use brownout_core::verdict::Verdict;
+use super::layers::Back;
+use super::{Outbox, Relay};
 use brownout_core::Side;
-use nix::sys::signal::Signal;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 /// The session key of the one stdio client.
 pub const SESSION: &str = "stdio";
-
-/// How long the server gets to exit after its stdin closes or it is sent SIGTERM.
-const GRACE: Duration = Duration::from_secs(5);
-
-/// How long the server's stdout may stay open after the server exited (a grandchild can
-/// hold it) before the calls still in flight are failed anyway.
-const DRAIN: Duration = Duration::from_secs(2);
-
-/// After the server is gone for good, how long brownout still answers a connected client
-/// (a server that dies at start: the client's `initialize` learns why) before it exits.
-const LINGER: Duration = Duration::from_secs(2);
-
-pub struct StdioOptions {
-    pub max_message: usize,
-}
-
-/// Write frames from `rx` as lines, flushing whenever the queue runs dry.
-pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
-    mut w: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
-            let mut batch = first;
-            batch.push(b'\n');
-            while let Ok(mut more) = rx.try_recv() {
-                more.push(b'\n');
-                batch.extend_from_slice(&more);
-                if batch.len() > 1 << 20 {
-                    break;
-                }
-            }
-            if w.write_all(&batch).await.is_err() || w.flush().await.is_err() {
-                break;
-            }
-        }
-    })
-}
-
-/// Where the client's messages go: to the current server, or nowhere (why, in words).
-#[derive(Clone)]
-enum Gate {
-    Up(Pipe),
-    Down(String),
-}
-
-/// One server process and the tasks that serve it.
-struct Generation {
-    process: ServerProcess,
-    /// Reads the server's stdout; ends at its end of file.
-    reader: JoinHandle<()>,
-    /// Firing or dropping it closes the server's stdin once what is queued is written.
-    close: Option<oneshot::Sender<()>>,
-}
-
-/// Starts server processes and wires each to the client.
-struct Supervisor {
-    spec: ChildSpec,
-    relay: Arc<Relay>,
-    to_client: Outbox,
-    process: ProcessHandle,
-    gate: watch::Sender<Gate>,
-    handshake: Arc<Handshake>,
-    max: usize,
-}
-
-impl Supervisor {
-    /// Start server number `restart` (0: the first); a restarted one gets the client's
-    /// handshake first. Calls go to it from now on.
-    async fn start(&self, restart: u32) -> std::io::Result<Generation> {
-        let (process, mut stdin, stdout) = ServerProcess::spawn(&self.spec)?;
-        let swallow = match restart {
-            0 => None,
-            n => self.handshake.replay(n, &mut stdin).await,
-        };
-        let (to_server, rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-        let (close, close_rx) = oneshot::channel();
-        spawn_server_writer(stdin, rx, close_rx);
-        self.process.set(process.pid);
-        let s2c = Pipe::new(
-            self.to_client.clone(),
-            to_server.clone(),
-            Some(self.process.clone()),
-        );
-        let reader = spawn_reader(Arc::clone(&self.relay), s2c, swallow, stdout, self.max);
-        let c2s = Pipe::new(
-            to_server,
-            self.to_client.clone(),
-            Some(self.process.clone()),
-        );
-        self.gate.send_replace(Gate::Up(c2s));
-        Ok(Generation {
-            process,
-            reader,
-            close: Some(close),
-        })
-    }
-
-    /// No server takes calls now; `why` is what callers are told.
-    fn down(&self, why: String) {
-        self.process.set(None);
-        self.gate.send_replace(Gate::Down(why));
-    }
-
-    /// A server ended: relay what it wrote, then fail what it left unanswered. Returns its
-    /// last words on stderr, ready to append to a message.
-    async fn bury(&self, mut g: Generation, how: &str) -> String {
-        drain(&mut g.reader).await;
-        g.process.stderr.settle(Duration::from_millis(500)).await;
-        let said = g.process.stderr.last_lines(5);
-        let tail = if said.is_empty() {
-            String::new()
-        } else {
-            format!("; its last words on stderr: {said}")
-        };
-        let failed = self.relay.fail_pending(
-            SESSION,
-            &format!("the MCP server exited before answering ({how}){tail}"),
-        );
-        if !failed.is_empty() {
-            eprintln!(
-                "brownout: the server ended ({how}); {} call(s) in flight answered with an error",
-                failed.len()
-            );
-        }
-        for f in failed {
-            let _ = self.to_client.send(f.reply).await;
-        }
-        tail
-    }
-}
-
-/// Relay between our stdin/stdout and a server child process. Returns the exit code.
-pub async fn run(spec: ChildSpec, relay: Arc<Relay>, opts: StdioOptions) -> anyhow::Result<i32> {
-    run_with(spec, relay, opts, stdin(), stdout()).await
-}
 
 /// Our stdin as an async reader. When it is a pipe (as MCP clients start servers) it is
 /// read with non-blocking I/O on the runtime; tokio's own `stdin()` goes through a
@@ -195,194 +50,30 @@ pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     }
 }
 
-pub async fn run_with<R, W>(
-    spec: ChildSpec,
+/// Client → server: each message of `input` goes through the engine, then to `back` with
+/// its verdict. `closed` fires when the client's input ends (or cannot be read).
+pub fn spawn_client_reader<B, R>(
     relay: Arc<Relay>,
-    opts: StdioOptions,
+    mut back: B,
     input: R,
-    output: W,
-) -> anyhow::Result<i32>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let client_writer = spawn_writer(output, to_client_rx);
-    let (gate, gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
-    let sup = Supervisor {
-        spec,
-        relay: Arc::clone(&relay),
-        to_client: to_client.clone(),
-        process: ProcessHandle::default(),
-        gate,
-        handshake: Arc::new(Handshake::default()),
-        max: opts.max_message,
-    };
-    let first = sup.start(0).await?;
-    let pid = first
-        .process
-        .pid
-        .map_or_else(|| "?".to_string(), |p| p.to_string());
-    eprintln!(
-        "brownout: relaying stdio -> `{}` (pid {pid})",
-        command_line(&sup.spec)
-    );
-    let mut gen = Some(first);
-    let (client_tx, mut client_rx) = oneshot::channel::<()>();
-    let client = spawn_client_reader(&sup, gate_rx, input, client_tx);
-
-    let mut client_closed = false;
-    let mut stopping = false;
-    let mut last_code = 0;
-    let mut restarts = 0u32;
-    let mut restart_at: Option<Instant> = None;
-    let mut linger_until: Option<Instant> = None;
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut expiry = tokio::time::interval(Duration::from_secs(1));
-    let far = || Instant::now() + Duration::from_secs(3600);
-
-    let code = loop {
-        let timer = relay.next_timer().map(|t| t.saturating_sub(relay.now()));
-        tokio::select! {
-            status = wait(&mut gen) => {
-                let Some(g) = gen.take() else { continue };
-                let status = status?;
-                let how = describe(&status);
-                last_code = exit_code(&status);
-                sup.down(format!("the MCP server exited ({how})"));
-                let tail = sup.bury(g, &how).await;
-                if stopping {
-                    eprintln!("brownout: stopped on a signal; the server ended ({how})");
-                    break 0;
-                }
-                if client_closed {
-                    break last_code;
-                }
-                // The policy of the plan running now (a reload may have changed it).
-                let policy = relay.restart_policy();
-                if !status.success() && policy.on_failure && restarts < policy.max_restarts {
-                    let delay = super::to_duration(policy.delay(restarts));
-                    restarts += 1;
-                    let (n, ms) = (policy.max_restarts, delay.as_millis());
-                    eprintln!("brownout: the server ended ({how}); restart {restarts}/{n} in {ms}ms");
-                    sup.down(format!("the MCP server is restarting after it ended ({how}): restart {restarts}/{n} in {ms} ms; try again then"));
-                    restart_at = Some(Instant::now() + delay);
-                } else {
-                    if !status.success() {
-                        eprintln!("brownout: the server ended ({how}); not restarting");
-                    }
-                    sup.down(format!("the MCP server has exited ({how}){tail}"));
-                    linger_until = Some(Instant::now() + LINGER);
-                }
-            }
-            _ = tokio::time::sleep_until(restart_at.unwrap_or_else(far)), if restart_at.is_some() => {
-                restart_at = None;
-                match sup.start(restarts).await {
-                    Ok(g) => gen = Some(g),
-                    Err(e) => {
-                        eprintln!("brownout: restarting the server failed: {e}");
-                        sup.down(format!("the MCP server could not be restarted: {e}"));
-                        linger_until = Some(Instant::now() + LINGER);
-                    }
-                }
-            }
-            _ = tokio::time::sleep_until(linger_until.unwrap_or_else(far)), if linger_until.is_some() => break last_code,
-            _ = &mut client_rx, if !client_closed => {
-                client_closed = true;
-                match gen.as_mut() {
-                    Some(g) => {
-                        // EOF to the server once what is queued is written: the polite way
-                        // to ask a stdio server to exit.
-                        if let Some(c) = g.close.take() {
-                            let _ = c.send(());
-                        }
-                        stop_after(g.process.pid, GRACE);
-                    }
-                    None => break last_code,
-                }
-            }
-            _ = sigterm.recv() => match gen.as_ref() {
-                Some(g) => { stopping = true; stop(g) }
-                None => break 0,
-            },
-            _ = sigint.recv() => match gen.as_ref() {
-                Some(g) => { stopping = true; stop(g) }
-                None => break 0,
-            },
-            _ = tokio::time::sleep(timer.map_or(Duration::from_secs(3600), super::to_duration)), if timer.is_some() => {
-                for a in relay.on_timer(SESSION) {
-                    sup.process.apply(a);
-                }
-            }
-            _ = expiry.tick() => relay.expire(),
-        }
-    };
-    // Nothing more goes to the client but what is already on its way.
-    client.abort();
-    sup.down("brownout is stopping".into());
-    drop((sup, to_client, gen));
-    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
-    Ok(code)
-}
-
-/// SIGTERM to the server, SIGKILL if it is still there after the grace.
-fn stop(g: &Generation) {
-    g.process.signal(Signal::SIGTERM);
-    stop_after(g.process.pid, GRACE);
-}
-
-fn command_line(spec: &ChildSpec) -> String {
-    std::iter::once(spec.program.as_str())
-        .chain(spec.args.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The current server's exit; never resolves while there is none.
-async fn wait(gen: &mut Option<Generation>) -> std::io::Result<std::process::ExitStatus> {
-    match gen {
-        Some(g) => g.process.child.wait().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Client → server: each message goes through the engine, then to the current server, or
-/// is answered at once with why there is none.
-fn spawn_client_reader<R>(
-    sup: &Supervisor,
-    mut gate: watch::Receiver<Gate>,
-    input: R,
+    to_client: Outbox,
+    max: usize,
     closed: oneshot::Sender<()>,
 ) -> JoinHandle<()>
 where
+    B: Back,
     R: AsyncRead + Unpin + Send + 'static,
 {
-    let relay = Arc::clone(&sup.relay);
-    let handshake = Arc::clone(&sup.handshake);
-    let to_client = sup.to_client.clone();
-    let max = sup.max;
     tokio::spawn(async move {
         let mut reader = LineReader::new(BufReader::new(input), max);
-        let mut current = gate.borrow_and_update().clone();
         loop {
             match reader.next().await {
                 Ok(Some(Frame::Line(bytes))) => {
                     let v = relay.handle(Side::Client, SESSION, &bytes);
-                    // Looked at after the engine saw the call: a server that ended before
-                    // this point has either failed the call already or never gets it.
-                    if gate.has_changed().unwrap_or(false) {
-                        current = gate.borrow_and_update().clone();
-                    }
-                    match &current {
-                        Gate::Up(pipe) => {
-                            handshake.remember(&bytes);
-                            pipe.execute(v, bytes).await;
-                        }
-                        Gate::Down(why) => refuse(&relay, &to_client, v, why).await,
-                    }
+                    back.send(v, bytes).await;
                 }
                 Ok(Some(Frame::Oversized { size, id, .. })) => {
+                    // As with a server command: the caller gets -32600 (docs/relay.md).
                     match oversized_error(size, &id, max) {
                         Some(err) => {
                             eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
@@ -400,106 +91,4 @@ where
         }
         let _ = closed.send(());
     })
-}
-
-/// No server takes the message: an answer the engine made stands; a call is answered with
-/// a clear error saying why; anything else is dropped.
-async fn refuse(relay: &Relay, to_client: &Outbox, v: Verdict, why: &str) {
-    for r in v.reply {
-        let _ = to_client.send(r.bytes).await;
-    }
-    for f in relay.fail_pending(SESSION, why) {
-        let _ = to_client.send(f.reply).await;
-    }
-}
-
-/// Client → server: writes queued lines to one server process. On `close`, writes what is
-/// queued and closes the server's stdin; after a failed write (the server is gone) drops
-/// what still comes, whose callers the supervisor answers.
-fn spawn_server_writer(
-    stdin: ChildStdin,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut close: oneshot::Receiver<()>,
-) {
-    tokio::spawn(async move {
-        let mut stdin = Some(stdin);
-        let mut closing = false;
-        while !closing {
-            let mut batch = tokio::select! {
-                biased;
-                m = rx.recv() => match m {
-                    Some(mut m) => {
-                        m.push(b'\n');
-                        m
-                    }
-                    None => break,
-                },
-                _ = &mut close => {
-                    closing = true;
-                    Vec::new()
-                }
-            };
-            while let Ok(mut more) = rx.try_recv() {
-                more.push(b'\n');
-                batch.extend_from_slice(&more);
-            }
-            if let Some(w) = stdin.as_mut() {
-                if !batch.is_empty()
-                    && (w.write_all(&batch).await.is_err() || w.flush().await.is_err())
-                {
-                    stdin = None;
-                }
-            }
-        }
-        drop(stdin);
-    });
-}
-
-/// Server → client: reads the server's stdout and carries out verdicts on its messages,
-/// in its own task, so a response crosses brownout with a single hand-off. `swallow` is the
-/// id of a replayed `initialize` whose answer the client must not see.
-fn spawn_reader(
-    relay: Arc<Relay>,
-    pipe: Pipe,
-    mut swallow: Option<jsonrpc::Id>,
-    stdout: ChildStdout,
-    max: usize,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut reader = LineReader::new(BufReader::new(stdout), max);
-        while let Ok(Some(frame)) = reader.next().await {
-            let bytes = match frame {
-                Frame::Line(bytes) => {
-                    if swallow
-                        .as_ref()
-                        .is_some_and(|id| is_response_to(&bytes, id))
-                    {
-                        swallow = None;
-                        continue;
-                    }
-                    bytes
-                }
-                Frame::Oversized { size, id, .. } => match oversized_error(size, &id, max) {
-                    Some(err) => {
-                        eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; its caller gets an error");
-                        err
-                    }
-                    None => {
-                        eprintln!("brownout: a server message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)");
-                        continue;
-                    }
-                },
-            };
-            let v = relay.handle(Side::Server, SESSION, &bytes);
-            pipe.execute(v, bytes).await;
-        }
-    })
-}
-
-/// Wait until the server's stdout reader has reached end of file (at most [`DRAIN`]), so an
-/// answer written just before the exit reaches the client as an answer, not as a failure.
-async fn drain(reader: &mut JoinHandle<()>) {
-    if !reader.is_finished() && tokio::time::timeout(DRAIN, &mut *reader).await.is_err() {
-        eprintln!("brownout: the server's stdout is still open after it exited; failing the calls in flight");
-    }
 }

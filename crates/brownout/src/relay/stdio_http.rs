@@ -1,4 +1,4 @@
-//! The stdio front joined to the HTTP back (`brownout proxy stdio --upstream URL`): a stdio
+//! The HTTP back of the stdio front (`brownout proxy stdio --upstream URL`): a stdio
 //! client (a desktop agent) reaches a remote streamable HTTP server through the faults.
 //!
 //! Each message from stdin passes the engine and is POSTed on its own (so a slow call never
@@ -12,18 +12,18 @@
 //! keeps going (each call gets an error until the server answers). EOF on stdin ends the
 //! session (DELETE) and brownout.
 
-use super::framing::{Frame, LineReader};
+use super::framing::spawn_writer;
 use super::http::Down;
 use super::http_back::{describe, HttpBack, Pump};
-use super::stdio::{spawn_writer, stdin, stdout, SESSION};
+use super::layers::Back;
+use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
 use super::upstream_answer;
 use super::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Kind, Message};
-use brownout_core::Side;
+use brownout_core::verdict::Verdict;
 use std::sync::{Arc, Mutex};
-use tokio::io::BufReader;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// What the server told us about the session.
 #[derive(Default)]
@@ -165,7 +165,7 @@ pub async fn run(
         });
     }
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let writer = spawn_writer(stdout(), to_client_rx);
+    let writer = spawn_writer(stdout(), to_client_rx, None);
     let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
     let link = Arc::new(Link {
         back,
@@ -207,36 +207,25 @@ pub async fn run(
         });
     }
     let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
-    let mut reader = LineReader::new(BufReader::new(stdin()), max);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    loop {
-        tokio::select! {
-            frame = reader.next() => match frame {
-                Ok(Some(Frame::Line(bytes))) => {
-                    let v = relay.handle(Side::Client, SESSION, &bytes);
-                    pipe.execute(v, bytes).await;
-                }
-                Ok(Some(Frame::Oversized { size, id, .. })) => {
-                    // As with a server command: the caller gets -32600 (docs/relay.md).
-                    match super::framing::oversized_error(size, &id, max) {
-                        Some(err) => {
-                            eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; answered with an error");
-                            let _ = to_client.send(err).await;
-                        }
-                        None => eprintln!("brownout: a client message of {size} bytes is over the limit of {max}; skipped (no top-level id to answer)"),
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    eprintln!("brownout: reading the client failed: {e}");
-                    break;
-                }
-            },
-            _ = sigterm.recv() => break,
-            _ = sigint.recv() => break,
-        }
+    let (closed_tx, mut closed_rx) = oneshot::channel::<()>();
+    let client = spawn_client_reader(
+        Arc::clone(&relay),
+        Posts(pipe),
+        stdin(),
+        to_client.clone(),
+        max,
+        closed_tx,
+    );
+    tokio::select! {
+        _ = &mut closed_rx => {}
+        _ = sigterm.recv() => {}
+        _ = sigint.recv() => {}
     }
+    // Nothing more from the client.
+    client.abort();
+    let _ = client.await;
     // End the session politely.
     let headers = link.headers();
     if headers.contains_key("mcp-session-id") {
@@ -247,9 +236,18 @@ pub async fn run(
         )
         .await;
     }
-    drop((pipe, to_client));
+    drop(to_client);
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
     Ok(0)
+}
+
+/// The back as the stdio front sees it: each message the pipe forwards is POSTed.
+struct Posts(Pipe);
+
+impl Back for Posts {
+    async fn send(&mut self, v: Verdict, msg: Vec<u8>) {
+        self.0.execute(v, msg).await;
+    }
 }
 
 fn note_protocol(link: &Link, m: &[u8]) {

@@ -8,13 +8,11 @@
 //! fails, the calls still owed get an error. A body that is not JSON-RPC is never written to
 //! the client: its calls get an error naming the status and content type.
 
-use super::http::{answered_ids, content_type, is_json, is_sse, Down};
-use super::http_back::{dead_end, describe, HttpBack, Pump};
+use super::http::{content_type, is_json, is_sse};
+use super::http_back::{describe, HttpBack, Pump};
 use super::sse;
-use super::Pipe;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Message};
-use brownout_core::Side;
 use std::time::Duration;
 
 /// Resumptions of one answer's stream before brownout gives up on it.
@@ -187,15 +185,7 @@ async fn read_stream(
 
 /// One JSON-RPC message from the server, through the engine, on to the client.
 async fn deliver(pump: &mut Pump, bytes: Vec<u8>) -> bool {
-    if !pump.owed.is_empty() {
-        let answered = answered_ids(&bytes);
-        pump.owed.retain(|id| !answered.contains(id));
-    }
-    let v = pump.relay.handle(Side::Server, &pump.key, &bytes);
-    Pipe::<Down, Vec<u8>>::new(pump.down.clone(), dead_end(), None)
-        .execute(v, bytes)
-        .await;
-    !pump.down.is_closed()
+    pump.message(bytes, None).await
 }
 
 /// The start of a body, for an error message.

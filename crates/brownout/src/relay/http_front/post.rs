@@ -4,11 +4,11 @@
 
 use super::answer::{abort, json_error, respond, respond_own, response, stall, status_response};
 use super::{Back, Front, Who};
-use crate::relay::http::{self, is_sse, relay_error, request_ids, Down, Pacer, Shape, DOWN_DEPTH};
+use crate::relay::http::{self, is_sse, request_ids, Down, Pacer, Shape, DOWN_DEPTH};
 use crate::relay::http_back::{describe, Head, HttpBack, Pump, PumpEnd};
 use crate::relay::http_sessions::SessionKeys;
 use crate::relay::sse_stream::SseRelay;
-use crate::relay::{Pipe, Relay};
+use crate::relay::{relay_error, Pipe, Relay};
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
@@ -135,7 +135,7 @@ impl Front {
         let mut pump = Pump {
             relay: Arc::clone(&self.relay),
             key,
-            down: crate::relay::http_back::dead_end(),
+            down: crate::relay::dead_end(),
             owed,
             max_body: back.max_body,
             on_endpoint: None,
@@ -146,13 +146,7 @@ impl Front {
         let anonymous = !headers.contains_key("mcp-session-id");
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
-            Err(e) => {
-                let (tx, rx) = mpsc::channel(DOWN_DEPTH);
-                pump.down = tx;
-                pump.fail_owed(&describe(&e)).await;
-                drop(pump);
-                return respond_own(rx, Shape::default()).await;
-            }
+            Err(e) => return answer_alone(pump, &describe(&e)).await,
         };
         let head = Head {
             status: resp.status(),
@@ -186,21 +180,11 @@ impl Front {
                         bytes.extend_from_slice(&c)
                     }
                     Ok(Some(_)) => {
-                        let (tx, rx) = mpsc::channel(DOWN_DEPTH);
-                        pump.down = tx;
-                        pump.fail_owed("the upstream MCP server's answer is over --max-body-bytes")
-                            .await;
-                        drop(pump);
-                        return respond_own(rx, Shape::default()).await;
+                        let why = "the upstream MCP server's answer is over --max-body-bytes";
+                        return answer_alone(pump, why).await;
                     }
                     Ok(None) => break,
-                    Err(e) => {
-                        let (tx, rx) = mpsc::channel(DOWN_DEPTH);
-                        pump.down = tx;
-                        pump.fail_owed(&describe(&e)).await;
-                        drop(pump);
-                        return respond_own(rx, Shape::default()).await;
-                    }
+                    Err(e) => return answer_alone(pump, &describe(&e)).await,
                 }
             }
             let v = self.relay.handle(Side::Server, &pump.key, &bytes);
@@ -243,6 +227,16 @@ impl Front {
         });
         response(head, http::body(rx, false, Shape::default()))
     }
+}
+
+/// The server gave no answer brownout can pass on (`why`): brownout answers every call of
+/// the POST itself, each with a clear error.
+async fn answer_alone(mut pump: Pump, why: &str) -> Response {
+    let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+    pump.down = tx;
+    pump.fail_owed(why).await;
+    drop(pump);
+    respond_own(rx, Shape::default()).await
 }
 
 /// A POST no fault touched, on its way to a server at a URL.
