@@ -822,6 +822,38 @@ async fn http_runs_with_the_same_seed_replay_the_same_faults() {
     assert_eq!(runs[2], runs[3], "by label");
 }
 
+/// The same with a stdio server per session (`proxy http -- CMD`): the engine keys a session
+/// by its label or order of arrival, not by the random id brownout gives it on the wire.
+#[tokio::test]
+async fn http_runs_over_a_stdio_server_replay_the_same_faults() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "seed: 11\nfaults:\n  - {kind: error, tools: [echo], probability: 0.5}\n",
+    );
+    let mut runs = Vec::new();
+    for label in [None, None, Some("worker-1"), Some("worker-1")] {
+        let mut args = vec![
+            "--plan".to_string(),
+            plan.clone(),
+            "--quiet".into(),
+            "--".into(),
+        ];
+        args.extend(fixture());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (_relay, through) = brownout_http(&args);
+        runs.push(errored_calls(&through, 40, label).await);
+    }
+    assert!(
+        !runs[0].is_empty() && runs[0].len() < 40,
+        "a probability of 0.5 faulted {:?}",
+        runs[0]
+    );
+    assert_eq!(runs[0], runs[1], "by order of arrival");
+    assert_eq!(runs[2], runs[3], "by label");
+    assert_ne!(runs[0], runs[2], "a label is a session of its own");
+}
+
 #[tokio::test]
 async fn get_streams_count_against_max_streams() {
     let (_server, url) = everything_http("streamableHttp");

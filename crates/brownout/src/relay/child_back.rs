@@ -24,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::Side;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 use tokio::io::BufReader;
@@ -44,6 +45,8 @@ pub struct ChildBack {
     /// A session idle this long is ended and its process stopped.
     idle: Duration,
     sessions: Mutex<HashMap<String, Arc<ChildSession>>>,
+    /// Sessions started so far: the next one's order of arrival.
+    arrived: AtomicU64,
     keeper: Once,
 }
 
@@ -58,8 +61,9 @@ pub struct Joined {
 }
 
 impl Joined {
+    /// The engine's key for the session (stable across runs), not its wire id.
     pub fn key(&self) -> &str {
-        self.session.id()
+        self.session.key()
     }
 }
 
@@ -121,6 +125,7 @@ impl ChildBack {
             max_sessions,
             idle,
             sessions: Mutex::new(HashMap::new()),
+            arrived: AtomicU64::new(0),
             keeper: Once::new(),
         }
     }
@@ -145,13 +150,14 @@ impl ChildBack {
         self: &Arc<Self>,
         headers: &HeaderMap,
         body: &[u8],
+        label: Option<&str>,
     ) -> Result<Joined, Response> {
         let (session, new) = match session_header(headers) {
             Some(id) => match lock(&self.sessions).get(id).cloned() {
                 Some(s) => (s, false),
                 None => return Err(not_found()),
             },
-            None => (self.new_session(body)?, true),
+            None => (self.new_session(body, label)?, true),
         };
         session.touch();
         let ids = request_ids(body);
@@ -167,7 +173,11 @@ impl ChildBack {
         }
     }
 
-    fn new_session(self: &Arc<Self>, body: &[u8]) -> Result<Arc<ChildSession>, Response> {
+    fn new_session(
+        self: &Arc<Self>,
+        body: &[u8],
+        label: Option<&str>,
+    ) -> Result<Arc<ChildSession>, Response> {
         let is_init = matches!(classify(body), Message::Single(v) if v.kind == Kind::Request && v.method.as_deref() == Some("initialize"));
         if !is_init {
             return Err(json_answer(
@@ -185,7 +195,7 @@ impl ChildBack {
                 relay_error(None, &msg),
             ));
         }
-        self.start_session().map_err(|e| {
+        self.start_session(label).map_err(|e| {
             json_answer(
                 StatusCode::BAD_GATEWAY,
                 relay_error(None, &format!("brownout: {e}")),
@@ -193,7 +203,7 @@ impl ChildBack {
         })
     }
 
-    fn start_session(self: &Arc<Self>) -> std::io::Result<Arc<ChildSession>> {
+    fn start_session(self: &Arc<Self>, label: Option<&str>) -> std::io::Result<Arc<ChildSession>> {
         self.keeper.call_once(|| {
             tokio::spawn(keep(Arc::downgrade(self)));
             tokio::spawn(timers(Arc::downgrade(self)));
@@ -213,8 +223,15 @@ impl ChildBack {
         let process = ProcessHandle::default();
         process.set(server.pid);
         let (ended_tx, ended_rx) = watch::channel(None);
+        // The engine's key is stable across runs (see `http_sessions`): the client's label,
+        // else the session's order of arrival; the wire id stays random.
+        let key = match label {
+            Some(l) => format!("label:{l}"),
+            None => format!("http-{}", self.arrived.fetch_add(1, Ordering::Relaxed) + 1),
+        };
         let session = Arc::new(ChildSession::new(
             new_session_id(),
+            key,
             to_server,
             process,
             ended_rx,
@@ -235,7 +252,7 @@ impl ChildBack {
                         eprintln!("brownout: a server message over {max} bytes was skipped");
                         continue;
                     };
-                    let v = relay.handle(Side::Server, session.id(), &bytes);
+                    let v = relay.handle(Side::Server, session.key(), &bytes);
                     session.deliver(v, bytes, &unrouted).await;
                 }
             })
@@ -275,7 +292,7 @@ impl ChildBack {
                         let _ = route.down.send(Down::Msg(f.reply)).await;
                     }
                 }
-                me.relay.end_session(&session.id);
+                me.relay.end_session(session.key());
                 session.clear();
                 let _ = ended_tx.send(Some(how));
             });
@@ -459,7 +476,7 @@ impl ChildBack {
         let Some(first) = sessions.first() else {
             return true;
         };
-        for a in self.relay.on_timer(first.id()) {
+        for a in self.relay.on_timer(first.key()) {
             for s in &sessions {
                 s.process.apply(a);
             }

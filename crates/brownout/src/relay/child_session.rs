@@ -41,6 +41,8 @@ struct Slot {
 /// One session: one server process.
 pub struct ChildSession {
     pub(super) id: String,
+    /// The engine's key for this session (see `http_sessions`).
+    key: String,
     pub(super) to_server: mpsc::Sender<Vec<u8>>,
     slots: Mutex<HashMap<Id, Slot>>,
     stream: Mutex<Option<mpsc::Sender<Down>>>,
@@ -75,12 +77,14 @@ pub fn duplicate_id_error(id: &Id) -> Vec<u8> {
 impl ChildSession {
     pub fn new(
         id: String,
+        key: String,
         to_server: mpsc::Sender<Vec<u8>>,
         process: ProcessHandle,
         ended: watch::Receiver<Option<String>>,
     ) -> ChildSession {
         ChildSession {
             id,
+            key,
             to_server,
             slots: Mutex::new(HashMap::new()),
             stream: Mutex::new(None),
@@ -95,6 +99,10 @@ impl ChildSession {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
     }
 
     /// The client did something in this session.
@@ -337,7 +345,13 @@ mod tests {
     fn session() -> ChildSession {
         let (to_server, _) = mpsc::channel(1);
         let (_, ended) = watch::channel(None);
-        ChildSession::new("s".into(), to_server, ProcessHandle::default(), ended)
+        ChildSession::new(
+            "s".into(),
+            "http-1".into(),
+            to_server,
+            ProcessHandle::default(),
+            ended,
+        )
     }
 
     fn num(n: u64) -> Id {

@@ -170,7 +170,7 @@ async fn handle(
         Back::Http(_) => front.keys.key(&wire, label.as_deref()),
         Back::Child(_) => wire.clone(),
     };
-    let who = Who { wire, key };
+    let who = Who { wire, key, label };
     match (&front.back, method) {
         (_, Method::POST) => {
             let read = axum::body::to_bytes(body, front.opts.max_body);
@@ -268,6 +268,8 @@ impl Front {
 pub(super) struct Who {
     wire: String,
     key: String,
+    /// The client's `Brownout-Session` label, if it sent one.
+    label: Option<String>,
 }
 
 pub(super) fn legacy_key(endpoint: &str) -> String {

@@ -41,7 +41,7 @@ impl Front {
         let owed = request_ids(&body);
         let sse_ok = http::accepts_sse(&headers);
         let (key, child_session) = match &self.back {
-            Back::Child(child) => match child.session_for(&headers, &body) {
+            Back::Child(child) => match child.session_for(&headers, &body, who.label.as_deref()) {
                 Ok(joined) => (joined.key().to_string(), Some(joined)),
                 Err(r) => return r,
             },
