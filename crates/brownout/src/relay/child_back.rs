@@ -283,7 +283,7 @@ impl ChildBack {
                 // What the server wrote before it ended is still answered.
                 let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
                 let failed = me.relay.server_gone(
-                    &session.id,
+                    session.key(),
                     &format!("the MCP server exited before answering ({how})"),
                     &format!("the server of session {} ended ({how})", short(&session.id)),
                 );

@@ -185,3 +185,16 @@ pub fn admin_url(g: &Guard) -> String {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The first JSON-RPC message of a body, JSON or SSE.
+pub fn first_message(body: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return v;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .find_map(|d| serde_json::from_str(d).ok())
+        .unwrap_or_else(|| panic!("no message in {body}"))
+}
