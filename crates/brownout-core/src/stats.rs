@@ -93,19 +93,20 @@ impl Summary {
     }
 
     pub fn record_fault(&mut self, fault: &str, kind: &str) {
-        match self.injections.get_mut(fault) {
-            Some(e) => {
+        if let Some(e) = self.injections.get_mut(fault) {
+            if e.0 == kind {
                 e.1 += 1;
-                if e.0 != kind {
-                    // A reload changed the fault's kind: say what it is now.
-                    e.0 = kind.to_string();
-                }
+                return;
             }
-            None => {
-                self.injections
-                    .insert(fault.to_string(), (kind.to_string(), 1));
-            }
+            // A reload changed the fault's kind: what the old kind did stays apart, under
+            // `id (was kind)`, and the id counts afresh under its new kind.
+            let old = std::mem::replace(e, (kind.to_string(), 1));
+            let key = format!("{fault} (was {})", old.0);
+            self.injections.entry(key).or_insert((old.0, 0)).1 += old.1;
+            return;
         }
+        self.injections
+            .insert(fault.to_string(), (kind.to_string(), 1));
     }
 
     pub fn record_call(&mut self, outcome: Outcome, latency_us: u64, mutated: bool) {
@@ -220,7 +221,19 @@ impl Report {
                 count: 0,
             });
             if e.kind != kind {
-                e.kind = kind.to_string();
+                // The running plan changed the fault's kind since it last fired: the
+                // injections were the old kind's.
+                let old = std::mem::replace(
+                    e,
+                    Injections {
+                        kind: kind.to_string(),
+                        count: 0,
+                    },
+                );
+                if old.count > 0 {
+                    let key = format!("{id} (was {})", old.kind);
+                    self.injections.entry(key).or_insert(old);
+                }
             }
         }
         self

@@ -264,7 +264,7 @@ enum PlanCmd {
         /// Plan files to check (YAML, JSON or TOML, by extension).
         #[arg(required = true, value_name = "FILES")]
         files: Vec<PathBuf>,
-        /// Print the results as JSON: per file, `valid` and its `errors` with line, column
+        /// Print the results as JSON: per file, `ok` (true or false), and its `errors` with line, column
         /// and key.
         #[arg(long)]
         json: bool,
@@ -425,6 +425,13 @@ fn child_spec(command: &[String]) -> anyhow::Result<ChildSpec> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no server command given after --"))?;
+    // Found before anything starts: `proxy http -- CMD` starts its servers later, one per
+    // session, and would otherwise listen with a server it can never run.
+    if relay::child::which(program).is_none() {
+        anyhow::bail!(
+            "cannot run the server command `{program}`: no such executable (on PATH or as a path)"
+        );
+    }
     Ok(ChildSpec {
         program: program.clone(),
         args: args.to_vec(),
@@ -496,6 +503,7 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
         let (back, path) = match (&a.upstream, spec) {
             (Some(url), _) => {
                 let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);
+                relay::http_back::warn_if_unreachable(&back);
                 let path = back.path.clone();
                 (Back::Http(back), path)
             }

@@ -456,3 +456,65 @@ fn a_fault_the_relay_cannot_perform_is_refused_at_load() {
         "the server is not started: {err}"
     );
 }
+
+/// A server command that cannot run stops both proxies at start with exit 2 and its name
+/// (`proxy http -- CMD` starts servers only per session, so it would otherwise listen with a
+/// server it can never run).
+#[test]
+fn a_server_command_that_cannot_run_is_refused_at_start() {
+    for proxy in ["stdio", "http"] {
+        let (code, _, err) = run(&["proxy", proxy, "--", "/nonexistent/brownout-server"]);
+        assert_eq!(code, 2, "proxy {proxy}: {err}");
+        assert!(
+            err.contains("cannot run the server command `/nonexistent/brownout-server`"),
+            "proxy {proxy}: {err}"
+        );
+    }
+}
+
+/// `proxy http --upstream` says at start when the server takes no connection, as
+/// `proxy stdio --upstream` does, and keeps relaying.
+#[test]
+fn proxy_http_reports_an_unreachable_upstream_at_start() {
+    use std::io::BufRead;
+    let port = common::http::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut child = Command::new(brownout())
+        .args([
+            "proxy",
+            "http",
+            "--upstream",
+            &url,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start brownout");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let found = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains("unreachable") => break Some(l),
+            Ok(l) => seen.push(l),
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = found.unwrap_or_else(|| panic!("no report of the unreachable upstream: {seen:?}"));
+    assert!(line.contains(&url), "{line}");
+}

@@ -239,6 +239,12 @@ fn a_reload_that_changes_a_faults_kind_shows_the_new_kind_in_the_summary() {
             .split_whitespace()
             .collect::<Vec<_>>()
     };
-    assert_eq!(line("shifty"), ["shifty", "error", "2"], "{err}");
+    // The error fired once under its new kind; what the latency did before stays apart.
+    assert_eq!(line("shifty "), ["shifty", "error", "1"], "{err}");
+    assert_eq!(
+        line("shifty (was"),
+        ["shifty", "(was", "latency)", "latency", "1"],
+        "{err}"
+    );
     assert_eq!(line("idle"), ["idle", "latency", "0"], "{err}");
 }

@@ -223,3 +223,20 @@ pub async fn terminate(child: &mut Child, grace: Duration) -> std::io::Result<Ex
         }
     }
 }
+
+/// Where `program` is: itself when it names a path, else the first match on `PATH`.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = std::path::PathBuf::from(program);
+        return runnable(&p).then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| runnable(p))
+    })
+}

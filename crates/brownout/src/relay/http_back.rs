@@ -278,3 +278,38 @@ pub fn own_head(status: StatusCode, content_type: &'static str) -> Head {
 
 /// The chunk type bodies are built from (re-exported for fronts).
 pub type Chunk = Bytes;
+
+/// Say on stderr, at start, when the server's host and port take no connection; the relay
+/// goes on (each call is answered with an error until the server answers).
+pub fn warn_if_unreachable(back: &Arc<HttpBack>) {
+    let back = Arc::clone(back);
+    tokio::spawn(async move {
+        if let Err(why) = probe(&back).await {
+            eprintln!(
+                "brownout: warning: the upstream {} is unreachable ({why}); relaying anyway: each call is answered with an error until it answers",
+                back.url_for(&back.path)
+            );
+        }
+    });
+}
+
+/// Whether the server's host and port take a TCP connection (within five seconds).
+async fn probe(back: &HttpBack) -> Result<(), String> {
+    let url = reqwest::Url::parse(&back.url_for(&back.path)).map_err(|e| e.to_string())?;
+    let host = url
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = url.port_or_known_default().unwrap_or(80);
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no connection within 5 s".into()),
+    }
+}

@@ -153,17 +153,7 @@ pub async fn run(
     max: usize,
     max_in_flight: usize,
 ) -> anyhow::Result<i32> {
-    {
-        let back = Arc::clone(&back);
-        tokio::spawn(async move {
-            if let Err(why) = probe(&back).await {
-                eprintln!(
-                    "brownout: warning: the upstream {} is unreachable ({why}); relaying anyway: each call is answered with an error until it answers",
-                    back.url_for(&back.path)
-                );
-            }
-        });
-    }
+    super::http_back::warn_if_unreachable(&back);
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
     let writer = spawn_writer(stdout(), to_client_rx, None);
     let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
@@ -279,26 +269,5 @@ fn note_protocol(link: &Link, m: &[u8]) {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .protocol = Some(v);
-    }
-}
-
-/// Whether the server's host and port take a TCP connection (within five seconds).
-async fn probe(back: &HttpBack) -> Result<(), String> {
-    let url = reqwest::Url::parse(&back.url_for(&back.path)).map_err(|e| e.to_string())?;
-    let host = url
-        .host_str()
-        .unwrap_or_default()
-        .trim_matches(['[', ']'])
-        .to_string();
-    let port = url.port_or_known_default().unwrap_or(80);
-    match tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        tokio::net::TcpStream::connect((host.as_str(), port)),
-    )
-    .await
-    {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("no connection within 5 s".into()),
     }
 }
