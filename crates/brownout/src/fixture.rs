@@ -250,7 +250,12 @@ pub async fn run(opts: FixtureOptions) -> anyhow::Result<()> {
             m => answer(&state, m),
         };
         let Some(reply) = reply else { continue };
-        let bytes = serde_json::to_vec(&reply)?;
+        // A single answer keeps the request's id as it was written (`1e2` stays `1e2`),
+        // as a careful server does; serde_json would rewrite numbers.
+        let bytes = match &parsed {
+            Value::Array(_) => serde_json::to_vec(&reply)?,
+            _ => brownout_core::splice::to_vec_like(&reply, &line),
+        };
         if is_call && opts.delay_ms > 0 {
             let tx = tx.clone();
             let d = Duration::from_millis(opts.delay_ms);

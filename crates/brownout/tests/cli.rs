@@ -518,3 +518,27 @@ fn proxy_http_reports_an_unreachable_upstream_at_start() {
     let line = found.unwrap_or_else(|| panic!("no report of the unreachable upstream: {seen:?}"));
     assert!(line.contains(&url), "{line}");
 }
+
+/// The fixture answers with the request's id as written (`1e2`, a 23-digit integer), so a
+/// relay's routing by id is tested against a server that keeps ids.
+#[test]
+fn the_fixture_keeps_ids_as_written() {
+    use std::io::Write;
+    let mut child = Command::new(brownout())
+        .arg("fixture")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the fixture");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1e2,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"method\":\"ping\"}\n",
+        )
+        .expect("write");
+    drop(stdin);
+    let out = child.wait_with_output().expect("output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"id\":1e2,"), "{text}");
+    assert!(text.contains("\"id\":12345678901234567890123,"), "{text}");
+}
