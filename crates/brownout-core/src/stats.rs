@@ -351,7 +351,8 @@ mod tests {
             "a fault that never fired is listed"
         );
         assert_eq!(r.injections["shift"].kind, "error");
-        assert_eq!(r.injections["shift"].count, 2);
+        assert_eq!(r.injections["shift"].count, 1, "the new kind counts afresh");
+        assert_eq!(r.injections["shift (was latency)"].count, 1);
         let text = r.to_string();
         assert!(
             text.contains(
@@ -369,6 +370,8 @@ mod tests {
         sum.record_fault("f", "latency");
         let r = sum.report().with_faults([("f", "timeout")]);
         assert_eq!(r.injections["f"].kind, "timeout");
-        assert_eq!(r.injections["f"].count, 1);
+        assert_eq!(r.injections["f"].count, 0, "the timeout never fired");
+        assert_eq!(r.injections["f (was latency)"].kind, "latency");
+        assert_eq!(r.injections["f (was latency)"].count, 1);
     }
 }

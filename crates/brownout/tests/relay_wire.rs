@@ -400,6 +400,35 @@ fn a_timeout_that_drops_after_a_hold_holds_first() {
     );
 }
 
+/// An answer held or delayed past the end of the run never reached the client: it is
+/// counted unanswered at the end, not "ok" at a time after brownout stopped.
+#[test]
+fn an_answer_held_past_the_end_of_the_run_is_unanswered() {
+    let dir = tmp();
+    let plan =
+        "faults:\n  - {id: hold, kind: timeout, tools: [echo], hold_ms: 10000, then: deliver}\n";
+    let mut cmd = through(dir.path(), plan, &fixture());
+    cmd.retain(|a| a != "--quiet");
+    let mut w = Wire::spawn(&cmd);
+    w.send(INIT);
+    assert!(w.recv_json(5000).is_some());
+    w.send(&tool_call(1, "echo", json!({"message": "held"})));
+    assert!(w.recv(500).is_none(), "held");
+    w.close_stdin();
+    assert_eq!(w.wait(10).code(), Some(0));
+    let ev = events(dir.path());
+    let call = ev
+        .iter()
+        .find(|e| e["type"] == "call" && e["id"] == 1)
+        .unwrap_or_else(|| panic!("the call event: {ev:?}"));
+    assert_eq!(call["outcome"], "unanswered", "{call}");
+    let at = call["t_ms"].as_f64().unwrap_or_default();
+    assert!(at < 10_000.0, "recorded when the run ended: {call}");
+    let err = w.stderr_text();
+    assert!(err.contains("unanswered 1"), "{err}");
+    assert!(!err.contains("ok 2"), "{err}");
+}
+
 /// Run `calls` echo calls through `cmd`; returns (the ids answered with an error, stderr).
 fn echo_session(cmd: &[String], calls: u64) -> (Vec<u64>, String) {
     let mut w = Wire::spawn(cmd);

@@ -210,7 +210,7 @@ impl Engine {
         self.shape_response(session, &id, &mut call, now, &mut shaping);
         let verdict = record::verdict_of(&shaping);
         let delivered = now + shaping.delay;
-        self.complete(session, &id, &call, &shaping, sent_at, delivered);
+        self.complete(session, &id, &call, &shaping, sent_at, delivered, now);
         verdict
     }
 
@@ -271,7 +271,7 @@ impl Engine {
         let mut shaping = Shaping::new(reply);
         self.shape_response(session, id, &mut call, now, &mut shaping);
         let delay = ready.saturating_sub(now) + shaping.delay;
-        self.complete(session, id, &call, &shaping, now, now + delay);
+        self.complete(session, id, &call, &shaping, now, now + delay, now);
         if shaping.drop {
             return (None, delay);
         }
@@ -281,6 +281,7 @@ impl Engine {
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn complete(
         &mut self,
         session: &str,
@@ -289,6 +290,7 @@ impl Engine {
         shaping: &Shaping<'_>,
         sent_at: Time,
         delivered: Time,
+        now: Time,
     ) {
         let out = shaping.output();
         let bytes = out.as_deref().unwrap_or(shaping.original);
@@ -300,6 +302,26 @@ impl Engine {
                 _ => (Outcome::Malformed, None),
             }
         };
+        if delivered > now {
+            // Due later (a delay, a held answer): recorded when it is due, so a run that
+            // ends first counts it as unanswered, not as delivered in the future.
+            let schema_valid = self.schema_valid(call, outcome, Some(bytes));
+            let late = super::deferred::Late {
+                at: delivered,
+                session: session.to_string(),
+                id: id.clone(),
+                call: call.clone(),
+                sent_at,
+                outcome,
+                code,
+                mutated: shaping.mutated,
+                schema_valid,
+            };
+            if let Some(now_due) = self.deferred.push(late) {
+                self.record_late(now_due);
+            }
+            return;
+        }
         self.call_event(
             session,
             id,

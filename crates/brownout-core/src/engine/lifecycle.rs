@@ -53,6 +53,7 @@ impl Engine {
     /// speaks again starts with fresh per-session counters (its blast-radius membership is
     /// a hash of its key and does not change).
     pub fn expire(&mut self, now: Time) {
+        self.settle(now);
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for k in keys {
             let gone = self.session(&k).pending.expire(now);
@@ -102,6 +103,8 @@ impl Engine {
 
     /// End every session (at shutdown).
     pub fn finish(&mut self, now: Time) {
+        self.settle(now);
+        self.settle_undelivered(now);
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for k in keys {
             self.end_session(&k, now);

@@ -17,6 +17,7 @@
 mod call;
 pub mod coverage;
 mod decide;
+mod deferred;
 mod lifecycle;
 mod loose;
 mod record;
@@ -80,7 +81,7 @@ impl Default for EngineConfig {
 }
 
 /// A call in flight: what the engine needs when its response comes back.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Call {
     seq: u64,
     method: String,
@@ -144,6 +145,8 @@ pub struct Engine {
     summary: Summary,
     slis: Slis,
     events: Vec<Event>,
+    /// Calls whose answer is due later (see [`deferred`]).
+    deferred: deferred::Deferred,
     coverage: coverage::Coverage,
 }
 
@@ -188,6 +191,7 @@ impl Engine {
             summary: Summary::default(),
             slis: Slis::default(),
             events: Vec::new(),
+            deferred: deferred::Deferred::default(),
             coverage: coverage::Coverage::default(),
         }
     }
@@ -285,6 +289,7 @@ impl Engine {
     /// Feed one message. `session` identifies the client session (stdio: one per relay;
     /// HTTP: the `Mcp-Session-Id`), `now` is run time.
     pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+        self.settle(now);
         self.session(session).last_seen = now;
         match classify(bytes) {
             Message::Invalid(_) => Verdict::pass(),

@@ -56,16 +56,54 @@ impl Engine {
         mutated: bool,
         delivered: Option<&[u8]>,
     ) {
-        // The summary and the SLIs are always kept; the event itself is built only when
-        // someone reads it.
-        self.summary
-            .record_call(outcome, latency.as_micros(), mutated);
-        let schema_valid = match (&call.tool, delivered) {
+        let schema_valid = self.schema_valid(call, outcome, delivered);
+        self.record_call_as(
+            session,
+            id,
+            call,
+            latency,
+            outcome,
+            code,
+            at,
+            mutated,
+            schema_valid,
+        );
+    }
+
+    /// Whether a delivered answer's structured content is valid against its tool's
+    /// advertised `outputSchema` (true where there is nothing to check).
+    pub(super) fn schema_valid(
+        &mut self,
+        call: &Call,
+        outcome: Outcome,
+        delivered: Option<&[u8]>,
+    ) -> bool {
+        match (&call.tool, delivered) {
             (Some(tool), Some(bytes)) if outcome == Outcome::Ok && call.method == "tools/call" => {
                 self.slis.structured_valid(tool, bytes)
             }
             _ => true,
-        };
+        }
+    }
+
+    /// Record a finished call: the summary, the SLIs and (when asked for) its event.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn record_call_as(
+        &mut self,
+        session: &str,
+        id: &Id,
+        call: &Call,
+        latency: Time,
+        outcome: Outcome,
+        code: Option<i64>,
+        at: Time,
+        mutated: bool,
+        schema_valid: bool,
+    ) {
+        // The summary and the SLIs are always kept; the event itself is built only when
+        // someone reads it.
+        self.summary
+            .record_call(outcome, latency.as_micros(), mutated);
         self.slis.record(
             &call.method,
             call.tool.as_deref(),

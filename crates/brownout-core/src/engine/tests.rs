@@ -83,6 +83,8 @@ fn latency_lands_on_the_response_and_is_counted() {
         Forward::Original,
         "a delayed message keeps its bytes"
     );
+    assert_eq!(e.summary().report().calls, 0, "recorded when it is due");
+    e.finish(Time::from_millis(5000));
     let r = e.summary().report();
     assert!((r.latency_ms.p50 - 251.0).abs() < 1.0, "{:?}", r.latency_ms);
 }

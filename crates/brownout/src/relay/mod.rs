@@ -188,7 +188,10 @@ impl Relay {
     /// (calls, outcomes, error rate, injections per fault, latency percentiles).
     pub fn status(&self) -> serde_json::Value {
         let mut v = {
-            let engine = self.engine();
+            let now = self.now();
+            let mut engine = self.engine();
+            // Answers that came due since the last message count now.
+            engine.settle(now);
             serde_json::json!({
                 "sessions": engine.session_count(),
                 "pending": engine.pending_count(),
