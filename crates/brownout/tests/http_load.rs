@@ -117,38 +117,40 @@ async fn run_load(url: &str, sessions: u64, calls: u64) -> (u64, Vec<String>, u6
     (right, wrong, errors)
 }
 
+/// 500 sessions at once, 40,000 calls in all (a size that stays well inside the test time
+/// limit on a loaded 2-core machine; the long run is the HTTP benchmark's).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_sessions_lose_duplicate_and_misroute_nothing() {
     let (url, upstream_calls) = upstream::start(true).await;
     let (relay, through) = brownout_http(&["--upstream", &url, "--quiet"]);
     // Warm-up half, then the measured half: memory must not keep growing with traffic.
-    let (right, wrong, errors) = run_load(&through, 500, 100).await;
+    let (right, wrong, errors) = run_load(&through, 500, 40).await;
     assert!(
         wrong.is_empty(),
         "{} wrong answers, e.g. {:?}",
         wrong.len(),
         &wrong[..wrong.len().min(3)]
     );
-    assert_eq!((right, errors), (50_000, 0));
+    assert_eq!((right, errors), (20_000, 0));
     let rss_half = rss_kib(relay.pid());
-    let (right, wrong, errors) = run_load(&through, 500, 100).await;
+    let (right, wrong, errors) = run_load(&through, 500, 40).await;
     assert!(
         wrong.is_empty(),
         "{} wrong answers, e.g. {:?}",
         wrong.len(),
         &wrong[..wrong.len().min(3)]
     );
-    assert_eq!((right, errors), (50_000, 0));
+    assert_eq!((right, errors), (20_000, 0));
     assert_eq!(
         upstream_calls.load(Ordering::Relaxed),
-        100_000,
+        40_000,
         "every call reached the server exactly once"
     );
     let rss_end = rss_kib(relay.pid());
     assert!(rss_half > 0, "could not read brownout's RSS");
     assert!(
         rss_end <= rss_half + 32 * 1024,
-        "memory grew from {rss_half} KiB to {rss_end} KiB over 50,000 more calls"
+        "memory grew from {rss_half} KiB to {rss_end} KiB over 20,000 more calls"
     );
 }
 
