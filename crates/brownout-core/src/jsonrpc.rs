@@ -33,12 +33,67 @@ impl Kind {
     }
 }
 
-/// A normalized request id: a string id and a numeric id never collide
-/// (`"1"` and `1` are different ids in JSON-RPC).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A request id: a string id and a numeric id never collide (`"1"` and `1` are different
+/// ids in JSON-RPC). A numeric id keeps the text the client wrote (replies splice it back),
+/// but compares by value: a server that answers `1e2` with `100` or `100.0` answers the same
+/// call.
+#[derive(Debug, Clone)]
 pub enum Id {
     Num(String),
     Str(String),
+}
+
+impl Id {
+    /// The number's value as comparable text: the text itself for a plain integer (no
+    /// allocation on the common path), else the value's shortest form.
+    fn value_key(&self) -> (u8, std::borrow::Cow<'_, str>) {
+        match self {
+            Id::Str(s) => (1, std::borrow::Cow::Borrowed(s.as_str())),
+            Id::Num(n) => (0, number_key(n)),
+        }
+    }
+}
+
+fn number_key(n: &str) -> std::borrow::Cow<'_, str> {
+    let digits = n.strip_prefix('-').unwrap_or(n);
+    let plain = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    if plain && n != "-0" && (digits.len() == 1 || !digits.starts_with('0')) {
+        return std::borrow::Cow::Borrowed(n);
+    }
+    match n.parse::<f64>() {
+        Ok(0.0) => std::borrow::Cow::Borrowed("0"),
+        Ok(v) if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 => {
+            std::borrow::Cow::Owned(format!("{}", v as i64))
+        }
+        Ok(v) if v.is_finite() => std::borrow::Cow::Owned(format!("{v:e}")),
+        _ => std::borrow::Cow::Borrowed(n),
+    }
+}
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Id) -> bool {
+        self.value_key() == other.value_key()
+    }
+}
+
+impl Eq for Id {}
+
+impl std::hash::Hash for Id {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.value_key().hash(state);
+    }
+}
+
+impl PartialOrd for Id {
+    fn partial_cmp(&self, other: &Id) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Id {
+    fn cmp(&self, other: &Id) -> std::cmp::Ordering {
+        self.value_key().cmp(&other.value_key())
+    }
 }
 
 impl Id {
@@ -342,5 +397,24 @@ mod tests {
         let v = single(std::str::from_utf8(&bytes).unwrap_or_default());
         assert_eq!(v.kind, Kind::Error);
         assert_eq!(v.error_code(), Some(-32000));
+    }
+
+    #[test]
+    fn numeric_ids_compare_by_value_and_keep_their_text() {
+        let num = |t: &str| Id::Num(t.to_string());
+        assert_eq!(num("1e2"), num("100"));
+        assert_eq!(num("100.0"), num("100"));
+        assert_eq!(num("-0"), num("0"));
+        assert_eq!(num("0.0"), num("0"));
+        assert_ne!(num("100"), Id::Str("100".into()));
+        assert_ne!(num("1.5"), num("1"));
+        assert_ne!(
+            num("12345678901234567890123"),
+            num("12345678901234567890124")
+        );
+        let mut set = std::collections::HashSet::new();
+        set.insert(num("1e2"));
+        assert!(set.contains(&num("100.0")), "hashes agree with equality");
+        assert_eq!(num("1e2").to_string(), "1e2", "the text is kept");
     }
 }

@@ -278,3 +278,35 @@ async fn the_error_for_an_unreadable_request_reaches_its_caller() {
         .await;
     assert!(b.messages[0]["result"].is_object(), "{b:?}");
 }
+
+/// A server that rewrites a numeric id's text (Python's json answers `1e2` as `100.0`)
+/// still answers the call that asked, and the route ends: ids compare by value.
+#[tokio::test]
+async fn an_id_the_server_rewrites_still_reaches_its_caller() {
+    let dir = tmp();
+    let (_relay, url) = start(&args(None, child::stubborn(dir.path()), &[]));
+    let s = Session::start(&url).await;
+    let send = s
+        .http
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &s.id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(r#"{"jsonrpc":"2.0","id":1e2,"method":"tools/list"}"#)
+        .send();
+    let resp = tokio::time::timeout(Duration::from_secs(20), send)
+        .await
+        .expect("an answer, not a hang")
+        .expect("POST");
+    let a = child::read(resp, 20).await;
+    assert_eq!(a.status, 200);
+    assert!(a.ended, "the answer ends");
+    assert_eq!(a.messages.len(), 1, "{:?}", a.messages);
+    assert_eq!(
+        a.messages[0]["id"].as_f64(),
+        Some(100.0),
+        "{:?}",
+        a.messages
+    );
+}
