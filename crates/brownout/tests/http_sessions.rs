@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::http::{brownout_http, everything_http, first_message, plan_file};
+use common::http::{brownout_http, everything_http, first_message, open_session, plan_file};
 use common::{fixture, tmp, upstream};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -208,24 +208,7 @@ async fn get_streams_count_against_max_streams() {
     let (_server, url) = everything_http("streamableHttp");
     let (_relay, through) = brownout_http(&["--upstream", &url, "--quiet", "--max-streams", "1"]);
     let http = reqwest::Client::new();
-    let init = http
-        .post(&through)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("initialize");
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .expect("id")
-        .to_string();
-    let _ = init.text().await;
+    let session = open_session(&http, &through).await;
     let get = || {
         http.get(&through)
             .header("accept", "text/event-stream")

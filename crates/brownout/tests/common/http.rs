@@ -198,3 +198,27 @@ pub fn first_message(body: &str) -> Value {
         .find_map(|d| serde_json::from_str(d).ok())
         .unwrap_or_else(|| panic!("no message in {body}"))
 }
+
+/// `initialize` over raw HTTP on `url` (as any client would); returns the session id the
+/// server issued, the answer's body read to its end.
+pub async fn open_session(http: &reqwest::Client, url: &str) -> String {
+    let init = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("initialize");
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let _ = init.bytes().await;
+    session
+}
