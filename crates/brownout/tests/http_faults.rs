@@ -436,3 +436,63 @@ async fn stalled_requests_count_against_max_streams() {
     let first = first.await.expect("task");
     assert!(first.as_ref().is_err_and(|e| e.is_timeout()), "{first:?}");
 }
+
+/// A client that takes only a JSON answer can be sent one message: a `duplicate` fault
+/// passes its call by and is not counted; the same call from a client that takes SSE is
+/// duplicated and counted.
+#[tokio::test]
+async fn a_duplicate_a_json_only_client_cannot_get_is_not_counted() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {id: dup, kind: duplicate, copies: 1, tools: [twice]}\n",
+    );
+    let (url, _calls) = upstream::start(false).await;
+    let (relay, through) = brownout_http(&[
+        "--upstream",
+        &url,
+        "--plan",
+        &plan,
+        "--quiet",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let admin = common::http::admin_url(&relay);
+    let c = Client::new(&through).await;
+    let injected = || async {
+        let v: Value = reqwest::get(format!("{admin}/status"))
+            .await
+            .expect("status")
+            .json()
+            .await
+            .expect("JSON");
+        v["summary"]["injections"]["dup"]["count"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no count for dup: {v}"))
+    };
+    let only_json = c
+        .http
+        .post(&c.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", &c.session)
+        .body(call(1, "twice"))
+        .send()
+        .await
+        .expect("answer");
+    let one: Value = only_json.json().await.expect("one JSON answer");
+    assert_eq!(one["id"], 1, "{one}");
+    assert_eq!(
+        injected().await,
+        0,
+        "nothing was duplicated, nothing counted"
+    );
+    let sse = c.post(call(2, "twice")).await.expect("answer");
+    let body = sse.text().await.expect("body");
+    assert_eq!(
+        body.lines().filter(|l| l.starts_with("data: ")).count(),
+        2,
+        "{body}"
+    );
+    assert_eq!(injected().await, 1, "the SSE client got its copy");
+}

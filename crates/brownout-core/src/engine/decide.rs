@@ -27,6 +27,15 @@ impl Engine {
         if !f.enabled {
             return false;
         }
+        if let Some(can) = self.call_can {
+            if f.effect
+                .needs(f.direction)
+                .iter()
+                .any(|n| !can.has(n.capability))
+            {
+                return false;
+            }
+        }
         let sel = &f.select;
         if !sel.method_matches(method) {
             return false;

@@ -145,6 +145,10 @@ pub struct Engine {
     summary: Summary,
     slis: Slis,
     events: Vec<Event>,
+    /// What the driver can do for the message being decided, when it can do less for it
+    /// than for others (an HTTP client that takes only a JSON answer): faults that need
+    /// more do not act on it and are not counted.
+    call_can: Option<crate::capability::Capabilities>,
     /// Calls whose answer is due later (see [`deferred`]).
     deferred: deferred::Deferred,
     coverage: coverage::Coverage,
@@ -192,6 +196,7 @@ impl Engine {
             slis: Slis::default(),
             events: Vec::new(),
             deferred: deferred::Deferred::default(),
+            call_can: None,
             coverage: coverage::Coverage::default(),
         }
     }
@@ -284,6 +289,23 @@ impl Engine {
             s.counters.resize_with(n, Counters::default);
         }
         s
+    }
+
+    /// [`Engine::on_message`] for a message whose call the driver can serve with only `can`
+    /// (e.g. a request whose client takes a single JSON answer: no duplicates): faults that
+    /// need more pass it by, uncounted, so nothing is counted that was not done.
+    pub fn on_message_with(
+        &mut self,
+        side: Side,
+        session: &str,
+        bytes: &[u8],
+        now: Time,
+        can: crate::capability::Capabilities,
+    ) -> Verdict {
+        self.call_can = Some(can);
+        let v = self.on_message(side, session, bytes, now);
+        self.call_can = None;
+        v
     }
 
     /// Feed one message. `session` identifies the client session (stdio: one per relay;

@@ -232,7 +232,15 @@ impl Relay {
 
     /// Decide what happens to one message.
     pub fn handle(&self, side: Side, session: &str, bytes: &[u8]) -> Verdict {
-        self.handle_at(side, session, bytes, self.now())
+        self.handle_at(side, session, bytes, self.now(), None)
+    }
+
+    /// [`Relay::handle`] for a client request that can take only one answer message (an
+    /// HTTP client that accepts JSON, not SSE): faults that would send more pass it by,
+    /// uncounted.
+    pub fn handle_single_answer(&self, session: &str, bytes: &[u8]) -> Verdict {
+        let can = self.driver.can.without(Capability::MultipleAnswers);
+        self.handle_at(Side::Client, session, bytes, self.now(), Some(can))
     }
 
     /// [`Relay::handle`] for a server message whose last byte reaches the client `late`
@@ -240,13 +248,27 @@ impl Relay {
     /// answers is recorded as completed then, the latency the client felt.
     pub fn handle_late(&self, side: Side, session: &str, bytes: &[u8], late: Duration) -> Verdict {
         let now = self.now();
-        self.handle_at(side, session, bytes, Time(now.0 + late.as_micros() as u64))
+        self.handle_at(
+            side,
+            session,
+            bytes,
+            Time(now.0 + late.as_micros() as u64),
+            None,
+        )
     }
 
-    fn handle_at(&self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+    fn handle_at(
+        &self,
+        side: Side,
+        session: &str,
+        bytes: &[u8],
+        now: Time,
+        can: Option<Capabilities>,
+    ) -> Verdict {
         let mut engine = self.engine();
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            engine.on_message(side, session, bytes, now)
+        let result = catch_unwind(AssertUnwindSafe(|| match can {
+            Some(can) => engine.on_message_with(side, session, bytes, now, can),
+            None => engine.on_message(side, session, bytes, now),
         }));
         let verdict = match result {
             Ok(v) => v,

@@ -58,7 +58,13 @@ impl Front {
             },
             Back::Child(_) => None,
         };
-        let v = self.relay.handle(Side::Client, &key, &body);
+        // A client that takes only a JSON answer can be sent one message: faults that would
+        // send more (a duplicated answer) pass its call by, uncounted.
+        let v = if sse_ok || legacy.is_some() {
+            self.relay.handle(Side::Client, &key, &body)
+        } else {
+            self.relay.handle_single_answer(&key, &body)
+        };
         let mut shape = Shape {
             stream: v.stream.clone().unwrap_or_default(),
             reset: false,
