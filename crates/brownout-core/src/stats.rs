@@ -64,8 +64,9 @@ pub struct ToolLine {
     pub outcomes: BTreeMap<String, u64>,
     /// Calls that did not end `ok`, over the tool's calls.
     pub error_rate: f64,
-    /// Mean latency of the answered calls, in milliseconds.
-    pub mean_latency_ms: f64,
+    /// Mean latency of the answered calls, in milliseconds; `None` when no call was
+    /// answered (all malformed, dropped or unanswered): there is no latency to average.
+    pub mean_latency_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -198,11 +199,8 @@ impl Report {
                     } else {
                         (s.calls - ok) as f64 / s.calls as f64
                     },
-                    mean_latency_ms: if s.responded == 0 {
-                        0.0
-                    } else {
-                        s.latency_sum_ms / s.responded as f64
-                    },
+                    mean_latency_ms: (s.responded > 0)
+                        .then(|| s.latency_sum_ms / s.responded as f64),
                 },
             );
         }
@@ -294,12 +292,14 @@ impl std::fmt::Display for Report {
         if !self.tools.is_empty() {
             writeln!(f, "tools:")?;
             for (name, t) in &self.tools {
+                let mean = t
+                    .mean_latency_ms
+                    .map_or_else(|| "— (none answered)".to_string(), |m| format!("{m:.2} ms"));
                 writeln!(
                     f,
-                    "  {name:<28} calls {:<6} not ok {:>6.2}%   mean {:.2} ms",
+                    "  {name:<28} calls {:<6} not ok {:>6.2}%   mean {mean}",
                     t.calls,
                     t.error_rate * 100.0,
-                    t.mean_latency_ms
                 )?;
             }
         }
@@ -373,5 +373,22 @@ mod tests {
         assert_eq!(r.injections["f"].count, 0, "the timeout never fired");
         assert_eq!(r.injections["f (was latency)"].kind, "latency");
         assert_eq!(r.injections["f (was latency)"].count, 1);
+    }
+
+    /// A tool whose calls were never answered has no mean latency, not a mean of 0 ms.
+    #[test]
+    fn a_tool_never_answered_has_no_mean_latency() {
+        let mut sum = Summary::default();
+        let mut slis = Slis::default();
+        for (tool, outcome) in [("garbled", Outcome::Malformed), ("fine", Outcome::Ok)] {
+            sum.record_call(outcome, 3000, false);
+            slis.record("tools/call", Some(tool), outcome, 3.0, true, false);
+        }
+        let r = sum.report().with_slis(&slis);
+        assert_eq!(r.tools["garbled"].mean_latency_ms, None);
+        assert_eq!(r.tools["fine"].mean_latency_ms, Some(3.0));
+        let text = r.to_string();
+        assert!(text.contains("mean — (none answered)"), "{text}");
+        assert!(text.contains("mean 3.00 ms"), "{text}");
     }
 }
