@@ -55,10 +55,26 @@ impl Client {
     }
 
     async fn post(&self, body: String) -> Result<reqwest::Response, reqwest::Error> {
+        self.post_accepting(body, "application/json, text/event-stream")
+            .await
+    }
+
+    /// POST as a client that takes only a JSON answer.
+    async fn post_json_only(&self, body: String) -> reqwest::Response {
+        self.post_accepting(body, "application/json")
+            .await
+            .expect("answer")
+    }
+
+    async fn post_accepting(
+        &self,
+        body: String,
+        accept: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
         self.http
             .post(&self.url)
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
+            .header("accept", accept)
             .header("mcp-session-id", &self.session)
             .body(body)
             .send()
@@ -370,16 +386,7 @@ async fn a_duplicated_json_answer_reaches_the_client_twice_as_sse() {
         .unwrap_or("")
         .starts_with("application/json"));
     // A client that takes only JSON is never sent SSE.
-    let only_json = c
-        .http
-        .post(&c.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header("mcp-session-id", &c.session)
-        .body(call(3, "twice"))
-        .send()
-        .await
-        .expect("answer");
+    let only_json = c.post_json_only(call(3, "twice")).await;
     let ct = only_json.headers()["content-type"]
         .to_str()
         .unwrap_or("")
@@ -470,16 +477,7 @@ async fn a_duplicate_a_json_only_client_cannot_get_is_not_counted() {
             .as_u64()
             .unwrap_or_else(|| panic!("no count for dup: {v}"))
     };
-    let only_json = c
-        .http
-        .post(&c.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header("mcp-session-id", &c.session)
-        .body(call(1, "twice"))
-        .send()
-        .await
-        .expect("answer");
+    let only_json = c.post_json_only(call(1, "twice")).await;
     let one: Value = only_json.json().await.expect("one JSON answer");
     assert_eq!(one["id"], 1, "{one}");
     assert_eq!(
