@@ -150,18 +150,7 @@ fn calls_during_a_restart_are_answered_with_an_error_then_the_new_server_serves(
 
 #[test]
 fn a_signal_during_the_backoff_stops_brownout_at_once() {
-    let dir = tmp();
-    let plan = KILL_ON_FETCH.replace("BACKOFF", "60000");
-    let mut w = Wire::spawn(&through(dir.path(), &plan, &fixture()));
-    w.send(INIT);
-    assert!(w.recv_json(5000).is_some());
-    w.send(&tool_call(
-        1,
-        "fetch_logs",
-        json!({"service": "a", "lines": 1}),
-    ));
-    assert!(w.recv_json(5000).is_some());
-    wait_for_stderr(&w, "restart 1/5 in 30000ms");
+    let (_dir, mut w) = in_a_long_backoff();
     signal(&w, nix::sys::signal::Signal::SIGTERM);
     // Not after the 30 s backoff: well within this bound.
     assert_eq!(w.wait(20).code(), Some(0), "a stop asked for");
@@ -256,6 +245,15 @@ fn sigint_and_sigterm_stop_the_server_and_exit_0_as_proxy_http_does() {
 
 #[test]
 fn a_client_that_leaves_during_the_backoff_is_not_kept_waiting() {
+    let (_dir, mut w) = in_a_long_backoff();
+    w.close_stdin();
+    // Not after the 30 s backoff; the status is the killed server's.
+    assert_eq!(w.wait(20).code(), Some(128 + 9));
+}
+
+/// A relay whose server was just killed and now waits out a 30 s restart backoff (its
+/// temporary directory lives as long as the returned guard).
+fn in_a_long_backoff() -> (tempfile::TempDir, Wire) {
     let dir = tmp();
     let plan = KILL_ON_FETCH.replace("BACKOFF", "60000");
     let mut w = Wire::spawn(&through(dir.path(), &plan, &fixture()));
@@ -268,7 +266,5 @@ fn a_client_that_leaves_during_the_backoff_is_not_kept_waiting() {
     ));
     assert!(w.recv_json(5000).is_some());
     wait_for_stderr(&w, "restart 1/5 in 30000ms");
-    w.close_stdin();
-    // Not after the 30 s backoff; the status is the killed server's.
-    assert_eq!(w.wait(20).code(), Some(128 + 9));
+    (dir, w)
 }
