@@ -151,7 +151,8 @@ fn main() {
     if let Ok(upstream) = std::env::var(PLAIN_PROXY_ENV) {
         plain::main(upstream);
     }
-    let exe = env!("CARGO_BIN_EXE_brownout");
+    let exe = &brownout_exe();
+    eprintln!("bench: brownout = {exe}");
     assert!(
         std::path::Path::new(exe).exists(),
         "{exe} is missing: build it with `cargo build --release -p brownout`"

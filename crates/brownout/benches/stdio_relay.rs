@@ -11,7 +11,7 @@
 mod proc_stats;
 
 use brownout::client::{Reply, StdioClient};
-use proc_stats::{cpu_us, median, pct, peak_rss_kib};
+use proc_stats::{brownout_exe, cpu_us, median, pct, peak_rss_kib};
 use serde_json::json;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -148,7 +148,8 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
 }
 
 fn main() {
-    let exe = env!("CARGO_BIN_EXE_brownout");
+    let exe = &brownout_exe();
+    eprintln!("bench: brownout = {exe}");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -2,6 +2,14 @@
 //! statistics they report; shared by the stdio and HTTP relay benches.
 #![allow(dead_code)]
 
+/// The brownout binary a bench drives: `$BROWNOUT_BENCH_EXE` when set (to measure another
+/// build, e.g. the previous commit's, with the same bench in the same run), else this
+/// build's.
+pub fn brownout_exe() -> String {
+    std::env::var("BROWNOUT_BENCH_EXE")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_brownout").to_string())
+}
+
 /// The `p` quantile (0..=1) of sorted samples.
 pub fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
