@@ -224,10 +224,17 @@ impl Explainer<'_> {
             Value::Number(_) | Value::Bool(_) if wants("array") => {
                 format!(" (a list of one is written [{got}])")
             }
-            Value::String(text)
-                if (wants("number") || wants("integer")) && text.trim().parse::<f64>().is_ok() =>
-            {
-                format!(" (write the number without quotes: {})", text.trim())
+            Value::String(text) if wants("number") || wants("integer") => {
+                match text.trim().parse::<f64>() {
+                    // A number too large for a 64-bit float reaches here as its text,
+                    // quoted or not: saying "remove the quotes" would send the user in circles.
+                    Ok(n) if !n.is_finite() => format!(
+                        " ({} is too large to be a number here)",
+                        text.trim()
+                    ),
+                    Ok(_) => format!(" (write the number without quotes: {})", text.trim()),
+                    Err(_) => String::new(),
+                }
             }
             _ => String::new(),
         }

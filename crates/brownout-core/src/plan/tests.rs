@@ -431,6 +431,21 @@ fn typical_mistakes_get_messages_that_say_what_is_allowed() {
     assert_eq!(errors(text, "p.yaml"), expected);
 }
 
+/// A number beyond a 64-bit float reaches the checker as text; the hint must not tell the
+/// user to remove quotes that are not there.
+#[test]
+fn a_number_too_large_is_called_too_large_not_quoted() {
+    for (text, file) in [
+        ("faults:\n  - {kind: latency, added_ms: 1e400}\n", "p.yaml"),
+        ("{\"faults\": [{\"kind\": \"latency\", \"added_ms\": 1e400}]}", "p.json"),
+    ] {
+        let errs = errors(text, file);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("1e400 is too large to be a number here"), "{errs:?}");
+        assert!(!errs[0].contains("without quotes"), "{errs:?}");
+    }
+}
+
 #[test]
 fn messages_are_the_same_in_json_and_toml_and_at_the_top_level() {
     assert_eq!(
