@@ -228,10 +228,9 @@ impl Explainer<'_> {
                 match text.trim().parse::<f64>() {
                     // A number too large for a 64-bit float reaches here as its text,
                     // quoted or not: saying "remove the quotes" would send the user in circles.
-                    Ok(n) if !n.is_finite() => format!(
-                        " ({} is too large to be a number here)",
-                        text.trim()
-                    ),
+                    Ok(n) if !n.is_finite() => {
+                        format!(" ({} is too large to be a number here)", text.trim())
+                    }
                     Ok(_) => format!(" (write the number without quotes: {})", text.trim()),
                     Err(_) => String::new(),
                 }

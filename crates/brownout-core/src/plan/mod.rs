@@ -115,7 +115,7 @@ impl Plan {
                 message: format!("syntax error: {}", e.message),
             }])
         })?;
-        if let Some(e) = missing_faults(&root) {
+        if let Some(e) = missing_faults(&root).or_else(|| too_many_faults(&root)) {
             return Err(fail(vec![e]));
         }
         compat::translate(&mut root);
@@ -203,6 +203,30 @@ fn missing_faults(root: &Node) -> Option<PlanError> {
         key: String::new(),
         message,
     })
+}
+
+/// The most faults one plan may hold (the file's and those added at run time together). A
+/// real plan has a few dozen; past this, memory and the exit summary (a line per fault) grow
+/// for nothing, and every message pays for the selectors of all of them.
+pub const MAX_FAULTS: usize = 1000;
+
+fn too_many_faults(root: &Node) -> Option<PlanError> {
+    let NodeValue::Map(entries) = &root.value else {
+        return None;
+    };
+    let faults = entries.iter().find(|e| e.key == "faults")?;
+    match &faults.value.value {
+        NodeValue::Seq(items) if items.len() > MAX_FAULTS => Some(PlanError {
+            pos: faults.key_pos,
+            key: "faults".into(),
+            message: format!(
+                "{} faults; a plan holds at most {MAX_FAULTS} (merge faults that share a kind: \
+                 one fault's `tools`, `methods` and `sessions` select many targets)",
+                items.len()
+            ),
+        }),
+        _ => None,
+    }
 }
 
 /// Load any document type (a simulator workload, say) from YAML, JSON or TOML with the same

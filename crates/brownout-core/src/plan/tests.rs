@@ -437,11 +437,17 @@ fn typical_mistakes_get_messages_that_say_what_is_allowed() {
 fn a_number_too_large_is_called_too_large_not_quoted() {
     for (text, file) in [
         ("faults:\n  - {kind: latency, added_ms: 1e400}\n", "p.yaml"),
-        ("{\"faults\": [{\"kind\": \"latency\", \"added_ms\": 1e400}]}", "p.json"),
+        (
+            "{\"faults\": [{\"kind\": \"latency\", \"added_ms\": 1e400}]}",
+            "p.json",
+        ),
     ] {
         let errs = errors(text, file);
         assert_eq!(errs.len(), 1, "{errs:?}");
-        assert!(errs[0].contains("1e400 is too large to be a number here"), "{errs:?}");
+        assert!(
+            errs[0].contains("1e400 is too large to be a number here"),
+            "{errs:?}"
+        );
         assert!(!errs[0].contains("without quotes"), "{errs:?}");
     }
 }
@@ -468,5 +474,22 @@ fn messages_are_the_same_in_json_and_toml_and_at_the_top_level() {
     assert_eq!(
         errors("faults:\n  - {kind: drop, correlation: {intensity: 0.5}}\n", "p.yaml"),
         vec!["p.yaml:2:31: `faults[0].correlation`: missing required key `mode` (one of `burst`, `episodes`)"]
+    );
+}
+
+#[test]
+fn a_plan_holds_at_most_max_faults() {
+    let fault = "  - {kind: latency, added_ms: 1}\n";
+    let at_cap = format!("faults:\n{}", fault.repeat(super::MAX_FAULTS));
+    assert!(Plan::from_str_named(&at_cap, "p.yaml").is_ok());
+    let over = format!("faults:\n{}", fault.repeat(super::MAX_FAULTS + 1));
+    let errs = errors(&over, "p.yaml");
+    assert_eq!(
+        errs,
+        vec![format!(
+            "p.yaml:1:1: `faults`: {} faults; a plan holds at most {} (merge faults that share a kind: one fault's `tools`, `methods` and `sessions` select many targets)",
+            super::MAX_FAULTS + 1,
+            super::MAX_FAULTS
+        )]
     );
 }
