@@ -1,6 +1,7 @@
-//! GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
-//! server's stream, or a legacy `/sse` stream) passes the engine event by event, and a
-//! legacy stream's `endpoint` event is rewritten so the client posts through brownout.
+//! GET, DELETE, other methods and POSTs that are not JSON-RPC, to a server at a URL: passed
+//! on; an SSE answer (the server's stream, or a legacy `/sse` stream) passes the engine event
+//! by event, and a legacy stream's `endpoint` event is rewritten so the client posts through
+//! brownout.
 
 use super::{legacy_key, UrlBack, Who};
 use crate::relay::http::{self, is_sse, Down, Head, Shape};
