@@ -444,7 +444,10 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         None => Some(child_spec(&a.command)?),
     };
     single_thread_runtime()?.block_on(async move {
-        let driver = relay::Driver::of(false, spec.is_some());
+        let driver = match spec {
+            Some(_) => relay::stdio_child::driver(),
+            None => relay::stdio_http::driver(),
+        };
         let Setup { relay } = setup(&a.common, None, driver).await?;
         let code = match (spec, &a.upstream) {
             (Some(spec), _) => {
@@ -458,7 +461,7 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
                 .await?
             }
             (None, Some(url)) => {
-                let back = relay::http_back::HttpBack::new(url, a.max_message_bytes)?;
+                let back = relay::http_back::Upstream::new(url, a.max_message_bytes)?;
                 eprintln!("brownout: relaying stdio -> {url}");
                 relay::stdio_http::run(
                     Arc::new(back),
@@ -476,7 +479,9 @@ fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
 }
 
 fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
-    use relay::http_front::{Back, Front, FrontOptions};
+    use relay::child_back::ChildBack;
+    use relay::http_front::driver;
+    use relay::url_back::UrlBack;
     if !a.listen.ip().is_loopback() && !a.allow_remote {
         anyhow::bail!(
             "--listen {} is beyond loopback: anyone who can reach it could use the relay; add --allow-remote if that is what you want",
@@ -498,76 +503,81 @@ fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
     rt.block_on(async move {
         // HTTP clients come and go: a session idle for a while is forgotten.
         let idle = std::time::Duration::from_secs(a.session_idle.max(1));
-        let driver = relay::Driver::of(true, spec.is_some());
-        let Setup { relay } = setup(&a.common, Some(idle), driver).await?;
-        let (back, path) = match (&a.upstream, spec) {
+        match (&a.upstream, spec) {
             (Some(url), _) => {
-                let back = Arc::new(relay::http_back::HttpBack::new(url, a.max_body_bytes)?);
-                relay::http_back::warn_if_unreachable(&back);
-                let path = back.path.clone();
-                (Back::Http(back), path)
+                let Setup { relay } = setup(&a.common, Some(idle), driver::<UrlBack>()).await?;
+                let upstream = Arc::new(relay::http_back::Upstream::new(url, a.max_body_bytes)?);
+                relay::http_back::warn_if_unreachable(&upstream);
+                let back = UrlBack::new(
+                    Arc::clone(&relay),
+                    upstream,
+                    a.max_sessions.unwrap_or(10_000),
+                );
+                let path = back.path().to_string();
+                serve_http(&a, relay, Arc::new(back), &path, url).await
             }
-            (None, Some(spec)) => (
-                Back::Child(Arc::new(relay::child_back::ChildBack::new(
+            (None, Some(spec)) => {
+                let Setup { relay } = setup(&a.common, Some(idle), driver::<ChildBack>()).await?;
+                let back = ChildBack::new(
                     spec,
                     Arc::clone(&relay),
                     a.max_body_bytes,
                     a.max_sessions.unwrap_or(64),
                     idle,
-                ))),
-                "/mcp".to_string(),
-            ),
-            (None, None) => anyhow::bail!("give --upstream URL or a server command after --"),
-        };
-        let child = match &back {
-            Back::Child(c) => Some(Arc::clone(c)),
-            Back::Http(_) => None,
-        };
-        let opts = FrontOptions {
-            max_body: a.max_body_bytes,
-            max_header_bytes: a.max_header_bytes,
-            max_streams: a.max_streams,
-            max_sessions: a.max_sessions.unwrap_or(10_000),
-            allowed_origins: a.allow_origin.clone(),
-            allowed_hosts: a.allow_host.clone(),
-            grace: std::time::Duration::from_secs(a.grace),
-            timeouts: relay::http_serve::Timeouts {
-                header: std::time::Duration::from_secs(a.header_timeout.max(1)),
-                body: std::time::Duration::from_secs(a.body_timeout.max(1)),
-                idle: std::time::Duration::from_secs(a.idle_timeout.max(1)),
-            },
-        };
-        if !a.listen.ip().is_loopback() {
-            eprintln!(
-                "brownout: warning: listening on {}, beyond loopback (--allow-remote)",
-                a.listen
-            );
-        }
-        let front = Arc::new(Front::new(Arc::clone(&relay), back, opts, &a.listen));
-        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
-        let server = tokio::spawn(relay::http_front::serve(
-            front,
-            a.listen,
-            bound_tx,
-            shutdown_signal(),
-        ));
-        match bound_rx.await {
-            Ok(addr) => {
-                let to = a.upstream.as_deref().map_or_else(
-                    || format!("`{}` (one process per session)", a.command.join(" ")),
-                    str::to_string,
                 );
-                eprintln!("brownout: relaying http://{addr}{path} -> {to}");
+                let to = format!("`{}` (one process per session)", a.command.join(" "));
+                serve_http(&a, relay, Arc::new(back), "/mcp", &to).await
             }
-            Err(_) => return server.await?.map(|_| 2),
+            (None, None) => anyhow::bail!("give --upstream URL or a server command after --"),
         }
-        server.await??;
-        if let Some(c) = child {
-            c.stop_all().await;
-        }
-        finish(&relay, &a.common).await;
-        Ok(0)
     })
+}
+
+/// Serve the HTTP front before `back` until SIGTERM or SIGINT, then print the summary.
+/// `path` and `to` say where clients reach brownout and where it relays.
+async fn serve_http<B: relay::layers::HttpBack>(
+    a: &HttpArgs,
+    relay: Arc<Relay>,
+    back: Arc<B>,
+    path: &str,
+    to: &str,
+) -> anyhow::Result<i32> {
+    use relay::http_front::{Front, FrontOptions};
+    let opts = FrontOptions {
+        max_body: a.max_body_bytes,
+        max_header_bytes: a.max_header_bytes,
+        max_streams: a.max_streams,
+        allowed_origins: a.allow_origin.clone(),
+        allowed_hosts: a.allow_host.clone(),
+        grace: std::time::Duration::from_secs(a.grace),
+        timeouts: relay::http_serve::Timeouts {
+            header: std::time::Duration::from_secs(a.header_timeout.max(1)),
+            body: std::time::Duration::from_secs(a.body_timeout.max(1)),
+            idle: std::time::Duration::from_secs(a.idle_timeout.max(1)),
+        },
+    };
+    if !a.listen.ip().is_loopback() {
+        eprintln!(
+            "brownout: warning: listening on {}, beyond loopback (--allow-remote)",
+            a.listen
+        );
+    }
+    let front = Arc::new(Front::new(Arc::clone(&relay), back, opts, &a.listen));
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    // The front stops its back (the servers it started) when it stops.
+    let server = tokio::spawn(relay::http_front::serve(
+        front,
+        a.listen,
+        bound_tx,
+        shutdown_signal(),
+    ));
+    match bound_rx.await {
+        Ok(addr) => eprintln!("brownout: relaying http://{addr}{path} -> {to}"),
+        Err(_) => return server.await?.map(|_| 2),
+    }
+    server.await??;
+    finish(&relay, &a.common).await;
+    Ok(0)
 }
 
 /// Resolves on the first SIGTERM or SIGINT.

@@ -9,6 +9,10 @@
 //! 404 and initializes again). DELETE, an idle session (`--session-idle`) and shutdown
 //! stop the process: SIGTERM, then SIGKILL if it is still there after a grace period.
 //! Timed `process` faults (`at_ms`) hit every session's process alive at that run time.
+//!
+//! [`ChildBack`] is the front's [`HttpBack`]: a POST joins its session (or starts one with
+//! `initialize`); GET opens the session's stream; DELETE ends it; there is no short way
+//! for an untouched POST (its answer is routed like any other).
 
 // Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
@@ -16,14 +20,16 @@
 use super::child::{describe, terminate, ChildSpec, ProcessHandle, ServerProcess};
 use super::child_session::{duplicate_id_error, ChildSession, Route};
 use super::framing::{spawn_writer, Frame, LineReader};
-use super::http::{request_ids, Down};
-use super::http_back::Head;
+use super::http::{request_ids, Down, Head};
+use super::http_answer::{json_error, plain, Streams};
+use super::layers::{self, Exchange, HttpBack, Joined as JoinedPost, Layer, Post, Request};
 use super::{dead_end, relay_error, to_duration, Pipe, Relay, OUTBOX_DEPTH};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::Side;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
@@ -303,7 +309,7 @@ impl ChildBack {
     /// Join a POST to its session: answers to its requests are routed to `answers`; what
     /// the pipe forwards (`up`) goes to the process. Returns the head of the client's
     /// answer.
-    pub fn exchange(
+    pub fn open_post(
         &self,
         mut joined: Joined,
         headers: &HeaderMap,
@@ -482,6 +488,82 @@ impl ChildBack {
             }
         }
         false
+    }
+}
+
+impl HttpBack for ChildBack {
+    const LAYER: Layer = layers::CHILD;
+    /// The client's `Brownout-Session` label: sessions are the back's own, found by their
+    /// `Mcp-Session-Id` when a POST joins one.
+    type Who = Option<String>;
+    type Call = Joined;
+
+    fn who(
+        self: &Arc<Self>,
+        _headers: &HeaderMap,
+        _path: &str,
+        _peer: &SocketAddr,
+        label: Option<String>,
+    ) -> Option<String> {
+        label
+    }
+
+    async fn request(
+        self: &Arc<Self>,
+        streams: &Streams,
+        _: Option<String>,
+        req: Request,
+    ) -> Response {
+        match req.method {
+            Method::POST => json_error(
+                StatusCode::BAD_REQUEST,
+                relay_error(None, "brownout: the body is not a JSON-RPC message"),
+            ),
+            Method::GET => match self.open_stream(&req.headers) {
+                Ok((head, rx)) => streams.stream_response(head, rx),
+                Err(r) => r,
+            },
+            Method::DELETE => self.delete(&req.headers).await,
+            _ => plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "brownout: the MCP endpoint takes POST, GET and DELETE".into(),
+            ),
+        }
+    }
+
+    fn join(
+        self: &Arc<Self>,
+        label: Option<String>,
+        _path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<JoinedPost<Joined>, Response> {
+        let joined = self.session_for(headers, body, label.as_deref())?;
+        Ok(JoinedPost {
+            key: joined.key().to_string(),
+            stream: None,
+            call: joined,
+        })
+    }
+
+    /// No short way: every POST is joined to its session's routes.
+    async fn pass(
+        self: &Arc<Self>,
+        _: &Streams,
+        call: Joined,
+        post: Post,
+    ) -> Result<Response, (Joined, Post)> {
+        Err((call, post))
+    }
+
+    fn exchange(self: &Arc<Self>, call: Joined, ex: Exchange) -> Option<ProcessHandle> {
+        let (head, process) = self.open_post(call, &ex.headers, ex.up, ex.answers);
+        let _ = ex.head.send(head);
+        Some(process)
+    }
+
+    async fn stop(&self) {
+        self.stop_all().await;
     }
 }
 

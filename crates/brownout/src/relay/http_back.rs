@@ -1,6 +1,7 @@
-//! The HTTP back: the MCP server at a URL (streamable HTTP, or legacy HTTP+SSE).
+//! The MCP server at a URL (streamable HTTP, or legacy HTTP+SSE), as both URL backs reach
+//! it (`super::stdio_http` behind the stdio front, `super::url_back` behind the HTTP front).
 //!
-//! [`HttpBack`] sends a request to the server; [`Pump`] carries the server's answer back
+//! [`Upstream`] sends a request to the server; [`Pump`] carries the server's answer back
 //! toward the client, message by message through the engine: a JSON body is one message,
 //! an SSE stream is one message per event. An untouched event keeps its bytes and its
 //! event id; events without a message (priming, `retry:`, keep-alives) pass as they are.
@@ -11,19 +12,12 @@ use super::http::{answered_ids, execute_down, is_json, is_sse, strip_hop_headers
 use super::sse::{self, Event};
 use super::Relay;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// The server's status line and headers, for the front to pass on.
-#[derive(Debug, Clone)]
-pub struct Head {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackError {
@@ -34,7 +28,7 @@ pub enum BackError {
 }
 
 /// The server at a URL.
-pub struct HttpBack {
+pub struct Upstream {
     client: reqwest::Client,
     /// `scheme://host:port`, without a path.
     origin: String,
@@ -45,8 +39,8 @@ pub struct HttpBack {
     pub max_body: usize,
 }
 
-impl HttpBack {
-    pub fn new(url: &str, max_body: usize) -> Result<HttpBack, BackError> {
+impl Upstream {
+    pub fn new(url: &str, max_body: usize) -> Result<Upstream, BackError> {
         let parsed = reqwest::Url::parse(url).map_err(|_| BackError::BadUrl(url.into()))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(BackError::BadUrl(url.into()));
@@ -62,7 +56,7 @@ impl HttpBack {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(BackError::Client)?;
-        Ok(HttpBack {
+        Ok(Upstream {
             client,
             origin,
             path,
@@ -266,22 +260,12 @@ pub fn describe(e: &reqwest::Error) -> String {
     s
 }
 
-/// A head for an answer brownout makes itself.
-pub fn own_head(status: StatusCode, content_type: &'static str) -> Head {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
-    Head { status, headers }
-}
-
 /// The chunk type bodies are built from (re-exported for fronts).
 pub type Chunk = Bytes;
 
 /// Say on stderr, at start, when the server's host and port take no connection; the relay
 /// goes on (each call is answered with an error until the server answers).
-pub fn warn_if_unreachable(back: &Arc<HttpBack>) {
+pub fn warn_if_unreachable(back: &Arc<Upstream>) {
     let back = Arc::clone(back);
     tokio::spawn(async move {
         if let Err(why) = probe(&back).await {
@@ -294,7 +278,7 @@ pub fn warn_if_unreachable(back: &Arc<HttpBack>) {
 }
 
 /// Whether the server's host and port take a TCP connection (within five seconds).
-async fn probe(back: &HttpBack) -> Result<(), String> {
+async fn probe(back: &Upstream) -> Result<(), String> {
     let url = reqwest::Url::parse(&back.url_for(&back.path)).map_err(|e| e.to_string())?;
     let host = url
         .host_str()

@@ -1,4 +1,6 @@
-//! Stable session keys for the HTTP front, so a run replays.
+//! Stable session keys for the HTTP front, so a run replays. [`SessionKeys`] keys the
+//! sessions of a server at a URL (`super::url_back`); the child back numbers the sessions
+//! it starts the same way (`super::child_back`).
 //!
 //! The engine draws a session's faults from its key (the `sessions:` blast radius,
 //! per-session counters and probabilities). What identifies a session on the wire changes

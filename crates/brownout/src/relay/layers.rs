@@ -1,21 +1,193 @@
-//! The layer a front is joined to: [`Back`], how brownout reaches the server.
+//! The layers a front is joined to: [`Back`] (behind the stdio front) and [`HttpBack`]
+//! (behind the HTTP front), how brownout reaches the server; and [`Layer`], what a front or
+//! a back can carry out.
 //!
 //! A relay is a front (how clients reach brownout) joined to a back by the core
 //! ([`super::Relay`] decides, [`super::Pipe`] carries out). The front reads a client
 //! message, has the relay decide, and hands the verdict with the message to its back; the
-//! back sends it toward the server. A back is built with the client's outbox: the server's
-//! messages pass the engine on their way there, and when the server dies the back answers
-//! the calls still in flight through [`super::Relay::server_gone`].
+//! back sends it toward the server. The server's messages pass the engine on their way to
+//! the client, and when the server dies the back answers the calls still in flight through
+//! [`super::Relay::server_gone`].
 //!
-//! Backs today: the server as a child process (`super::stdio_child`) and the server at a
-//! URL (`super::stdio_http`), both behind the stdio front (`super::stdio`).
+//! The two traits differ in what the front hands over. The stdio front has one session and
+//! a stream of messages: a [`Back`] takes them one by one. The HTTP front has many sessions
+//! and one exchange per request: an [`HttpBack`] identifies a request's session, admits or
+//! refuses it, and carries a POST's messages (as its [`super::Pipe`] forwards them) to the
+//! server, giving the head of the client's answer; the front owns the flow (the engine, the
+//! HTTP-level faults, the answer's shape), the back only where bytes go.
+//!
+//! Backs today: the server as a child process (`super::stdio_child` for stdio,
+//! `super::child_back` for HTTP: one process per session) and the server at a URL
+//! (`super::stdio_http`, `super::url_back`).
 
-use brownout_core::verdict::Verdict;
+// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+#![allow(clippy::result_large_err)]
+
+use super::child::ProcessHandle;
+use super::http::{Down, Head};
+use super::http_answer::Streams;
+use super::Driver;
+use axum::http::{HeaderMap, Method};
+use axum::response::Response;
+use brownout_core::jsonrpc::Id;
+use brownout_core::verdict::{StreamShape, Verdict};
+use brownout_core::{Capabilities, Capability};
 use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// What a front or a back brings to a relay: its words in the relay's name (`proxy http`,
+/// `-- CMD`) and what it can carry out. A relay can do what its front and its back can.
+#[derive(Debug, Clone, Copy)]
+pub struct Layer {
+    pub name: &'static str,
+    pub can: &'static [Capability],
+}
+
+impl Layer {
+    pub fn capabilities(&self) -> Capabilities {
+        self.can.iter().copied().collect()
+    }
+}
+
+/// A back that talks to a server process brownout starts: it can signal it and run timed
+/// process faults.
+pub const CHILD: Layer = Layer {
+    name: "-- CMD",
+    can: &[Capability::SignalProcess, Capability::ProcessTimers],
+};
+
+/// A back that talks to a server at a URL: no process to signal.
+pub const URL: Layer = Layer {
+    name: "--upstream",
+    can: &[],
+};
 
 /// How brownout reaches the server for the one session of a stdio front.
 pub trait Back: Send + 'static {
+    /// What this back can carry out.
+    const LAYER: Layer;
+
     /// Carry out the engine's verdict `v` on one client message `msg` toward the server
     /// (or, with no server to take it, answer the caller with why).
     fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
+}
+
+/// How brownout reaches the server for the HTTP front: many sessions, one exchange per
+/// request. The front calls, for each request: [`HttpBack::who`] (before the body is read),
+/// then for a POST of JSON-RPC [`HttpBack::join`], the engine, and either
+/// [`HttpBack::pass`] (no fault touched it) or [`HttpBack::exchange`]; any other request
+/// goes to [`HttpBack::request`] as it is.
+pub trait HttpBack: Send + Sync + Sized + 'static {
+    /// What this back can carry out.
+    const LAYER: Layer;
+    /// Who a request comes from, as this back tells sessions apart.
+    type Who: Send + 'static;
+    /// A POST joined to its session, until its exchange starts.
+    type Call: Send + 'static;
+
+    /// Who sent a request: its headers, path and query, the peer's address and the
+    /// client's `Brownout-Session` label (see [`super::http_sessions`]).
+    fn who(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        path: &str,
+        peer: &SocketAddr,
+        label: Option<String>,
+    ) -> Self::Who;
+
+    /// A request the engine does not see — GET, DELETE, any other method, a POST whose body
+    /// is not JSON-RPC: passed on, served or refused.
+    fn request(
+        self: &Arc<Self>,
+        streams: &Streams,
+        who: Self::Who,
+        req: Request,
+    ) -> impl Future<Output = Response> + Send;
+
+    /// Join a POST of JSON-RPC `body` to its session, before the engine sees it: the
+    /// engine's key for the session, or the answer refusing it (no such session, too many).
+    fn join(
+        self: &Arc<Self>,
+        who: Self::Who,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<Joined<Self::Call>, Response>;
+
+    /// A POST no fault touched: a back with a shorter way for it answers here; one without
+    /// gives the POST back (`Err`), and it goes through [`HttpBack::exchange`].
+    fn pass(
+        self: &Arc<Self>,
+        streams: &Streams,
+        call: Self::Call,
+        post: Post,
+    ) -> impl Future<Output = Result<Response, (Self::Call, Post)>> + Send;
+
+    /// Start a POST's exchange with the server: what the POST's pipe forwards arrives on
+    /// `ex.up`; the head of the client's answer goes to `ex.head`. Returns the handle of
+    /// the server process that `process` faults signal, if there is one.
+    fn exchange(self: &Arc<Self>, call: Self::Call, ex: Exchange) -> Option<ProcessHandle>;
+
+    /// The front stops: stop what the back started (server processes).
+    fn stop(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// The relay a front and a back make: its name in messages and what it can carry out.
+pub fn driver(front: Layer, back: Layer) -> Driver {
+    Driver {
+        front: front.name,
+        back: back.name,
+        can: front.can.iter().chain(back.can).copied().collect(),
+    }
+}
+
+/// A request the engine does not see, as it came.
+pub struct Request {
+    pub method: Method,
+    /// The path and query.
+    pub path: String,
+    pub headers: HeaderMap,
+    /// Read for a POST only.
+    pub body: Vec<u8>,
+}
+
+/// A POST joined to its session.
+pub struct Joined<C> {
+    /// The engine's key for the session (see [`super::http_sessions`]).
+    pub key: String,
+    /// Legacy HTTP+SSE: the client's stream, where the answers to this POST go (the POST
+    /// itself is answered `202`).
+    pub stream: Option<mpsc::Sender<Down>>,
+    pub call: C,
+}
+
+/// A POST of JSON-RPC on its way to the server.
+pub struct Post {
+    pub key: String,
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// The ids of its requests: the answers it is owed.
+    pub owed: Vec<Id>,
+}
+
+/// The channels of one POST's exchange with the server.
+pub struct Exchange {
+    pub key: String,
+    pub path: String,
+    pub headers: HeaderMap,
+    /// The answers this POST's body is owed (none when they go to the client's stream).
+    pub owed: Vec<Id>,
+    /// How the client's answer is paced (its pace is the latency the client feels).
+    pub pace: Option<StreamShape>,
+    /// What the POST's pipe forwards, one message at a time (more under `duplicate`).
+    pub up: mpsc::Receiver<Vec<u8>>,
+    /// The head of the client's answer.
+    pub head: oneshot::Sender<Head>,
+    /// The body of the client's answer.
+    pub down: mpsc::Sender<Down>,
+    /// Where answers to this POST's requests go: `down`, or the client's stream.
+    pub answers: mpsc::Sender<Down>,
 }

@@ -13,6 +13,7 @@ pub mod child_session;
 pub mod framing;
 pub mod handshake;
 pub mod http;
+pub mod http_answer;
 pub mod http_back;
 pub mod http_front;
 pub mod http_serve;
@@ -24,6 +25,7 @@ pub mod stdio;
 pub mod stdio_child;
 pub mod stdio_http;
 pub mod upstream_answer;
+pub mod url_back;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
@@ -80,10 +82,14 @@ pub struct RelayOptions {
     pub driver: Driver,
 }
 
-/// A relay's name in messages (`proxy stdio -- CMD`) and its [`Capabilities`].
+/// A relay's name in messages (`proxy stdio -- CMD`) and its [`Capabilities`]: what its
+/// front and its back can carry out (see [`layers::driver`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Driver {
-    pub name: &'static str,
+    /// The front's words in the name (`proxy http`).
+    pub front: &'static str,
+    /// The back's words in the name (`--upstream`); empty for a relay built by hand.
+    pub back: &'static str,
     pub can: Capabilities,
 }
 
@@ -91,33 +97,21 @@ impl Default for Driver {
     /// A driver that claims everything (tests that build a relay by hand).
     fn default() -> Driver {
         Driver {
-            name: "this relay",
+            front: "this relay",
+            back: "",
             can: Capabilities::all(),
         }
     }
 }
 
 impl Driver {
-    /// The relay a command line describes: its front (stdio or HTTP) and its back (a
-    /// server process brownout starts, or a URL).
-    pub fn of(http_front: bool, child_back: bool) -> Driver {
-        use Capability::*;
-        let mut can = Capabilities::NONE
-            .with(MultipleAnswers)
-            .with(MultipleRequests);
-        if child_back {
-            can = can.with(SignalProcess).with(ProcessTimers);
+    /// The relay's name in messages: `` `proxy http --upstream` ``.
+    pub fn name(&self) -> String {
+        if self.back.is_empty() {
+            self.front.to_string()
+        } else {
+            format!("`{} {}`", self.front, self.back)
         }
-        if http_front {
-            can = can.with(ShapeStreams);
-        }
-        let name = match (http_front, child_back) {
-            (false, true) => "`proxy stdio -- CMD`",
-            (false, false) => "`proxy stdio --upstream`",
-            (true, true) => "`proxy http -- CMD`",
-            (true, false) => "`proxy http --upstream`",
-        };
-        Driver { name, can }
     }
 }
 
@@ -173,7 +167,7 @@ impl Relay {
     /// Refuse a plan with a fault this relay cannot perform (see [`Driver`]); `file` names
     /// the plan in the errors.
     pub fn check_plan(&self, plan: &Plan, file: &str) -> Result<(), PlanErrors> {
-        plan.check_driver(self.driver.name, self.driver.can, file)
+        plan.check_driver(&self.driver.name(), self.driver.can, file)
     }
 
     /// Replace the plan atomically (see [`Engine::set_plan`]).

@@ -9,13 +9,23 @@
 //! [`super::stdio_http`] (`--upstream URL`).
 
 use super::framing::{oversized_error, Frame, LineReader};
-use super::layers::Back;
+use super::layers::{Back, Layer};
 use super::{Outbox, Relay};
 use brownout_core::Side;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// The stdio front: one client, its messages in order; it can deliver several messages for
+/// one (duplicates, a notification after an answer) and pass one on more than once.
+pub const FRONT: Layer = Layer {
+    name: "proxy stdio",
+    can: &[
+        brownout_core::Capability::MultipleAnswers,
+        brownout_core::Capability::MultipleRequests,
+    ],
+};
 
 /// The session key of the one stdio client.
 pub const SESSION: &str = "stdio";

@@ -13,9 +13,9 @@
 use super::child::{describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess};
 use super::framing::{oversized_error, spawn_writer, Frame, LineReader};
 use super::handshake::{is_response_to, Handshake};
-use super::layers::Back;
+use super::layers::{self, Back};
 use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
-use super::{Outbox, Pipe, Relay, OUTBOX_DEPTH};
+use super::{Driver, Outbox, Pipe, Relay, OUTBOX_DEPTH};
 use brownout_core::jsonrpc;
 use brownout_core::verdict::Verdict;
 use brownout_core::Side;
@@ -38,6 +38,11 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// After the server is gone for good, how long brownout still answers a connected client
 /// (a server that dies at start: the client's `initialize` learns why) before it exits.
 const LINGER: Duration = Duration::from_secs(2);
+
+/// `proxy stdio -- CMD`: what it is called and what it can carry out.
+pub fn driver() -> Driver {
+    layers::driver(super::stdio::FRONT, <ChildGate as Back>::LAYER)
+}
 
 pub struct StdioOptions {
     pub max_message: usize,
@@ -313,6 +318,8 @@ struct ChildGate {
 }
 
 impl Back for ChildGate {
+    const LAYER: layers::Layer = layers::CHILD;
+
     /// To the current server, or answered at once with why there is none.
     async fn send(&mut self, v: Verdict, bytes: Vec<u8>) {
         // Looked at after the engine saw the call: a server that ended before this point

@@ -14,16 +14,21 @@
 
 use super::framing::spawn_writer;
 use super::http::Down;
-use super::http_back::{describe, HttpBack, Pump};
-use super::layers::Back;
+use super::http_back::{describe, Pump, Upstream};
+use super::layers::{self, Back};
 use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
 use super::upstream_answer;
-use super::{Pipe, Relay, OUTBOX_DEPTH};
+use super::{Driver, Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::verdict::Verdict;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, Semaphore};
+
+/// `proxy stdio --upstream`: what it is called and what it can carry out.
+pub fn driver() -> Driver {
+    layers::driver(super::stdio::FRONT, <Posts as Back>::LAYER)
+}
 
 /// What the server told us about the session.
 #[derive(Default)]
@@ -34,7 +39,7 @@ struct Session {
 }
 
 struct Link {
-    back: Arc<HttpBack>,
+    back: Arc<Upstream>,
     relay: Arc<Relay>,
     session: Mutex<Session>,
     down: mpsc::Sender<Down>,
@@ -148,7 +153,7 @@ impl Link {
 /// Relay between our stdin/stdout and a server at a URL, with at most `max_in_flight`
 /// POSTs in flight. Returns the exit code.
 pub async fn run(
-    back: Arc<HttpBack>,
+    back: Arc<Upstream>,
     relay: Arc<Relay>,
     max: usize,
     max_in_flight: usize,
@@ -235,6 +240,8 @@ pub async fn run(
 struct Posts(Pipe);
 
 impl Back for Posts {
+    const LAYER: layers::Layer = layers::URL;
+
     async fn send(&mut self, v: Verdict, msg: Vec<u8>) {
         self.0.execute(v, msg).await;
     }

@@ -9,7 +9,7 @@
 //! the client: its calls get an error naming the status and content type.
 
 use super::http::{content_type, is_json, is_sse};
-use super::http_back::{describe, HttpBack, Pump};
+use super::http_back::{describe, Pump, Upstream};
 use super::sse;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Message};
@@ -33,7 +33,7 @@ enum End {
 
 /// Carry `resp` (a 2xx answer) to the client; answer with an error every call it leaves
 /// unanswered. `resume` are the headers of a GET on the session (id, protocol version).
-pub async fn carry(pump: &mut Pump, back: &HttpBack, resume: HeaderMap, resp: reqwest::Response) {
+pub async fn carry(pump: &mut Pump, back: &Upstream, resume: HeaderMap, resp: reqwest::Response) {
     let status = resp.status();
     let ct = content_type(resp.headers()).to_string();
     if is_sse(resp.headers()) {
@@ -83,7 +83,7 @@ pub async fn carry(pump: &mut Pump, back: &HttpBack, resume: HeaderMap, resp: re
 
 async fn carry_stream(
     pump: &mut Pump,
-    back: &HttpBack,
+    back: &Upstream,
     resume: HeaderMap,
     mut resp: reqwest::Response,
 ) {

@@ -2,11 +2,12 @@
 //! admin API in [`crate::http_guard`]) and the limits on
 //! a request's headers (their size, a session id's length).
 
-use super::{plain, Front, LABEL_HEADER, MAX_SESSION_ID};
+use super::{Front, LABEL_HEADER, MAX_SESSION_ID};
+use crate::relay::http_answer::plain;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-impl Front {
+impl<B> Front<B> {
     /// DNS-rebinding protection and the header-size limit.
     pub(super) fn guard(&self, headers: &HeaderMap) -> Result<(), Response> {
         let size: usize = headers

@@ -1,19 +1,61 @@
-//! The client's answer: the server's head (or brownout's own) and a body shaped by the
-//! faults — a JSON answer, an SSE stream, a status a fault chose, a connection closed or
-//! held without an answer.
+//! The client's answer over HTTP, shared by the HTTP front and its backs: the server's head
+//! (or brownout's own) and a body shaped by the faults — a JSON answer, an SSE stream, a
+//! status a fault chose, a connection closed or held without an answer — and [`Streams`],
+//! the front's bound on the answers held open at once (`--max-streams`).
 
-use crate::relay::http::{self, is_sse, Down, Shape};
-use crate::relay::http_back::{own_head, Head};
+// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+#![allow(clippy::result_large_err)]
+
+use super::http::{self, is_sse, own_head, Down, Head, Shape};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 /// How long a `connection: stall` fault holds a request before closing it.
 const STALL_MAX: Duration = Duration::from_secs(300);
 
-pub(super) fn plain(status: StatusCode, text: String) -> Response {
+/// The streams (SSE answers, GET streams, held requests) open at once, at most
+/// `--max-streams`: one bound for the front and its back.
+#[derive(Debug, Clone)]
+pub struct Streams {
+    open: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Streams {
+    pub fn new(max: usize) -> Streams {
+        Streams {
+            open: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// Room for one more stream, held as long as the permit lives; 503 when there is none.
+    pub fn permit(&self) -> Result<OwnedSemaphorePermit, Response> {
+        Arc::clone(&self.open).try_acquire_owned().map_err(|_| {
+            plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "brownout: {} concurrent streams are open, the limit (--max-streams)",
+                    self.max
+                ),
+            )
+        })
+    }
+
+    /// An SSE answer brownout makes itself (a GET stream of a stdio server), counted.
+    pub fn stream_response(&self, head: Head, rx: mpsc::Receiver<Down>) -> Response {
+        match self.permit() {
+            Ok(p) => response(head, hold_permit(http::body(rx, true, Shape::default()), p)),
+            Err(r) => r,
+        }
+    }
+}
+
+pub fn plain(status: StatusCode, text: String) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -22,12 +64,12 @@ pub(super) fn plain(status: StatusCode, text: String) -> Response {
         .into_response()
 }
 
-pub(super) fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
+pub fn json_error(status: StatusCode, body: Vec<u8>) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// A response whose body fails at once: the connection is closed without an answer.
-pub(super) fn abort(why: &'static str) -> Response {
+pub fn abort(why: &'static str) -> Response {
     let stream = futures::stream::once(async move {
         Err::<Bytes, _>(std::io::Error::new(
             std::io::ErrorKind::ConnectionAborted,
@@ -40,7 +82,7 @@ pub(super) fn abort(why: &'static str) -> Response {
 /// Hold a request without answering (a stall fault, an answer a fault dropped), counted
 /// against `--max-streams` like any open stream: with no room left (`permit` is `None`) the
 /// connection is closed at once instead.
-pub(super) async fn stall(permit: Option<OwnedSemaphorePermit>) -> Response {
+pub async fn stall(permit: Option<OwnedSemaphorePermit>) -> Response {
     if permit.is_some() {
         tokio::time::sleep(STALL_MAX).await;
     }
@@ -48,7 +90,7 @@ pub(super) async fn stall(permit: Option<OwnedSemaphorePermit>) -> Response {
 }
 
 /// brownout's own answer (an error for a request the server could not answer).
-pub(super) async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Response {
+pub async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Response {
     let (_, head_rx) = oneshot::channel::<Head>();
     respond(head_rx, rx, false, shape, None, false).await
 }
@@ -56,7 +98,7 @@ pub(super) async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Respo
 /// Build the client's answer: the server's head (or brownout's own) and a shaped body.
 /// A JSON answer a fault made into several messages (a `duplicate`) is answered as SSE
 /// when the client takes SSE (`sse_ok`), so every copy is delivered.
-pub(super) async fn respond(
+pub async fn respond(
     head_rx: oneshot::Receiver<Head>,
     mut down_rx: mpsc::Receiver<Down>,
     expects_answer: bool,
@@ -130,7 +172,7 @@ pub(super) async fn respond(
     response(head, http::body(down_rx, false, Shape::default()))
 }
 
-pub(super) fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
+pub fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
     use futures::StreamExt;
     let stream = body.into_data_stream().map(move |c| {
         let _ = &permit;
@@ -139,7 +181,7 @@ pub(super) fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
     Body::from_stream(stream)
 }
 
-pub(super) fn response(mut head: Head, body: Body) -> Response {
+pub fn response(mut head: Head, body: Body) -> Response {
     http::strip_hop_headers(&mut head.headers);
     let mut r = Response::new(body);
     *r.status_mut() = head.status;
@@ -147,7 +189,7 @@ pub(super) fn response(mut head: Head, body: Body) -> Response {
     r
 }
 
-pub(super) fn status_response(code: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
+pub fn status_response(code: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
     for (k, v) in headers {

@@ -1,11 +1,13 @@
-//! GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
-//! server's stream, or a legacy `/sse` stream) passes the engine event by event, and a
-//! legacy stream's `endpoint` event is rewritten so the client posts through brownout.
+//! GET, DELETE, other methods and POSTs that are not JSON-RPC, to a server at a URL: passed
+//! on; an SSE answer (the server's stream, or a legacy `/sse` stream) passes the engine event
+//! by event, and a legacy stream's `endpoint` event is rewritten so the client posts through
+//! brownout.
 
-use super::answer::{plain, response};
-use super::{legacy_key, Front, Who};
-use crate::relay::http::{self, is_sse, Down, Shape};
-use crate::relay::http_back::{describe, Head, HttpBack};
+use super::{legacy_key, UrlBack, Who};
+use crate::relay::http::{self, is_sse, Down, Head, Shape};
+use crate::relay::http_answer::{plain, response, Streams};
+use crate::relay::http_back::{describe, Upstream};
+use crate::relay::layers::Request;
 use crate::relay::sse::Event;
 use crate::relay::sse_stream::SseRelay;
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -13,20 +15,21 @@ use axum::response::Response;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
-impl Front {
-    /// GET, DELETE and other methods to a server at a URL: passed on; an SSE answer (the
-    /// server's stream, or a legacy `/sse` stream) passes the engine event by event.
-    pub(super) async fn forward(
-        self: &Arc<Self>,
-        back: &Arc<HttpBack>,
-        method: Method,
-        who: Who,
-        path: String,
-        headers: HeaderMap,
-    ) -> Response {
+impl UrlBack {
+    /// GET, DELETE, other methods and POSTs that are not JSON-RPC, to a server at a URL:
+    /// passed on; an SSE answer (the server's stream, or a legacy `/sse` stream) passes the
+    /// engine event by event.
+    pub(super) async fn forward(&self, streams: &Streams, who: Who, req: Request) -> Response {
+        let Request {
+            method,
+            path,
+            headers,
+            body,
+        } = req;
+        let back = &self.upstream;
         if method != Method::GET {
             let ends = method == Method::DELETE;
-            let r = self.raw(back, method, path, headers, Vec::new()).await;
+            let r = self.raw(method, path, headers, body).await;
             if ends && r.status().is_success() {
                 self.relay.end_session(&who.key);
                 self.keys.forget(&who.wire);
@@ -35,7 +38,7 @@ impl Front {
         }
         let key = who.key;
         // A GET is a stream: counted before it reaches the server.
-        let permit = match self.stream_permit() {
+        let permit = match streams.permit() {
             Ok(p) => p,
             Err(r) => return r,
         };
@@ -102,15 +105,14 @@ impl Front {
     }
 
     /// Pass a request and its answer on untouched.
-    pub(super) async fn raw(
+    async fn raw(
         &self,
-        back: &Arc<HttpBack>,
         method: Method,
         path: String,
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Response {
-        match back.send(method, &path, headers, body).await {
+        match self.upstream.send(method, &path, headers, body).await {
             Ok(resp) => {
                 let head = Head {
                     status: resp.status(),
@@ -141,7 +143,7 @@ impl Front {
 /// The endpoint a legacy client should post to, on brownout: a URL on the server's origin
 /// becomes its path and query (which the client resolves against brownout); a relative one
 /// stays as it is. A URL on another origin is left alone (and not relayed).
-fn local_endpoint(back: &HttpBack, endpoint: &str) -> Option<String> {
+fn local_endpoint(back: &Upstream, endpoint: &str) -> Option<String> {
     if endpoint.starts_with('/') {
         return Some(endpoint.to_string());
     }

@@ -1,0 +1,197 @@
+//! The URL back of the HTTP front (`brownout proxy http --upstream URL`): the server at a
+//! URL, over streamable HTTP or legacy HTTP+SSE.
+//!
+//! Requests pass to the server with their headers; answers come back through the engine
+//! message by message (see [`super::http_back::Pump`]). This back owns what only a server
+//! at a URL has: the sessions the engine keeps state for, keyed stably (see
+//! [`super::http_sessions`]) and bounded by `--max-sessions` (a session the server refuses
+//! is forgotten); the legacy `/sse` streams a POST's answers go to; and the short way for a
+//! POST no fault touched. By concern: [`post`] (POSTs: the untouched one, and the exchange
+//! of a faulted one), [`forward`] (GET, DELETE, other methods, legacy streams).
+
+// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+#![allow(clippy::result_large_err)]
+
+mod forward;
+mod post;
+
+use super::child::ProcessHandle;
+use super::http::Down;
+use super::http_answer::{json_error, Streams};
+use super::http_back::Upstream;
+use super::http_sessions::SessionKeys;
+use super::layers::{self, Exchange, HttpBack, Joined, Layer, Post, Request};
+use super::{relay_error, Relay};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Once, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// A session's wire identity unused this long is forgotten (the engine forgets idle
+/// sessions after ten minutes).
+const KEY_IDLE: Duration = Duration::from_secs(660);
+
+/// The server at a URL, as the HTTP front's back.
+pub struct UrlBack {
+    relay: Arc<Relay>,
+    upstream: Arc<Upstream>,
+    /// Most sessions the engine keeps state for (503 beyond).
+    max_sessions: usize,
+    /// Legacy HTTP+SSE: the endpoint each open `/sse` stream announced → that stream.
+    legacy: Arc<Mutex<HashMap<String, mpsc::Sender<Down>>>>,
+    /// Stable engine keys for sessions.
+    keys: Arc<SessionKeys>,
+    keeper: Once,
+}
+
+/// Who a request comes from: the session's identity on the wire, and the engine's stable
+/// key for it (see [`super::http_sessions`]).
+pub struct Who {
+    wire: String,
+    key: String,
+}
+
+/// A session this POST opened: forgotten if the server refuses it.
+pub struct NewSession {
+    keys: Arc<SessionKeys>,
+    wire: String,
+}
+
+impl UrlBack {
+    pub fn new(relay: Arc<Relay>, upstream: Arc<Upstream>, max_sessions: usize) -> UrlBack {
+        UrlBack {
+            relay,
+            upstream,
+            max_sessions,
+            legacy: Arc::new(Mutex::new(HashMap::new())),
+            keys: Arc::new(SessionKeys::new()),
+            keeper: Once::new(),
+        }
+    }
+
+    /// The path of the server's MCP endpoint (where clients reach it through brownout).
+    pub fn path(&self) -> &str {
+        &self.upstream.path
+    }
+
+    fn session_key(&self, headers: &HeaderMap, path: &str, peer: &SocketAddr) -> String {
+        if let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            return id.to_string();
+        }
+        if self.legacy_stream(path).is_some() {
+            return legacy_key(path);
+        }
+        format!("conn:{peer}")
+    }
+
+    fn legacy_stream(&self, path: &str) -> Option<mpsc::Sender<Down>> {
+        self.legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .cloned()
+    }
+
+    /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
+    /// `Err(503)` when that would be more than `--max-sessions`.
+    fn admit(&self, who: &Who) -> Result<bool, Response> {
+        let (known, count) = self.relay.session_state(&who.key);
+        if !known && count >= self.max_sessions {
+            self.keys.forget(&who.wire);
+            return Err(json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                relay_error(
+                    None,
+                    &format!("brownout: {count} sessions are open, the limit (--max-sessions)"),
+                ),
+            ));
+        }
+        Ok(!known)
+    }
+}
+
+/// Wire identities unused for a while are forgotten, while the back lives.
+async fn keep(back: Weak<UrlBack>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Some(back) = back.upgrade() else { return };
+        back.keys.reap(KEY_IDLE);
+    }
+}
+
+impl HttpBack for UrlBack {
+    const LAYER: Layer = layers::URL;
+    type Who = Who;
+    type Call = Option<NewSession>;
+
+    fn who(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        path: &str,
+        peer: &SocketAddr,
+        label: Option<String>,
+    ) -> Who {
+        self.keeper
+            .call_once(|| drop(tokio::spawn(keep(Arc::downgrade(self)))));
+        let wire = self.session_key(headers, path, peer);
+        let key = self.keys.key(&wire, label.as_deref());
+        Who { wire, key }
+    }
+
+    async fn request(self: &Arc<Self>, streams: &Streams, who: Who, req: Request) -> Response {
+        self.forward(streams, who, req).await
+    }
+
+    fn join(
+        self: &Arc<Self>,
+        who: Who,
+        path: &str,
+        _headers: &HeaderMap,
+        _body: &[u8],
+    ) -> Result<Joined<Option<NewSession>>, Response> {
+        let stream = self.legacy_stream(path);
+        let new = self.admit(&who)?.then(|| NewSession {
+            keys: Arc::clone(&self.keys),
+            wire: who.wire,
+        });
+        Ok(Joined {
+            key: who.key,
+            stream,
+            call: new,
+        })
+    }
+
+    async fn pass(
+        self: &Arc<Self>,
+        streams: &Streams,
+        call: Option<NewSession>,
+        post: Post,
+    ) -> Result<Response, (Option<NewSession>, Post)> {
+        Ok(self.pass_post(streams, call, post).await)
+    }
+
+    fn exchange(self: &Arc<Self>, call: Option<NewSession>, ex: Exchange) -> Option<ProcessHandle> {
+        let exchange = post::Exchange {
+            relay: Arc::clone(&self.relay),
+            upstream: Arc::clone(&self.upstream),
+            key: ex.key,
+            path: ex.path,
+            headers: ex.headers,
+            owed: ex.owed,
+            pace: ex.pace,
+            new_session: call,
+        };
+        tokio::spawn(exchange.run(ex.up, ex.head, ex.down));
+        None
+    }
+
+    async fn stop(&self) {}
+}
+
+pub(super) fn legacy_key(endpoint: &str) -> String {
+    format!("sse:{endpoint}")
+}

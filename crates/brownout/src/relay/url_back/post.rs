@@ -1,0 +1,239 @@
+//! POSTs to a server at a URL: the untouched one the short way (no task, no queue, a JSON
+//! answer no fault touches passed on as it came), and the exchange of a faulted one (each
+//! message the POST's pipe forwards is sent; the first answer's head is the client's).
+
+use super::{NewSession, UrlBack};
+use crate::relay::http::{self, is_sse, Down, Head, Pacer, Shape, DOWN_DEPTH};
+use crate::relay::http_answer::{respond, respond_own, response, Streams};
+use crate::relay::http_back::{describe, Pump, PumpEnd, Upstream};
+use crate::relay::layers::Post;
+use crate::relay::sse_stream::SseRelay;
+use crate::relay::Relay;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use brownout_core::Side;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+impl UrlBack {
+    /// The common case, kept short: no fault touched the request, so it goes up as it is;
+    /// a JSON answer no fault touches comes back as it is, without a task or a queue.
+    pub(super) async fn pass_post(
+        &self,
+        streams: &Streams,
+        new_session: Option<NewSession>,
+        post: Post,
+    ) -> Response {
+        let Post {
+            key,
+            path,
+            headers,
+            body,
+            owed,
+        } = post;
+        let back = &self.upstream;
+        let mut pump = Pump {
+            relay: Arc::clone(&self.relay),
+            key,
+            down: crate::relay::dead_end(),
+            owed,
+            max_body: back.max_body,
+            on_endpoint: None,
+            resumable: false,
+            pace: None,
+        };
+        let sse_ok = http::accepts_sse(&headers);
+        let anonymous = !headers.contains_key("mcp-session-id");
+        let mut resp = match back.send(Method::POST, &path, headers, body).await {
+            Ok(r) => r,
+            Err(e) => return answer_alone(pump, &describe(&e)).await,
+        };
+        let head = Head {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+        };
+        // An `initialize` that opened a session: the connection's key served for it alone,
+        // and the session goes on under the id the server gave; nothing stays behind.
+        let opened =
+            anonymous && head.status.is_success() && head.headers.contains_key("mcp-session-id");
+        let (handed_over, new_session) = if opened {
+            (new_session, None)
+        } else {
+            (None, new_session)
+        };
+        let hand_over = {
+            let relay = Arc::clone(&self.relay);
+            let key = pump.key.clone();
+            move || {
+                if let Some(ns) = handed_over {
+                    relay.end_session(&key);
+                    ns.keys.forget(&ns.wire);
+                }
+            }
+        };
+        let json = head.status.is_success() && http::is_json(&head.headers);
+        if json {
+            let mut bytes = Vec::new();
+            loop {
+                match resp.chunk().await {
+                    Ok(Some(c)) if bytes.len() + c.len() <= back.max_body => {
+                        bytes.extend_from_slice(&c)
+                    }
+                    Ok(Some(_)) => {
+                        let why = "the upstream MCP server's answer is over --max-body-bytes";
+                        return answer_alone(pump, why).await;
+                    }
+                    Ok(None) => break,
+                    Err(e) => return answer_alone(pump, &describe(&e)).await,
+                }
+            }
+            let v = self.relay.handle(Side::Server, &pump.key, &bytes);
+            if v.is_pass() {
+                hand_over();
+                return response(head, Body::from(bytes));
+            }
+            let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+            http::execute_down(v, bytes, None, &tx).await;
+            drop(tx);
+            hand_over();
+            let (head_tx, head_rx) = oneshot::channel();
+            let _ = head_tx.send(head);
+            let permit = streams.permit().ok();
+            let expects = !pump.owed.is_empty();
+            return respond(head_rx, rx, expects, Shape::default(), permit, sse_ok).await;
+        }
+        if is_sse(&head.headers) && head.status.is_success() {
+            let permit = streams.permit().ok();
+            let st = SseRelay::new(
+                Arc::clone(&self.relay),
+                pump.key.clone(),
+                resp,
+                std::mem::take(&mut pump.owed),
+                back.max_body,
+                permit,
+            )
+            .on_end(Box::new(hand_over));
+            return response(head, st.into_body());
+        }
+        // Anything else passes as bytes.
+        let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
+        pump.down = tx;
+        let status = head.status;
+        tokio::spawn(async move {
+            match pump.run(resp).await {
+                PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                _ => refused(&mut pump, status, new_session),
+            }
+        });
+        response(head, http::body(rx, false, Shape::default()))
+    }
+}
+
+/// The server gave no answer brownout can pass on (`why`): brownout answers every call of
+/// the POST itself, each with a clear error.
+async fn answer_alone(mut pump: Pump, why: &str) -> Response {
+    let (tx, rx) = mpsc::channel(DOWN_DEPTH);
+    pump.down = tx;
+    pump.fail_owed(why).await;
+    drop(pump);
+    respond_own(rx, Shape::default()).await
+}
+
+/// The server answered a POST with a status other than 2xx: calls it did not answer are
+/// recorded as failed, and a session it refuses (4xx) that this POST opened is forgotten,
+/// so ids a client makes up cost nothing.
+fn refused(pump: &mut Pump, status: StatusCode, new_session: Option<NewSession>) {
+    if status.is_success() {
+        return;
+    }
+    pump.resolve_owed(status);
+    if let Some(new) = new_session.filter(|_| status.is_client_error()) {
+        pump.relay.end_session(&pump.key);
+        new.keys.forget(&new.wire);
+    }
+}
+
+/// One POST to a server at a URL: each message the client's POST turned into (one, or
+/// more under a `duplicate` fault) is sent; the first answer's head becomes the client's.
+pub(super) struct Exchange {
+    pub(super) relay: Arc<Relay>,
+    pub(super) upstream: Arc<Upstream>,
+    pub(super) key: String,
+    pub(super) path: String,
+    pub(super) headers: HeaderMap,
+    pub(super) owed: Vec<brownout_core::jsonrpc::Id>,
+    /// How the client's answer is shaped (its pace is the latency the client feels).
+    pub(super) pace: Option<brownout_core::verdict::StreamShape>,
+    /// The engine knew nothing of this session before this POST.
+    pub(super) new_session: Option<NewSession>,
+}
+
+impl Exchange {
+    pub(super) async fn run(
+        mut self,
+        mut up: mpsc::Receiver<Vec<u8>>,
+        head: oneshot::Sender<Head>,
+        down: mpsc::Sender<Down>,
+    ) {
+        let mut head = Some(head);
+        while let Some(msg) = up.recv().await {
+            let mut pump = Pump {
+                relay: Arc::clone(&self.relay),
+                key: self.key.clone(),
+                down: down.clone(),
+                owed: self.owed.clone(),
+                max_body: self.upstream.max_body,
+                on_endpoint: None,
+                resumable: false,
+                pace: self.pace.as_ref().and_then(Pacer::new),
+            };
+            let first = head.is_some();
+            match self
+                .upstream
+                .send(Method::POST, &self.path, self.headers.clone(), msg)
+                .await
+            {
+                Err(e) => {
+                    if first {
+                        pump.fail_owed(&describe(&e)).await;
+                        head = None;
+                    }
+                }
+                Ok(resp) => {
+                    let status = resp.status();
+                    let sse = is_sse(resp.headers());
+                    if let Some(h) = head.take() {
+                        let _ = h.send(Head {
+                            status,
+                            headers: resp.headers().clone(),
+                        });
+                    }
+                    let new_session = if first { self.new_session.take() } else { None };
+                    let work = async move {
+                        match pump.run(resp).await {
+                            PumpEnd::Failed(why) => pump.fail_owed(&why).await,
+                            PumpEnd::Done if !status.is_success() => {
+                                refused(&mut pump, status, new_session)
+                            }
+                            // A stream that ends before its answer is fine when the client
+                            // can resume it (it was given an event id); else it is a failure.
+                            PumpEnd::Done if sse && status.is_success() && !pump.resumable => {
+                                pump.fail_owed(
+                                    "the upstream MCP server ended the stream before answering",
+                                )
+                                .await
+                            }
+                            _ => {}
+                        }
+                    };
+                    if first {
+                        work.await;
+                    } else {
+                        tokio::spawn(work);
+                    }
+                }
+            }
+        }
+    }
+}
