@@ -12,6 +12,8 @@ mod grammar;
 mod hist;
 mod lex;
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 mod watch;
 mod window;
