@@ -24,11 +24,15 @@ struct Watched {
 /// observations and evaluation times give the same states.
 pub struct GateWatch {
     gates: Vec<Watched>,
+    /// Some gate needs latency buckets.
+    histogram: bool,
 }
 
 impl GateWatch {
     pub fn new(gates: Vec<Gate>) -> GateWatch {
+        let histogram = gates.iter().any(|g| g.sli.needs_histogram());
         GateWatch {
+            histogram,
             gates: gates
                 .into_iter()
                 .map(|gate| {
@@ -65,7 +69,7 @@ impl GateWatch {
 
     /// A completed call: every call gate whose scope matches counts it.
     pub fn observe_call(&mut self, c: &CallObservation) {
-        let sample = call_sample(c);
+        let sample = call_sample(c, self.histogram);
         for w in &mut self.gates {
             if !w.gate.sli.is_task() && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
                 w.window.push(c.at_ms, sample);
@@ -75,7 +79,7 @@ impl GateWatch {
 
     /// A finished task: every task gate counts it.
     pub fn observe_task(&mut self, t: &TaskObservation) {
-        let sample = Sample::new(if t.ok { OK } else { 0 }, 1, 0.0);
+        let sample = Sample::new(if t.ok { OK } else { 0 }, 1, 0.0, false);
         for w in &mut self.gates {
             if w.gate.sli.is_task() {
                 w.window.push(t.at_ms, sample);
@@ -125,7 +129,7 @@ impl GateWatch {
     }
 }
 
-fn call_sample(c: &CallObservation) -> Sample {
+fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
     let timed_out = c.timed_out || c.outcome == Outcome::Unanswered;
     let answered =
         !timed_out && matches!(c.outcome, Outcome::Ok | Outcome::ToolError | Outcome::Error);
@@ -143,7 +147,7 @@ fn call_sample(c: &CallObservation) -> Sample {
     if timed_out {
         flags |= TIMED_OUT;
     }
-    Sample::new(flags, c.attempts.max(1), c.latency_ms)
+    Sample::new(flags, c.attempts.max(1), c.latency_ms, histogram)
 }
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).

@@ -36,7 +36,8 @@ pub(crate) struct Sample {
 }
 
 impl Sample {
-    pub(crate) fn new(flags: u8, attempts: u32, latency_ms: f64) -> Sample {
+    /// A sample; its latency bucket (a logarithm) is computed only when `histogram`.
+    pub(crate) fn new(flags: u8, attempts: u32, latency_ms: f64, histogram: bool) -> Sample {
         let ms = if latency_ms.is_finite() {
             latency_ms.max(0.0)
         } else {
@@ -46,7 +47,7 @@ impl Sample {
             flags,
             attempts,
             latency_ns: (ms * 1e6).round().min(u64::MAX as f64 / 2.0) as u64,
-            bucket: bucket(ms),
+            bucket: if histogram { bucket(ms) } else { 0 },
         }
     }
 }
