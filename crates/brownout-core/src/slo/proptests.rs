@@ -257,6 +257,29 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Once the clock has moved a window's length past the last call, the window is empty
+    /// and the gate cannot trip, however bad the calls were.
+    #[test]
+    fn old_calls_leave_the_window(calls in calls(), length in 10.0..20_000.0f64) {
+        let gate = Gate::parse(&format!("error_rate == 0 over {length}ms min 1")).expect("parses");
+        let mut watch = GateWatch::new(vec![gate]);
+        let mut last: f64 = 0.0;
+        for (c, _) in &calls {
+            watch.observe_call(&c.observation());
+            last = last.max(c.at_ms);
+        }
+        let state = &watch.evaluate(last)[0];
+        prop_assert!(state.samples >= 1);
+        let state = &watch.evaluate(last + length + length / SLOTS as f64)[0];
+        prop_assert_eq!(state.samples, 0);
+        prop_assert_eq!(state.value, None);
+        prop_assert_eq!(state.status, GateStatus::Insufficient);
+    }
+}
+
 #[test]
 fn the_last_ten_seconds_are_not_diluted_by_the_run_before_them() {
     // k6 #2379: 100 % errors in the last 10 s must read 100 %, not 5.8 %.
