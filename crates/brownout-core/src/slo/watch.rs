@@ -39,7 +39,7 @@ impl GateWatch {
                     let hist = gate.sli.needs_histogram();
                     let window = match gate.window {
                         Window::Time { ms } => Sliding::time(ms, hist),
-                        Window::Count { n } => Sliding::count(n, hist),
+                        Window::Count { n } => Sliding::count(n, hist, gate.sli == Sli::Max),
                     };
                     Watched {
                         text: gate.to_string(),

@@ -2,7 +2,7 @@
 //!
 //! **Time windows** are cut into 100 slots (a 10 s window: 100 ms slots). Each slot keeps
 //! counts, a latency sum, its largest latency and — when a percentile gate needs them — its
-//! latency buckets (a small map: at most one entry per distinct 1 % bucket). The window's
+//! latency buckets (a small map: at most one entry per distinct latency bucket). The window's
 //! aggregate is updated as samples come in and as whole slots fall off the back, so memory
 //! is O(slots × distinct buckets) at any rate, and an evaluation is O(log buckets) (O(slots)
 //! for `max`). The price: membership is decided per slot, so the window spans between 99 %
@@ -119,8 +119,9 @@ pub(crate) enum Sliding {
         ring: VecDeque<Sample>,
         /// Sequence number of the next sample.
         seq: u64,
-        /// (sequence, latency) with decreasing latencies: the window's max at the front.
-        maxes: VecDeque<(u64, u64)>,
+        /// (sequence, latency) with decreasing latencies: the window's max at the front
+        /// (kept only for a `max` gate).
+        maxes: Option<VecDeque<(u64, u64)>>,
         totals: Totals,
         hist: Option<Hist>,
     },
@@ -143,12 +144,12 @@ impl Sliding {
         }
     }
 
-    pub(crate) fn count(n: u32, histogram: bool) -> Sliding {
+    pub(crate) fn count(n: u32, histogram: bool, max: bool) -> Sliding {
         Sliding::Count {
             size: n.max(1) as usize,
             ring: VecDeque::new(),
             seq: 0,
-            maxes: VecDeque::new(),
+            maxes: max.then(VecDeque::new),
             totals: Totals::default(),
             hist: histogram.then(Hist::new),
         }
@@ -248,15 +249,17 @@ impl Sliding {
                 if let Some(h) = hist.as_mut() {
                     h.add(sample.bucket, 1);
                 }
-                while maxes.back().is_some_and(|&(_, v)| v <= sample.latency_ns) {
-                    maxes.pop_back();
+                if let Some(maxes) = maxes {
+                    while maxes.back().is_some_and(|&(_, v)| v <= sample.latency_ns) {
+                        maxes.pop_back();
+                    }
+                    maxes.push_back((*seq, sample.latency_ns));
+                    let oldest = *seq + 1 - ring.len() as u64;
+                    while maxes.front().is_some_and(|&(q, _)| q < oldest) {
+                        maxes.pop_front();
+                    }
                 }
-                maxes.push_back((*seq, sample.latency_ns));
                 *seq += 1;
-                let oldest = *seq - ring.len() as u64;
-                while maxes.front().is_some_and(|&(q, _)| q < oldest) {
-                    maxes.pop_front();
-                }
             }
         }
     }
@@ -267,7 +270,7 @@ impl Sliding {
         }
     }
 
-    /// The nearest-rank percentile, in milliseconds (within 0.5 %).
+    /// The nearest-rank percentile, in milliseconds (within 0.4 %).
     pub(crate) fn quantile(&self, ppm: u32) -> Option<f64> {
         match self {
             Sliding::Time { hist, .. } | Sliding::Count { hist, .. } => {
@@ -291,7 +294,7 @@ impl Sliding {
                     .max()
                     .unwrap_or(0)
             }
-            Sliding::Count { maxes, .. } => maxes.front().map_or(0, |&(_, v)| v),
+            Sliding::Count { maxes, .. } => maxes.as_ref()?.front().map_or(0, |&(_, v)| v),
         };
         Some(ns as f64 / 1e6)
     }

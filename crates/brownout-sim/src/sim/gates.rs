@@ -9,9 +9,42 @@
 //! rate limiter, deadline-aware skip) is an `error`; a client timeout or step deadline is
 //! `unanswered` and timed out. The outcome is the last attempt's; `attempts` counts them all.
 
-use super::CallEnd;
+use super::{CallEnd, Sim};
 use brownout_core::event::Outcome;
 use brownout_core::slo::{CallObservation, Gate, GateSummary, GateWatch, TaskObservation};
+
+// The simulator's hooks, out of line: a run without gates pays one branch per event.
+impl Sim<'_> {
+    #[inline(never)]
+    pub(super) fn gates_until(&mut self, at: u64) {
+        if let Some(g) = self.gates.as_mut() {
+            g.until(at);
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn gates_call(
+        &mut self,
+        tool: usize,
+        end: CallEnd,
+        timed_out: bool,
+        latency_us: u64,
+        attempts: u32,
+    ) {
+        let now = self.now;
+        if let Some(g) = self.gates.as_mut() {
+            g.call(now, tool, end, timed_out, latency_us, attempts);
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn gates_task(&mut self, ok: bool) {
+        let now = self.now;
+        if let Some(g) = self.gates.as_mut() {
+            g.task(now, ok);
+        }
+    }
+}
 
 /// How often gates are evaluated between calls, in microseconds of virtual time.
 const TICK_US: u64 = 100_000;
@@ -45,14 +78,14 @@ impl SimGates {
     }
 
     /// Evaluate at every tick boundary up to `now_us`.
-    pub(super) fn until(&mut self, now_us: u64) {
+    fn until(&mut self, now_us: u64) {
         while self.next_tick_us <= now_us {
             self.watch.tick(self.next_tick_us as f64 / 1000.0);
             self.next_tick_us += TICK_US;
         }
     }
 
-    pub(super) fn call(
+    fn call(
         &mut self,
         now_us: u64,
         tool: usize,
@@ -77,7 +110,7 @@ impl SimGates {
         self.watch.tick(c.at_ms);
     }
 
-    pub(super) fn task(&mut self, now_us: u64, ok: bool) {
+    fn task(&mut self, now_us: u64, ok: bool) {
         let at_ms = now_us as f64 / 1000.0;
         self.watch.observe_task(&TaskObservation { at_ms, ok });
         self.watch.tick(at_ms);

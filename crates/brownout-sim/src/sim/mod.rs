@@ -197,8 +197,8 @@ impl Sim<'_> {
         while let Some(due) = self.queue.pop() {
             match due {
                 Due::Event(at, ev) => {
-                    if let Some(g) = self.gates.as_mut() {
-                        g.until(at);
+                    if self.gates.is_some() {
+                        self.gates_until(at);
                     }
                     self.now = at;
                     self.handle(ev);
@@ -290,8 +290,8 @@ impl Sim<'_> {
         let attempt = &self.attempts.items[a as usize];
         if attempt.gen == gen && attempt.client {
             // A stale timeout (its attempt long answered) moves no clock, not even the gates'.
-            if let Some(g) = self.gates.as_mut() {
-                g.until(at);
+            if self.gates.is_some() {
+                self.gates_until(at);
             }
             self.now = at;
             self.timing_out = true;

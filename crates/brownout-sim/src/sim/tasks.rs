@@ -119,8 +119,8 @@ impl Sim<'_> {
         self.calls.free.push(call);
         let latency = (self.now - started).max(1);
         let _ = self.c.latency_us.record(latency);
-        if let Some(g) = self.gates.as_mut() {
-            g.call(self.now, tool, end, timed_out, latency, attempts);
+        if self.gates.is_some() {
+            self.gates_call(tool, end, timed_out, latency, attempts);
         }
         match end {
             CallEnd::Ok => {
@@ -190,8 +190,8 @@ impl Sim<'_> {
         if !late {
             self.c.tasks_within_deadline += 1;
         }
-        if let Some(g) = self.gates.as_mut() {
-            g.task(self.now, !(task.failed || late));
+        if self.gates.is_some() {
+            self.gates_task(!(task.failed || late));
         }
         let _ = task.started;
         self.engine.end_session(&task.session, Time(self.now));
