@@ -3,7 +3,7 @@
 //! 1 a gate breached, 2 bad input.
 
 use anyhow::Context;
-use brownout_core::slo::{Gate, GateStatus, GateSummary, Kind};
+use brownout_core::slo::{Gate, GateStatus, GateSummary};
 use brownout_sim::{simulate, Report, SimOptions, Workload};
 use std::path::{Path, PathBuf};
 
@@ -74,32 +74,19 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// A value in its gate's unit: `0.4%`, `812.3ms`, `1.25`.
-fn show(kind: Kind, v: Option<f64>) -> String {
-    match v {
-        None => "—".into(),
-        Some(v) => match kind {
-            Kind::Ratio => format!("{}%", round4(v * 100.0)),
-            Kind::Latency => format!("{}ms", round4(v)),
-            Kind::Factor => format!("{}", round4(v)),
-        },
-    }
-}
-
-fn round4(v: f64) -> f64 {
-    (v * 10_000.0).round() / 10_000.0
-}
-
 /// One line per gate: breached or not, when, and the worst value the windows saw.
 pub fn gates_table(gates: &[Gate], summaries: &[GateSummary]) -> String {
     let mut s = String::new();
     for g in summaries {
-        let kind = gates.get(g.index).map_or(Kind::Factor, |x| x.sli.kind());
+        let show = |v: Option<f64>| match gates.get(g.index) {
+            Some(gate) => gate.show(v),
+            None => v.map_or("—".into(), |v| v.to_string()),
+        };
         let verdict = match (g.first_breach_ms, g.status) {
             (Some(t), _) => format!(
                 "BREACHED at {:.3}s ({}; {} breach{})",
                 t / 1000.0,
-                show(kind, g.breach_value),
+                show(g.breach_value),
                 g.breaches,
                 if g.breaches == 1 { "" } else { "es" }
             ),
@@ -111,7 +98,7 @@ pub fn gates_table(gates: &[Gate], summaries: &[GateSummary]) -> String {
         s.push_str(&format!(
             "gate {}  {verdict}  worst {}\n",
             g.gate,
-            show(kind, g.worst)
+            show(g.worst)
         ));
     }
     s

@@ -1,7 +1,7 @@
 //! The gate grammar: `SLI[{scope}] CMP VALUE over WINDOW [min N calls] [for DURATION]`,
 //! parsed into a [`Gate`] whose `Display` is the canonical text (`docs/gates.md`).
 
-use super::measure::{Cmp, Sli};
+use super::measure::{Cmp, Kind, Sli};
 use crate::select::Globs;
 use std::fmt;
 
@@ -95,6 +95,20 @@ impl Gate {
             (Some(m), _) => m,
             (None, Window::Count { n }) => DEFAULT_MIN_SAMPLES.min(n),
             (None, Window::Time { .. }) => DEFAULT_MIN_SAMPLES,
+        }
+    }
+
+    /// A value of this gate's SLI as people read it: `0.42%`, `812.5ms`, `1.25`; `—` for
+    /// none. Four decimals at most.
+    pub fn show(&self, v: Option<f64>) -> String {
+        let r = |x: f64| (x * 10_000.0).round() / 10_000.0;
+        match v {
+            None => "—".into(),
+            Some(v) => match self.sli.kind() {
+                Kind::Ratio => format!("{}%", r(v * 100.0)),
+                Kind::Latency => format!("{}ms", r(v)),
+                Kind::Factor => format!("{}", r(v)),
+            },
         }
     }
 

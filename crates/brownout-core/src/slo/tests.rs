@@ -104,6 +104,20 @@ fn values_carry_units() {
 }
 
 #[test]
+fn values_show_in_their_unit() {
+    assert_eq!(
+        parse("error_rate < 1% over 10s").show(Some(0.004_21)),
+        "0.421%"
+    );
+    assert_eq!(
+        parse("p99 < 1s over 10s").show(Some(812.345_67)),
+        "812.3457ms"
+    );
+    assert_eq!(parse("amplification < 2 over 10s").show(Some(1.25)), "1.25");
+    assert_eq!(parse("eta > 99% over 10s").show(None), "—");
+}
+
+#[test]
 fn defaults_min_samples_and_sustain() {
     let g = parse("error_rate < 1% over 10s");
     assert_eq!(g.min_samples(), DEFAULT_MIN_SAMPLES);

@@ -6,6 +6,7 @@ use super::window::{Sample, Sliding, Totals, ANSWERED, CORRECT, OK, TIMED_OUT};
 use super::{CallObservation, GateState, GateStatus, GateSummary, TaskObservation};
 use crate::event::Outcome;
 
+#[derive(Debug, Clone)]
 struct Watched {
     gate: Gate,
     text: String,
@@ -22,6 +23,7 @@ struct Watched {
 
 /// Watches gates over the calls and tasks it is shown. Deterministic: the same
 /// observations and evaluation times give the same states.
+#[derive(Debug, Clone)]
 pub struct GateWatch {
     gates: Vec<Watched>,
     /// Some gate needs latency buckets.
