@@ -268,3 +268,23 @@ fn gates_deserialize_from_strings_in_any_format() {
     let v = serde_json::to_value(&schema).expect("schema");
     assert_eq!(v.pointer("/$defs/Gate/type"), Some(&"string".into()), "{v}");
 }
+
+#[test]
+fn the_issue_yaml_lists_gates_unquoted() {
+    let text = r#"gates:                                           # SLO gates
+  - error_rate < 1% over 10s
+  - p99 < 800ms over 10s
+  - eta{tool="get_incident"} >= 99% over 20s
+"#;
+    let node = crate::plan::source::parse(text, crate::plan::source::Format::Yaml).expect("yaml");
+    let doc: Doc = serde_json::from_value(node.to_json()).expect("gates");
+    let texts: Vec<String> = doc.gates.iter().map(Gate::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            "error_rate < 1% over 10s",
+            "p99 < 800ms over 10s",
+            "eta{tool=\"get_incident\"} >= 99% over 20s"
+        ]
+    );
+}
