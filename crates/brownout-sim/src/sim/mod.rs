@@ -12,6 +12,9 @@
 
 mod attempts;
 mod breaker;
+mod gates;
+#[cfg(test)]
+mod gates_tests;
 mod limiter;
 mod queue;
 mod retry;
@@ -40,6 +43,9 @@ pub struct SimOptions {
     pub seed: Option<u64>,
     /// Keep the per-second series in the report.
     pub keep_series: bool,
+    /// SLO gates to evaluate in virtual time (`docs/gates.md`); the report says whether
+    /// and when each breached.
+    pub gates: Vec<brownout_core::slo::Gate>,
 }
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
@@ -105,6 +111,8 @@ struct Call {
     started: u64,
     resolved: bool,
     gen: u32,
+    /// Its last failed attempt timed out (client timeout or step deadline).
+    timed_out: bool,
 }
 
 struct Attempt {
@@ -165,6 +173,10 @@ struct Sim<'w> {
     target_tasks: u64,
     c: Counters,
     timeout_us: u64,
+    /// The gates, when the run has any.
+    gates: Option<gates::SimGates>,
+    /// The reply being handled is the client's timeout firing.
+    timing_out: bool,
 }
 
 impl Sim<'_> {
@@ -185,6 +197,9 @@ impl Sim<'_> {
         while let Some(due) = self.queue.pop() {
             match due {
                 Due::Event(at, ev) => {
+                    if self.gates.is_some() {
+                        self.gates_until(at);
+                    }
                     self.now = at;
                     self.handle(ev);
                 }
@@ -261,7 +276,9 @@ impl Sim<'_> {
                 if self.attempts.items[a as usize].gen == gen
                     && self.attempts.items[a as usize].client
                 {
+                    self.timing_out = true;
                     self.reply(a, Answer::Fail);
+                    self.timing_out = false;
                 }
             }
             Ev::StepDeadline(t, step_gen) => self.step_deadline(t, step_gen),
@@ -272,8 +289,14 @@ impl Sim<'_> {
     fn timeout_due(&mut self, at: u64, a: u32, gen: u32) {
         let attempt = &self.attempts.items[a as usize];
         if attempt.gen == gen && attempt.client {
+            // A stale timeout (its attempt long answered) moves no clock, not even the gates'.
+            if self.gates.is_some() {
+                self.gates_until(at);
+            }
             self.now = at;
+            self.timing_out = true;
             self.reply(a, Answer::Fail);
+            self.timing_out = false;
         }
     }
 }
@@ -355,7 +378,12 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+        gates: None,
+        timing_out: false,
     };
+    if !opts.gates.is_empty() {
+        sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
+    }
     sim.run();
     let injections = sim
         .engine
@@ -366,7 +394,8 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         .map(|(k, v)| (k, v.count))
         .collect();
     let duration = sim.now;
-    Report::from_counters(
+    let gates = sim.gates.take().map(|g| g.finish(duration));
+    let mut report = Report::from_counters(
         &sim.c,
         w.name.clone(),
         seed,
@@ -374,5 +403,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         duration,
         injections,
         opts.keep_series,
-    )
+    );
+    report.gates = gates.unwrap_or_default();
+    report
 }
