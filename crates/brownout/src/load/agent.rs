@@ -5,13 +5,13 @@
 //! arithmetic is the simulator's own (`brownout_sim::sim`), in real time: a workload means
 //! the same thing in `brownout sim` and in `brownout load`.
 
-use super::obs::{CallObservation, TaskObservation};
 use super::schedule::{call_rng, session_of, Arrivals, Fingerprint};
 use super::session::{self, Session};
 use super::stats::{LoadSummary, Tally};
 use super::wire::{self, Answer};
 use super::{LoadError, LoadEvent, LoadOptions, LoadTarget, STOP_GRACE};
 use brownout_core::event::Outcome;
+use brownout_core::slo::{CallObservation, TaskObservation};
 use brownout_sim::sim::breaker::Breaker;
 use brownout_sim::sim::limiter::{Take, TokenBucket};
 use brownout_sim::sim::retry::{backoff_ms, may_retry};

@@ -16,15 +16,14 @@
 pub mod agent;
 pub mod cli;
 pub mod http;
-pub mod obs;
 pub mod schedule;
 pub mod session;
 pub mod stats;
 pub mod stdio;
 pub mod wire;
 
+pub use brownout_core::slo::{CallObservation, TaskObservation};
 pub use brownout_sim::Workload;
-pub use obs::{CallObservation, TaskObservation};
 pub use stats::{LatencySummary, LoadSummary};
 
 use std::time::Duration;

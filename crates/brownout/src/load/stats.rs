@@ -1,7 +1,7 @@
 //! The load's own tally: calls by outcome, tasks, attempts, latency percentiles from a
 //! bounded log-scale histogram (1 % resolution, memory fixed however long the run).
 
-use super::obs::CallObservation;
+use brownout_core::slo::CallObservation;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
