@@ -327,3 +327,173 @@ fn the_cli_runs_reports_json_and_exits_as_documented() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_result_is_answered_but_not_correct() {
+    let dir = tmp();
+    let w = workload(
+        "tasks: 20
+steps:
+  - calls:
+      - {tool: get_incident, arguments: {id: INC-1}}
+      - {tool: search_incidents, arguments: {query: db}}
+",
+    );
+    let plan = "seed: 1\nfaults:\n  - {kind: schema_drift, tools: [get_incident], mutation: retype, path: /severity}\n";
+    let (_, evs) = play(
+        &w,
+        stdio(through(dir.path(), plan, &fixture())),
+        opts(1, None),
+    )
+    .await;
+    let get: Vec<_> = calls(&evs)
+        .into_iter()
+        .filter(|c| c.tool.as_deref() == Some("get_incident"))
+        .collect();
+    assert_eq!(get.len(), 20);
+    // Outcome ok (an answer came), but the `structuredContent` breaks the `outputSchema`.
+    assert!(get.iter().all(|c| c.outcome == Outcome::Ok && !c.correct));
+    // A tool without an output schema is correct when ok.
+    assert!(calls(&evs)
+        .iter()
+        .filter(|c| c.tool.as_deref() == Some("search_incidents"))
+        .all(|c| c.correct));
+}
+
+#[test]
+fn a_workload_without_servers_runs_live_and_the_simulator_says_what_is_missing() {
+    let text = "tasks: 5\nsteps:\n  - calls: [{tool: echo, arguments: {message: hi}}]\n";
+    let w = Workload::from_str_live(text, "w.yaml").expect("live load needs no servers");
+    assert_eq!(
+        w.steps[0].calls[0]
+            .arguments
+            .as_ref()
+            .map(|a| a["message"].clone()),
+        Some(serde_json::json!("hi"))
+    );
+    let err = Workload::from_str_named(text, "w.yaml")
+        .expect_err("the simulator needs servers")
+        .to_string();
+    assert!(err.contains("servers") && err.contains("missing"), "{err}");
+}
+
+/// The seed incident's workload in the simulator: a few per cent of errors are absorbed,
+/// half the calls failing sets off the retry storm against the client's own limiter.
+#[test]
+fn the_incident_workload_cascades_in_the_simulator() {
+    let path = common::repo().join("examples/experiments/incident-agent.yaml");
+    let text = std::fs::read_to_string(&path).expect("read the example");
+    let w =
+        Workload::from_str_named(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let sim = |p: f64| {
+        let plan = brownout_core::Plan::from_str_named(
+            &format!("seed: 1\nfaults:\n  - {{kind: error, tools: [\"*\"], probability: {p}}}\n"),
+            "p.yaml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        brownout_sim::simulate(&w, plan, &brownout_sim::SimOptions::default())
+    };
+    let calm = sim(0.05);
+    assert!(calm.blast_radius < 0.01, "{}", calm.blast_radius);
+    assert!(calm.attempt_amplification < 1.2);
+    let storm = sim(0.5);
+    assert!(storm.blast_radius > 0.1, "{}", storm.blast_radius);
+    assert!(
+        storm.attempt_amplification > 5.0,
+        "{}",
+        storm.attempt_amplification
+    );
+}
+
+/// The same workload live, against the fixture as the small pooled server behind the relay:
+/// the storm shows as attempts far above calls and the client's limiter rejecting them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_incident_workload_cascades_live() {
+    let path = common::repo().join("examples/experiments/incident-agent.yaml");
+    let text = std::fs::read_to_string(&path).expect("read the example");
+    let w = Workload::from_str_live(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let server: Vec<String> = [
+        brownout(),
+        "fixture",
+        "--pool",
+        "10",
+        "--service-ms",
+        "20",
+        "--queue-timeout-ms",
+        "200",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = |p: f64| {
+        let (w, server) = (w.clone(), server.clone());
+        async move {
+            let dir = tmp();
+            let plan = format!(
+                "seed: 1\nfaults:\n  - {{kind: error, tools: [\"*\"], probability: {p}}}\n"
+            );
+            let o = LoadOptions {
+                duration: Some(Duration::from_secs(4)),
+                ..opts(1, None)
+            };
+            play(&w, stdio(through(dir.path(), &plan, &server)), o)
+                .await
+                .0
+        }
+    };
+    let calm = run(0.05).await;
+    assert!(calm.calls > 100, "{calm:?}");
+    assert!(calm.attempt_amplification < 1.5, "{calm:?}");
+    let storm = run(0.5).await;
+    assert!(storm.limiter_rejections > 0, "{storm:?}");
+    assert!(storm.attempt_amplification > 3.0, "{storm:?}");
+}
+
+/// `brownout fixture --http`: one server, one pool, shared by every session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_fixture_shares_one_pool_between_sessions() {
+    let port = common::http::free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(brownout())
+        .args([
+            "fixture",
+            "--http",
+            &addr,
+            "--pool",
+            "1",
+            "--service-ms",
+            "50",
+            "--queue-timeout-ms",
+            "5",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the fixture");
+    let url = format!("http://{addr}/mcp");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fixture did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let w = workload(
+        "tasks: 40
+arrival: {mode: closed, concurrency: 8}
+steps:
+  - calls: [{tool: search_incidents, arguments: {query: db}}]
+",
+    );
+    let target = LoadTarget::Http {
+        url,
+        headers: vec![],
+    };
+    let (s, _) = play(&w, target, opts(8, None)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    // Eight sessions at once against one slot: most wait past the 5 ms queue timeout.
+    assert_eq!(s.calls, 40);
+    assert!(s.outcomes.get("error").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(s.outcomes.get("ok").copied().unwrap_or(0) > 0, "{s:?}");
+}

@@ -32,6 +32,8 @@ const DEFAULT_TASKS: u64 = 1000;
 /// One call of a step, prepared once: its params are serialised here, not per attempt.
 struct PreparedCall {
     tool: Arc<str>,
+    /// The tool's advertised `outputSchema`: an `ok` answer that breaks it is not correct.
+    schema: Option<Arc<jsonschema::Validator>>,
     params: String,
     critical: bool,
     repeat: u32,
@@ -91,6 +93,10 @@ pub(super) async fn run(
 ) -> Result<LoadSummary, LoadError> {
     let n_sessions = opts.sessions.max(1);
     let sessions = session::open_all(&target, n_sessions).await?;
+    let schemas = match sessions.first() {
+        Some(s) => s.schemas().await,
+        None => Default::default(),
+    };
     let seed = opts.seed.or(workload.seed).unwrap_or(0);
     let stop = opts.cancel.child_token();
     let steps = workload
@@ -102,6 +108,7 @@ pub(super) async fn run(
                 .iter()
                 .map(|c| PreparedCall {
                     tool: Arc::from(c.tool.as_str()),
+                    schema: schemas.get(&c.tool).cloned(),
                     params: wire::call_params(&c.tool, c.arguments.as_ref()),
                     critical: c.critical.unwrap_or(true),
                     repeat: c.repeat.unwrap_or(1).max(1),
@@ -288,7 +295,7 @@ async fn run_task(shared: Arc<Shared>, k: u64, session: usize, intended: Instant
 fn sim_answer(a: &Answer) -> SimAnswer {
     match a {
         Answer::Ok => SimAnswer::Ok,
-        Answer::ToolError => SimAnswer::Corrupt,
+        Answer::ToolError | Answer::Wrong => SimAnswer::Corrupt,
         _ => SimAnswer::Fail,
     }
 }
@@ -348,7 +355,7 @@ async fn call(
             _ => {
                 let timeout = left.map_or(shared.timeout, |l| l.min(shared.timeout));
                 shared.sessions[session]
-                    .request("tools/call", &c.params, timeout)
+                    .request("tools/call", &c.params, timeout, c.schema.as_ref())
                     .await
             }
         };
@@ -363,7 +370,7 @@ async fn call(
             }
         }
         last = answer;
-        if matches!(last, Answer::Ok | Answer::ToolError) {
+        if matches!(last, Answer::Ok | Answer::Wrong | Answer::ToolError) {
             break;
         }
         let Some(r) = &shared.client.retries else {
@@ -386,7 +393,7 @@ async fn call(
         }
     }
     let outcome = match &last {
-        Answer::Ok => Outcome::Ok,
+        Answer::Ok | Answer::Wrong => Outcome::Ok,
         Answer::ToolError => Outcome::ToolError,
         Answer::Error { .. } => Outcome::Error,
         Answer::Malformed => Outcome::Malformed,
@@ -398,7 +405,7 @@ async fn call(
         tool: Some(c.tool.to_string()),
         outcome,
         latency_ms: intended.elapsed().as_secs_f64() * 1000.0,
-        correct: outcome == Outcome::Ok,
+        correct: last == Answer::Ok,
         timed_out: last == Answer::Timeout,
         attempts,
     };

@@ -108,12 +108,19 @@ impl HttpSession {
         r
     }
 
-    /// Send a request and wait for its answer, at most `timeout` in all.
-    pub async fn request(&self, method: &str, params: &str, timeout: Duration) -> Answer {
+    /// Send a request and wait for its answer, at most `timeout` in all; an `ok` answer is
+    /// checked against `schema`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+        schema: Option<&jsonschema::Validator>,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let generation = self.generation.load(Ordering::Relaxed);
         let body = wire::request(id, method, params);
-        match tokio::time::timeout(timeout, self.exchange(body, id)).await {
+        match tokio::time::timeout(timeout, self.exchange(body, id, schema)).await {
             Ok(Err(404)) if lock_read(&self.state).0.is_some() => {
                 self.reinitialize(generation, timeout).await;
                 Answer::Error {
@@ -132,7 +139,12 @@ impl HttpSession {
     }
 
     /// One POST: the answer, or the HTTP status that refused it (0: no connection).
-    async fn exchange(&self, body: String, id: u64) -> Result<Answer, u16> {
+    async fn exchange(
+        &self,
+        body: String,
+        id: u64,
+        schema: Option<&jsonschema::Validator>,
+    ) -> Result<Answer, u16> {
         let resp = self.post(body).send().await.map_err(|_| 0u16)?;
         let status = resp.status();
         if !status.is_success() {
@@ -140,11 +152,32 @@ impl HttpSession {
         }
         Ok(match messages(resp, id).await {
             Some(bytes) => match wire::read(&bytes) {
-                Incoming::Answer { answer, .. } => answer,
+                Incoming::Answer {
+                    answer, structured, ..
+                } => wire::checked(answer, structured, schema),
                 _ => Answer::Malformed,
             },
             None => Answer::Malformed,
         })
+    }
+
+    /// Send a request and return the whole answer message (None: none in time).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+    ) -> Option<Vec<u8>> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = wire::request(id, method, params);
+        let exchange = async {
+            let resp = self.post(body).send().await.ok()?;
+            if !resp.status().is_success() {
+                return None;
+            }
+            messages(resp, id).await
+        };
+        tokio::time::timeout(timeout, exchange).await.ok().flatten()
     }
 
     async fn reinitialize(&self, seen: u64, timeout: Duration) {

@@ -4,6 +4,7 @@ use super::http::{self, HttpSession};
 use super::stdio::StdioSession;
 use super::wire::{self, Answer};
 use super::{LoadError, LoadTarget};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a session has to start and answer `initialize`.
@@ -15,11 +16,31 @@ pub enum Session {
 }
 
 impl Session {
-    pub async fn request(&self, method: &str, params: &str, timeout: Duration) -> Answer {
+    /// A request; an `ok` answer is checked against `schema` (the tool's `outputSchema`).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+        schema: Option<&Arc<jsonschema::Validator>>,
+    ) -> Answer {
         match self {
-            Session::Stdio(s) => s.request(method, params, timeout).await,
-            Session::Http(s) => s.request(method, params, timeout).await,
+            Session::Stdio(s) => s.request(method, params, timeout, schema.cloned()).await,
+            Session::Http(s) => {
+                s.request(method, params, timeout, schema.map(|v| &**v))
+                    .await
+            }
         }
+    }
+
+    /// The output schemas of the server's tools (`tools/list`, first page); none if the
+    /// server does not answer.
+    pub async fn schemas(&self) -> wire::Schemas {
+        let raw = match self {
+            Session::Stdio(s) => s.request_raw("tools/list", "{}", INIT_TIMEOUT).await,
+            Session::Http(s) => s.request_raw("tools/list", "{}", INIT_TIMEOUT).await,
+        };
+        raw.map(|r| wire::schemas(&r)).unwrap_or_default()
     }
 
     pub async fn close(&self) {
@@ -70,7 +91,7 @@ async fn open(
                 source,
             })?;
             match s
-                .request("initialize", &wire::initialize_params(), INIT_TIMEOUT)
+                .request("initialize", &wire::initialize_params(), INIT_TIMEOUT, None)
                 .await
             {
                 Answer::Ok => {}

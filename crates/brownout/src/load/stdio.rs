@@ -19,7 +19,14 @@ use tokio::sync::{mpsc, oneshot};
 /// The last bytes of a server's stderr kept for error messages.
 const STDERR_TAIL: usize = 2048;
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
+/// Who waits for an answer: a call (classified, checked against its tool's output schema)
+/// or a request that wants the whole message (`tools/list`).
+enum Waiter {
+    Call(oneshot::Sender<Answer>, Option<Arc<jsonschema::Validator>>),
+    Raw(oneshot::Sender<Vec<u8>>),
+}
+
+type Pending = Arc<Mutex<HashMap<u64, Waiter>>>;
 
 pub struct StdioSession {
     child: Mutex<Option<Child>>,
@@ -76,11 +83,19 @@ impl StdioSession {
             while let Ok(Some(frame)) = reader.next().await {
                 let Frame::Line(line) = frame else { continue };
                 match wire::read(&line) {
-                    Incoming::Answer { id, answer } => {
-                        if let Some(waiter) = lock(&p2).remove(&id) {
-                            let _ = waiter.send(answer);
+                    Incoming::Answer {
+                        id,
+                        answer,
+                        structured,
+                    } => match lock(&p2).remove(&id) {
+                        Some(Waiter::Call(tx, schema)) => {
+                            let _ = tx.send(wire::checked(answer, structured, schema.as_deref()));
                         }
-                    }
+                        Some(Waiter::Raw(tx)) => {
+                            let _ = tx.send(line);
+                        }
+                        None => {}
+                    },
                     Incoming::Request { id } => {
                         let _ = tx2.send(wire::refuse(id).into_bytes()).await;
                     }
@@ -101,14 +116,21 @@ impl StdioSession {
         })
     }
 
-    /// Send a request and wait for its answer, at most `timeout`.
-    pub async fn request(&self, method: &str, params: &str, timeout: Duration) -> Answer {
+    /// Send a request and wait for its answer, at most `timeout`; an `ok` answer is
+    /// checked against `schema`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+        schema: Option<Arc<jsonschema::Validator>>,
+    ) -> Answer {
         if self.closed.load(Ordering::Relaxed) {
             return Answer::Closed;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (otx, orx) = oneshot::channel();
-        lock(&self.pending).insert(id, otx);
+        lock(&self.pending).insert(id, Waiter::Call(otx, schema));
         if self
             .tx
             .send(wire::request(id, method, params).into_bytes())
@@ -127,6 +149,31 @@ impl StdioSession {
                 Answer::Timeout
             }
         }
+    }
+
+    /// Send a request and return the whole answer message (None: no answer in time).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+    ) -> Option<Vec<u8>> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (otx, orx) = oneshot::channel();
+        lock(&self.pending).insert(id, Waiter::Raw(otx));
+        let sent = self
+            .tx
+            .send(wire::request(id, method, params).into_bytes())
+            .await;
+        let got = match sent {
+            Ok(()) => tokio::time::timeout(timeout, orx)
+                .await
+                .ok()
+                .and_then(Result::ok),
+            Err(_) => None,
+        };
+        lock(&self.pending).remove(&id);
+        got
     }
 
     pub async fn notify(&self, method: &str) {

@@ -17,6 +17,9 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub enum Answer {
     /// A result without `isError`.
     Ok,
+    /// A result without `isError` whose `structuredContent` is missing or breaks the tool's
+    /// advertised `outputSchema`: answered, but not correct (a silent failure).
+    Wrong,
     /// A result with `isError: true`.
     ToolError,
     /// A JSON-RPC error (or, over HTTP, an error status).
@@ -90,16 +93,22 @@ struct ErrorObject {
 }
 
 #[derive(Deserialize)]
-struct CallResult {
+struct CallResult<'a> {
     #[serde(rename = "isError", default)]
     is_error: Option<bool>,
+    #[serde(rename = "structuredContent", borrow, default)]
+    structured: Option<&'a RawValue>,
 }
 
 /// What one incoming message is.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Incoming<'a> {
-    /// An answer to request `id`.
-    Answer { id: u64, answer: Answer },
+    /// An answer to request `id`; for an `ok` result, its `structuredContent` if any.
+    Answer {
+        id: u64,
+        answer: Answer,
+        structured: Option<&'a RawValue>,
+    },
     /// A request from the server (sampling, roots, ping…): its raw id, to refuse it.
     Request { id: &'a str },
     /// A notification, an answer with an id we never use, or garbage.
@@ -120,6 +129,7 @@ pub fn read(bytes: &[u8]) -> Incoming<'_> {
     let Ok(id) = id.get().parse::<u64>() else {
         return Incoming::Other;
     };
+    let mut structured = None;
     let answer = match (head.result, head.error) {
         (_, Some(e)) => Answer::Error {
             code: e.code,
@@ -128,15 +138,64 @@ pub fn read(bytes: &[u8]) -> Incoming<'_> {
         (Some(r), None) => match serde_json::from_str::<CallResult>(r.get()) {
             Ok(CallResult {
                 is_error: Some(true),
+                ..
             }) => Answer::ToolError,
-            Ok(_) => Answer::Ok,
+            Ok(c) => {
+                structured = c.structured;
+                Answer::Ok
+            }
             // `result` that is not an object: fine for other methods, wrong for tools/call;
             // every request the load makes expects an object.
             Err(_) => Answer::Malformed,
         },
         (None, None) => Answer::Malformed,
     };
-    Incoming::Answer { id, answer }
+    Incoming::Answer {
+        id,
+        answer,
+        structured,
+    }
+}
+
+/// The output schemas tools advertise, compiled: a `tools/list` result's tools by name.
+pub type Schemas = std::collections::HashMap<String, std::sync::Arc<jsonschema::Validator>>;
+
+/// Compile the `outputSchema`s of a `tools/list` answer (a whole JSON-RPC message).
+pub fn schemas(tools_list: &[u8]) -> Schemas {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(tools_list) else {
+        return Schemas::new();
+    };
+    v["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let name = t.get("name")?.as_str()?.to_string();
+            let validator = jsonschema::validator_for(t.get("outputSchema")?).ok()?;
+            Some((name, std::sync::Arc::new(validator)))
+        })
+        .collect()
+}
+
+/// An `ok` answer checked against the tool's output schema, if it has one.
+pub fn checked(
+    answer: Answer,
+    structured: Option<&RawValue>,
+    schema: Option<&jsonschema::Validator>,
+) -> Answer {
+    match (answer, schema) {
+        (Answer::Ok, Some(schema)) => {
+            let valid = structured
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(s.get()).ok())
+                .is_some_and(|v| schema.is_valid(&v));
+            if valid {
+                Answer::Ok
+            } else {
+                Answer::Wrong
+            }
+        }
+        (a, _) => a,
+    }
 }
 
 /// The refusal of a server's request (the load offers no client capabilities).
@@ -195,6 +254,32 @@ mod tests {
             Incoming::Other
         );
         assert_eq!(r("not json"), Incoming::Other);
+    }
+
+    #[test]
+    fn output_schemas_decide_correctness() {
+        let list = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"n","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},{"name":"plain","inputSchema":{"type":"object"}}]}}"#;
+        let s = schemas(list);
+        assert_eq!(s.len(), 1);
+        let check = |text: &str| match read(text.as_bytes()) {
+            Incoming::Answer {
+                answer, structured, ..
+            } => checked(answer, structured, s.get("n").map(|v| &**v)),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            check(r#"{"id":1,"result":{"structuredContent":{"x":1}}}"#),
+            Answer::Ok
+        );
+        assert_eq!(
+            check(r#"{"id":1,"result":{"structuredContent":{"x":"1"}}}"#),
+            Answer::Wrong
+        );
+        assert_eq!(check(r#"{"id":1,"result":{"content":[]}}"#), Answer::Wrong);
+        assert_eq!(
+            check(r#"{"id":1,"result":{"isError":true}}"#),
+            Answer::ToolError
+        );
     }
 
     #[test]
