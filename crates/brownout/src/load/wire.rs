@@ -214,46 +214,43 @@ mod tests {
         fn r(s: &str) -> Incoming<'_> {
             read(s.as_bytes())
         }
+        let answer = |s: &str| match r(s) {
+            Incoming::Answer { id, answer, .. } => Some((id, answer)),
+            _ => None,
+        };
         assert_eq!(
-            r(r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#),
-            Incoming::Answer {
-                id: 3,
-                answer: Answer::Ok
-            }
+            answer(r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#),
+            Some((3, Answer::Ok))
         );
         assert_eq!(
-            r(r#"{"jsonrpc":"2.0","id":4,"result":{"content":[],"isError":true}}"#),
-            Incoming::Answer {
-                id: 4,
-                answer: Answer::ToolError
-            }
+            answer(r#"{"jsonrpc":"2.0","id":4,"result":{"content":[],"isError":true}}"#),
+            Some((4, Answer::ToolError))
         );
         assert_eq!(
-            r(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"pool exhausted"}}"#),
-            Incoming::Answer {
-                id: 5,
-                answer: Answer::Error {
+            answer(
+                r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"pool exhausted"}}"#
+            ),
+            Some((
+                5,
+                Answer::Error {
                     code: -32000,
                     message: "pool exhausted".into()
                 }
-            }
+            ))
         );
         assert_eq!(
-            r(r#"{"jsonrpc":"2.0","id":6,"result":7}"#),
-            Incoming::Answer {
-                id: 6,
-                answer: Answer::Malformed
-            }
+            answer(r#"{"jsonrpc":"2.0","id":6,"result":7}"#),
+            Some((6, Answer::Malformed))
         );
-        assert_eq!(
+        assert!(matches!(
             r(r#"{"jsonrpc":"2.0","id":"s1","method":"roots/list"}"#),
             Incoming::Request { id: "\"s1\"" }
-        );
-        assert_eq!(
+        ));
+        assert!(matches!(
             r(r#"{"jsonrpc":"2.0","method":"notifications/message"}"#),
             Incoming::Other
-        );
-        assert_eq!(r("not json"), Incoming::Other);
+        ));
+        assert!(matches!(r("not json"), Incoming::Other));
     }
 
     #[test]
