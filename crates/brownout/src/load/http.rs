@@ -10,7 +10,8 @@ use std::time::Duration;
 
 pub struct HttpSession {
     client: reqwest::Client,
-    url: String,
+    /// Parsed once: a URL string would be parsed again on every request.
+    url: reqwest::Url,
     /// The session id and protocol version the server gave, if any.
     state: RwLock<(Option<HeaderValue>, HeaderValue)>,
     /// Bumped on every re-initialization, so a burst of 404s re-initializes once.
@@ -19,7 +20,8 @@ pub struct HttpSession {
     next_id: AtomicU64,
 }
 
-/// Build the HTTP client every session of a run shares settings with.
+/// Build the HTTP client of one session (each session its own, with its own connections,
+/// like separate agents; sharing one pool would also put every request behind its lock).
 pub fn client(headers: &[(String, String)]) -> Result<reqwest::Client, super::LoadError> {
     let mut map = HeaderMap::new();
     for (k, v) in headers {
@@ -51,10 +53,10 @@ fn lock_read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 impl HttpSession {
     /// A session not yet initialized. Each session gets its own client (its own
     /// connections), like separate agents.
-    pub fn new(client: reqwest::Client, url: &str) -> HttpSession {
+    pub fn new(client: reqwest::Client, url: reqwest::Url) -> HttpSession {
         HttpSession {
             client,
-            url: url.to_string(),
+            url,
             state: RwLock::new((None, HeaderValue::from_static(wire::PROTOCOL_VERSION))),
             generation: AtomicU64::new(0),
             reinit: tokio::sync::Mutex::new(()),
@@ -66,7 +68,7 @@ impl HttpSession {
     pub async fn initialize(&self, timeout: Duration) -> Result<(), String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = wire::request(id, "initialize", &wire::initialize_params());
-        let send = self.client.post(&self.url).body(body).send();
+        let send = self.client.post(self.url.clone()).body(body).send();
         let resp = tokio::time::timeout(timeout, send)
             .await
             .map_err(|_| "no answer to initialize in time".to_string())?
@@ -99,7 +101,7 @@ impl HttpSession {
         let (session, version) = lock_read(&self.state).clone();
         let mut r = self
             .client
-            .post(&self.url)
+            .post(self.url.clone())
             .header("mcp-protocol-version", version)
             .body(body);
         if let Some(s) = session {
@@ -195,7 +197,7 @@ impl HttpSession {
         if let Some(s) = session {
             let del = self
                 .client
-                .delete(&self.url)
+                .delete(self.url.clone())
                 .header("mcp-session-id", s)
                 .send();
             let _ = tokio::time::timeout(timeout, del).await;

@@ -55,18 +55,20 @@ impl Session {
 /// Open `n` sessions on `target`, all initialized, at most 16 starting at once.
 pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, LoadError> {
     use futures::stream::{self, StreamExt, TryStreamExt};
-    let client = match target {
+    let url = match target {
         LoadTarget::Http { url, headers } => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(LoadError::BadUrl { url: url.clone() });
-            }
-            Some(http::client(headers)?)
+            let parsed = reqwest::Url::parse(url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| LoadError::BadUrl { url: url.clone() })?;
+            http::client(headers)?; // a bad header fails here, before any session opens
+            Some(parsed)
         }
         LoadTarget::Stdio { command } if command.is_empty() => return Err(LoadError::NoCommand),
         LoadTarget::Stdio { .. } => None,
     };
     stream::iter(0..n)
-        .map(|i| open(target, client.clone(), i))
+        .map(|i| open(target, url.clone(), i))
         .buffered(16)
         .try_collect()
         .await
@@ -74,12 +76,12 @@ pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, Loa
 
 async fn open(
     target: &LoadTarget,
-    client: Option<reqwest::Client>,
+    url: Option<reqwest::Url>,
     i: usize,
 ) -> Result<Session, LoadError> {
-    match (target, client) {
-        (LoadTarget::Http { url, .. }, Some(client)) => {
-            let s = HttpSession::new(client, url);
+    match (target, url) {
+        (LoadTarget::Http { headers, .. }, Some(url)) => {
+            let s = HttpSession::new(http::client(headers)?, url);
             s.initialize(INIT_TIMEOUT)
                 .await
                 .map_err(|reason| LoadError::Initialize { session: i, reason })?;
@@ -115,6 +117,6 @@ async fn open(
             s.notify("notifications/initialized").await;
             Ok(Session::Stdio(s))
         }
-        (LoadTarget::Http { .. }, None) => Err(LoadError::Client("no HTTP client".into())),
+        (LoadTarget::Http { url, .. }, None) => Err(LoadError::BadUrl { url: url.clone() }),
     }
 }
