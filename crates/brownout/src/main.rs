@@ -83,13 +83,14 @@ enum Command {
         #[arg(long)]
         series: Option<PathBuf>,
     },
-    /// Play a workload against a live MCP server (stdio or HTTP), many sessions at once.
+    // Its help (short and long) is the doc comment of `LoadArgs`.
     Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
     ///
     /// With --pool/--service-ms/--queue-timeout-ms it is a small server with a bounded pool
     /// (the seed incident's); with --http ADDR it serves streamable HTTP instead of stdio.
+    /// Example: brownout fixture --http 127.0.0.1:3001 --pool 10 --service-ms 20 --queue-timeout-ms 200
     Fixture(brownout::fixture::FixtureArgs),
 }
 

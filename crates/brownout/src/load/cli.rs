@@ -18,7 +18,7 @@ pub const EXIT_TARGET: i32 = 4;
 /// Exit code: stopped by SIGINT or SIGTERM (the summary covers what ran).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
-/// Play a workload against a live MCP server with brownout's own MCP clients.
+/// Play a workload against a live MCP server with brownout's own MCP clients
 ///
 /// The workload is the simulator's format (docs/simulator.md) — tasks of steps of parallel
 /// tool calls, open- or closed-loop arrivals, think time, deadlines, the client's timeout,
