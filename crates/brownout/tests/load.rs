@@ -497,3 +497,91 @@ steps:
     assert!(s.outcomes.get("error").copied().unwrap_or(0) > 0, "{s:?}");
     assert!(s.outcomes.get("ok").copied().unwrap_or(0) > 0, "{s:?}");
 }
+
+/// A session the relay expires (404) is initialized again; the call that met the 404 is an
+/// error, the calls after it succeed on the new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_http_session_is_initialized_again() {
+    let dir = tmp();
+    let plan = common::http::plan_file(
+        dir.path(),
+        "seed: 1\nfaults:\n  - {kind: session_expiry, methods: [tools/call], after_calls: 10, max_injections: 1}\n",
+    );
+    let (relay, url) =
+        common::http::brownout_http(&["--quiet", "--plan", &plan, "--", brownout(), "fixture"]);
+    let w = workload(
+        "tasks: 60
+steps:
+  - calls: [{tool: echo, arguments: {message: x}}]
+",
+    );
+    let target = LoadTarget::Http {
+        url,
+        headers: vec![],
+    };
+    let (s, evs) = play(&w, target, opts(1, None)).await;
+    drop(relay);
+    assert_eq!(s.calls, 60);
+    let errors = count(&evs, "echo", Outcome::Error);
+    assert!(errors >= 1, "{s:?}");
+    // After the expiry the load went on, on a new session.
+    let last = calls(&evs).last().map(|c| c.outcome);
+    assert_eq!(last, Some(Outcome::Ok), "{s:?}");
+    assert!(count(&evs, "echo", Outcome::Ok) >= 40, "{s:?}");
+}
+
+/// The client's circuit breaker (the simulator's) opens on a failing tool and fails calls
+/// fast, without an attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_breaker_fails_calls_fast_once_open() {
+    let dir = tmp();
+    let w = workload(
+        "tasks: 50
+steps:
+  - calls: [{tool: search_incidents, arguments: {query: db}}]
+client: {breaker: {mode: error_rate, threshold: 0.5, window: 10, min_calls: 5, open_ms: 60000}}
+",
+    );
+    let plan = "seed: 1\nfaults:\n  - {kind: error, tools: [search_incidents]}\n";
+    let (s, evs) = play(
+        &w,
+        stdio(through(dir.path(), plan, &fixture())),
+        opts(1, None),
+    )
+    .await;
+    assert_eq!(s.calls, 50);
+    assert_eq!(count(&evs, "search_incidents", Outcome::Error), 50);
+    // Five attempts open it; the other 45 calls never leave the client.
+    assert_eq!(s.breaker_rejections, 45, "{s:?}");
+    assert_eq!(s.attempts, 5);
+    let relayed = events(dir.path())
+        .iter()
+        .filter(|e| e["type"] == "call" && e["method"] == "tools/call")
+        .count();
+    assert_eq!(relayed, 5);
+}
+
+/// Open loop: when the server falls behind, the queue shows as latency measured from each
+/// call's intended start, not as fewer calls (no coordinated omission).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_latency_counts_from_the_intended_start() {
+    // One slot, 20 ms per call: 50 calls/s at most, against 100 arrivals/s for one second.
+    let server: Vec<String> = [brownout(), "fixture", "--pool", "1", "--service-ms", "20"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let w = workload(
+        "tasks: 100
+arrival: {mode: open, rate_per_s: 100}
+steps:
+  - calls: [{tool: echo, arguments: {message: x}}]
+",
+    );
+    let (s, _) = play(&w, stdio(server), opts(1, Some(3))).await;
+    assert_eq!(s.calls, 100);
+    assert_eq!(s.outcomes.get("ok").copied(), Some(100));
+    // 100 calls take at least 2 s to serve; the last arrive after about 1 s, so they waited
+    // about a second. A generator timing from the send would report 20 ms throughout.
+    assert!(s.latency_ms.p99 >= 300.0, "{:?}", s.latency_ms);
+    assert!(s.latency_ms.p50 >= 40.0, "{:?}", s.latency_ms);
+}
