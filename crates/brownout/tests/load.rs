@@ -585,3 +585,43 @@ steps:
     assert!(s.latency_ms.p99 >= 300.0, "{:?}", s.latency_ms);
     assert!(s.latency_ms.p50 >= 40.0, "{:?}", s.latency_ms);
 }
+
+#[test]
+fn sigint_stops_the_load_with_a_summary_and_exit_130() {
+    let dir = tmp();
+    let w = dir.path().join("w.yaml");
+    std::fs::write(
+        &w,
+        "tasks: 100000000\narrival: {mode: closed, concurrency: 2}\nthink_ms: 2\nsteps:\n  - calls: [{tool: echo, arguments: {message: hi}}]\n  - calls: [{tool: echo, arguments: {message: again}}]\n",
+    )
+    .expect("write");
+    let child = std::process::Command::new(brownout())
+        .args([
+            "load",
+            &w.display().to_string(),
+            "--json",
+            "--",
+            brownout(),
+            "fixture",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(2500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json summary");
+    assert!(v["calls"].as_u64().unwrap_or(0) > 0, "{v}");
+    assert_eq!(v["outcomes"]["ok"], v["calls"], "{v}");
+}
