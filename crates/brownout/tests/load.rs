@@ -3,64 +3,15 @@
 //! Python SDK server and server-everything over stdio.
 
 mod common;
+#[path = "common/load.rs"]
+mod support;
 
-use brownout::load::{self, LoadEvent, LoadOptions, LoadSummary, LoadTarget};
+use brownout::load::{LoadEvent, LoadOptions, LoadTarget};
 use brownout_core::event::Outcome;
 use brownout_sim::Workload;
 use common::{brownout, events, fixture, through, tmp};
 use std::time::Duration;
-
-/// Nothing here should take long; a hang fails the test instead of the suite.
-const WATCHDOG: Duration = Duration::from_secs(120);
-
-fn workload(yaml: &str) -> Workload {
-    Workload::from_str_live(yaml, "w.yaml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-async fn play(
-    w: &Workload,
-    target: LoadTarget,
-    opts: LoadOptions,
-) -> (LoadSummary, Vec<LoadEvent>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let summary = tokio::time::timeout(WATCHDOG, load::run(w, target, opts, tx))
-        .await
-        .expect("the load ended in time")
-        .unwrap_or_else(|e| panic!("load failed: {e}"));
-    let mut evs = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        evs.push(e);
-    }
-    (summary, evs)
-}
-
-fn stdio(command: Vec<String>) -> LoadTarget {
-    LoadTarget::Stdio { command }
-}
-
-fn opts(sessions: usize, seed: Option<u64>) -> LoadOptions {
-    LoadOptions {
-        sessions,
-        seed,
-        ..LoadOptions::default()
-    }
-}
-
-fn calls(evs: &[LoadEvent]) -> Vec<&brownout_core::slo::CallObservation> {
-    evs.iter()
-        .filter_map(|e| match e {
-            LoadEvent::Call(c) => Some(c),
-            LoadEvent::Task(_) => None,
-        })
-        .collect()
-}
-
-fn count(evs: &[LoadEvent], tool: &str, outcome: Outcome) -> usize {
-    calls(evs)
-        .iter()
-        .filter(|c| c.tool.as_deref() == Some(tool) && c.outcome == outcome)
-        .count()
-}
+use support::{calls, count, opts, play, stdio, workload};
 
 /// Every call of the fixture's tools needs its argument (`message`, `query`, `id`): a call
 /// whose arguments did not arrive is answered `isError`. The echo without arguments proves
@@ -377,127 +328,6 @@ fn a_workload_without_servers_runs_live_and_the_simulator_says_what_is_missing()
     assert!(err.contains("servers") && err.contains("missing"), "{err}");
 }
 
-/// The seed incident's workload in the simulator: a few per cent of errors are absorbed,
-/// half the calls failing sets off the retry storm against the client's own limiter.
-#[test]
-fn the_incident_workload_cascades_in_the_simulator() {
-    let path = common::repo().join("examples/experiments/incident-agent.yaml");
-    let text = std::fs::read_to_string(&path).expect("read the example");
-    let w =
-        Workload::from_str_named(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
-    let sim = |p: f64| {
-        let plan = brownout_core::Plan::from_str_named(
-            &format!("seed: 1\nfaults:\n  - {{kind: error, tools: [\"*\"], probability: {p}}}\n"),
-            "p.yaml",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        brownout_sim::simulate(&w, plan, &brownout_sim::SimOptions::default())
-    };
-    let calm = sim(0.05);
-    assert!(calm.blast_radius < 0.01, "{}", calm.blast_radius);
-    assert!(calm.attempt_amplification < 1.2);
-    let storm = sim(0.5);
-    assert!(storm.blast_radius > 0.1, "{}", storm.blast_radius);
-    assert!(
-        storm.attempt_amplification > 5.0,
-        "{}",
-        storm.attempt_amplification
-    );
-}
-
-/// The same workload live, against the fixture as the small pooled server behind the relay:
-/// the storm shows as attempts far above calls and the client's limiter rejecting them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_incident_workload_cascades_live() {
-    let path = common::repo().join("examples/experiments/incident-agent.yaml");
-    let text = std::fs::read_to_string(&path).expect("read the example");
-    let w = Workload::from_str_live(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
-    let server: Vec<String> = [
-        brownout(),
-        "fixture",
-        "--pool",
-        "10",
-        "--service-ms",
-        "20",
-        "--queue-timeout-ms",
-        "200",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let run = |p: f64| {
-        let (w, server) = (w.clone(), server.clone());
-        async move {
-            let dir = tmp();
-            let plan = format!(
-                "seed: 1\nfaults:\n  - {{kind: error, tools: [\"*\"], probability: {p}}}\n"
-            );
-            let o = LoadOptions {
-                duration: Some(Duration::from_secs(4)),
-                ..opts(1, None)
-            };
-            play(&w, stdio(through(dir.path(), &plan, &server)), o)
-                .await
-                .0
-        }
-    };
-    let calm = run(0.05).await;
-    assert!(calm.calls > 100, "{calm:?}");
-    assert!(calm.attempt_amplification < 1.5, "{calm:?}");
-    let storm = run(0.5).await;
-    assert!(storm.limiter_rejections > 0, "{storm:?}");
-    assert!(storm.attempt_amplification > 3.0, "{storm:?}");
-}
-
-/// `brownout fixture --http`: one server, one pool, shared by every session.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_http_fixture_shares_one_pool_between_sessions() {
-    let port = common::http::free_port().to_string();
-    let addr = format!("127.0.0.1:{port}");
-    let mut child = std::process::Command::new(brownout())
-        .args([
-            "fixture",
-            "--http",
-            &addr,
-            "--pool",
-            "1",
-            "--service-ms",
-            "50",
-            "--queue-timeout-ms",
-            "5",
-        ])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the fixture");
-    let url = format!("http://{addr}/mcp");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the fixture did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let w = workload(
-        "tasks: 40
-arrival: {mode: closed, concurrency: 8}
-steps:
-  - calls: [{tool: search_incidents, arguments: {query: db}}]
-",
-    );
-    let target = LoadTarget::Http {
-        url,
-        headers: vec![],
-    };
-    let (s, _) = play(&w, target, opts(8, None)).await;
-    let _ = child.kill();
-    let _ = child.wait();
-    // Eight sessions at once against one slot: most wait past the 5 ms queue timeout.
-    assert_eq!(s.calls, 40);
-    assert!(s.outcomes.get("error").copied().unwrap_or(0) > 0, "{s:?}");
-    assert!(s.outcomes.get("ok").copied().unwrap_or(0) > 0, "{s:?}");
-}
-
 /// A session the relay expires (404) is initialized again; the call that met the 404 is an
 /// error, the calls after it succeed on the new session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,31 +389,6 @@ client: {breaker: {mode: error_rate, threshold: 0.5, window: 10, min_calls: 5, o
         .filter(|e| e["type"] == "call" && e["method"] == "tools/call")
         .count();
     assert_eq!(relayed, 5);
-}
-
-/// Open loop: when the server falls behind, the queue shows as latency measured from each
-/// call's intended start, not as fewer calls (no coordinated omission).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_loop_latency_counts_from_the_intended_start() {
-    // One slot, 20 ms per call: 50 calls/s at most, against 100 arrivals/s for one second.
-    let server: Vec<String> = [brownout(), "fixture", "--pool", "1", "--service-ms", "20"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let w = workload(
-        "tasks: 100
-arrival: {mode: open, rate_per_s: 100}
-steps:
-  - calls: [{tool: echo, arguments: {message: x}}]
-",
-    );
-    let (s, _) = play(&w, stdio(server), opts(1, Some(3))).await;
-    assert_eq!(s.calls, 100);
-    assert_eq!(s.outcomes.get("ok").copied(), Some(100));
-    // 100 calls take at least 2 s to serve; the last arrive after about 1 s, so they waited
-    // about a second. A generator timing from the send would report 20 ms throughout.
-    assert!(s.latency_ms.p99 >= 300.0, "{:?}", s.latency_ms);
-    assert!(s.latency_ms.p50 >= 40.0, "{:?}", s.latency_ms);
 }
 
 #[test]
