@@ -430,3 +430,24 @@ fn sigint_stops_the_load_with_a_summary_and_exit_130() {
     assert!(v["calls"].as_u64().unwrap_or(0) > 0, "{v}");
     assert_eq!(v["outcomes"]["ok"], v["calls"], "{v}");
 }
+
+/// A stdio server that exits is started again (and initialized) on a later call; with
+/// retries, the calls in between are not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_that_exits_is_started_again() {
+    // The fixture sees 20 lines (initialize, initialized, then calls), then end of input.
+    let script = format!("sed -u 20q | exec '{}' fixture", brownout());
+    let server = vec!["sh".to_string(), "-c".to_string(), script];
+    let w = workload(
+        "tasks: 40
+steps:
+  - calls: [{tool: echo, arguments: {message: x}}]
+client: {timeout_ms: 5000, retries: {max_attempts: 100, backoff_ms: 50, multiplier: 1}}
+",
+    );
+    let (s, _) = play(&w, stdio(server), opts(1, None)).await;
+    assert_eq!(s.calls, 40);
+    assert_eq!(s.outcomes.get("ok").copied(), Some(40), "{s:?}");
+    assert!(s.session_restarts >= 1, "{s:?}");
+    assert!(s.attempts > 40, "{s:?}");
+}

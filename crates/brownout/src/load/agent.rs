@@ -448,6 +448,7 @@ fn summary(shared: &Shared, elapsed: f64, sessions: usize, fp: Fingerprint) -> L
         error_rate: ratio(t.failed, t.calls),
         latency_ms: t.hist.summary(),
         max_start_lag_ms: shared.lag_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        session_restarts: shared.sessions.iter().map(Session::restarts).sum(),
         schedule_fingerprint: fp.0,
     }
 }

@@ -120,6 +120,8 @@ pub struct LoadSummary {
     /// How late the generator started tasks against an open-loop schedule, at worst (ms).
     /// Latency already counts it; a large value means the generator was the bottleneck.
     pub max_start_lag_ms: f64,
+    /// Stdio sessions started again after their process exited.
+    pub session_restarts: u64,
     /// A digest of the schedule (tasks, sessions, intended starts): equal for equal seeds.
     pub schedule_fingerprint: u64,
 }

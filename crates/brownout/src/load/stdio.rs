@@ -183,6 +183,11 @@ impl StdioSession {
             .await;
     }
 
+    /// Has the process closed its stdout (exited)?
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
     /// What the server last wrote on stderr (for error messages).
     pub fn stderr_tail(&self) -> String {
         String::from_utf8_lossy(&lock(&self.stderr))
