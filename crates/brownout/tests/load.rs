@@ -451,3 +451,31 @@ client: {timeout_ms: 5000, retries: {max_attempts: 100, backoff_ms: 50, multipli
     assert!(s.session_restarts >= 1, "{s:?}");
     assert!(s.attempts > 40, "{s:?}");
 }
+
+/// Streamable HTTP servers that answer in SSE: the Python SDK's and server-everything's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_answers_from_the_python_sdk_and_server_everything() {
+    let w = workload(
+        "tasks: 20
+arrival: {mode: closed, concurrency: 4}
+steps:
+  - calls: [{tool: echo, arguments: {message: over-http}}]
+",
+    );
+    let (py, url) = common::http::python_http(&[]);
+    let target = LoadTarget::Http {
+        url,
+        headers: vec![],
+    };
+    let (s, evs) = play(&w, target, opts(2, None)).await;
+    drop(py);
+    assert_eq!(count(&evs, "echo", Outcome::Ok), 20, "{s:?}");
+    let (ev, url) = common::http::everything_http("streamableHttp");
+    let target = LoadTarget::Http {
+        url,
+        headers: vec![],
+    };
+    let (s, evs) = play(&w, target, opts(2, None)).await;
+    drop(ev);
+    assert_eq!(count(&evs, "echo", Outcome::Ok), 20, "{s:?}");
+}
