@@ -93,13 +93,15 @@ enum Command {
         #[arg(long = "gate", value_name = "GATE", value_parser = brownout::sim_cmd::parse_gate)]
         gates: Vec<brownout_core::slo::Gate>,
     },
+    // Its help (short and long) is the doc comment of `LoadArgs`.
+    Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
-    Fixture {
-        /// Server-side latency for every tools/call, in milliseconds.
-        #[arg(long, default_value_t = 0)]
-        delay_ms: u64,
-    },
+    ///
+    /// With --pool/--service-ms/--queue-timeout-ms it is a small server with a bounded pool
+    /// (the seed incident's); with --http ADDR it serves streamable HTTP instead of stdio.
+    /// Example: brownout fixture --http 127.0.0.1:3001 --pool 10 --service-ms 20 --queue-timeout-ms 200
+    Fixture(brownout::fixture::FixtureArgs),
 }
 
 #[derive(Subcommand)]
@@ -339,12 +341,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
-        Command::Fixture { delay_ms } => {
-            single_thread_runtime()?
-                .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
+        Command::Fixture(a) => {
+            single_thread_runtime()?.block_on(fixture::main(a))?;
             Ok(0)
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
+        Command::Load(a) => brownout::load::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {

@@ -11,13 +11,13 @@
 //! resilience, [`queue`] virtual time's event queue.
 
 mod attempts;
-mod breaker;
+pub mod breaker;
 mod gates;
 #[cfg(test)]
 mod gates_tests;
-mod limiter;
+pub mod limiter;
 mod queue;
-mod retry;
+pub mod retry;
 mod slab;
 mod tasks;
 #[cfg(test)]
@@ -68,8 +68,9 @@ enum Ev {
     StepDeadline(u32, u32),
 }
 
+/// How an attempt was answered, as the client's breaker sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Answer {
+pub enum Answer {
     Ok,
     Corrupt,
     Fail,

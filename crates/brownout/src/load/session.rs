@@ -1,0 +1,194 @@
+//! A load session on either transport, opened (initialized) and closed the same way. A
+//! stdio session whose process exits (a crash, a `process` fault) is started and initialized
+//! again on its next call, at most once per [`RESTART_GAP`], as an agent host restarts a
+//! server; calls meanwhile fail as unanswered.
+
+use super::http::{self, HttpSession};
+use super::stdio::StdioSession;
+use super::wire::{self, Answer};
+use super::{LoadError, LoadTarget};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a session has to start and answer `initialize`.
+pub const INIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The least time between two restarts of one stdio session.
+pub const RESTART_GAP: Duration = Duration::from_secs(1);
+
+pub enum Session {
+    Stdio(StdioSlot),
+    Http(HttpSession),
+}
+
+/// A stdio session and what it takes to start it again.
+pub struct StdioSlot {
+    command: Vec<String>,
+    index: usize,
+    current: std::sync::RwLock<Arc<StdioSession>>,
+    /// When a restart was last tried.
+    restart: tokio::sync::Mutex<Instant>,
+    restarts: AtomicU64,
+}
+
+impl StdioSlot {
+    fn current(&self) -> Arc<StdioSession> {
+        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The live process, started again if it exited (not more often than [`RESTART_GAP`]).
+    async fn live(&self) -> Arc<StdioSession> {
+        let cur = self.current();
+        if !cur.is_closed() {
+            return cur;
+        }
+        let mut last = self.restart.lock().await;
+        let now = self.current();
+        if !Arc::ptr_eq(&cur, &now) || last.elapsed() < RESTART_GAP {
+            return now; // restarted by another call meanwhile, or too soon to try again
+        }
+        *last = Instant::now();
+        match start_stdio(&self.command, self.index).await {
+            Ok(fresh) => {
+                let fresh = Arc::new(fresh);
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&fresh);
+                self.restarts.fetch_add(1, Ordering::Relaxed);
+                fresh
+            }
+            Err(_) => now,
+        }
+    }
+}
+
+impl Session {
+    /// A request; an `ok` answer is checked against `schema` (the tool's `outputSchema`).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+        schema: Option<&Arc<jsonschema::Validator>>,
+    ) -> Answer {
+        match self {
+            Session::Stdio(s) => {
+                s.live()
+                    .await
+                    .request(method, params, timeout, schema.cloned())
+                    .await
+            }
+            Session::Http(s) => {
+                s.request(method, params, timeout, schema.map(|v| &**v))
+                    .await
+            }
+        }
+    }
+
+    /// The output schemas of the server's tools (`tools/list`, first page); none if the
+    /// server does not answer.
+    pub async fn schemas(&self) -> wire::Schemas {
+        let raw = match self {
+            Session::Stdio(s) => {
+                s.current()
+                    .request_raw("tools/list", "{}", INIT_TIMEOUT)
+                    .await
+            }
+            Session::Http(s) => s.request_raw("tools/list", "{}", INIT_TIMEOUT).await,
+        };
+        raw.map(|r| wire::schemas(&r)).unwrap_or_default()
+    }
+
+    pub async fn close(&self) {
+        let wait = Duration::from_secs(2);
+        match self {
+            Session::Stdio(s) => s.current().close(wait).await,
+            Session::Http(s) => s.close(wait).await,
+        }
+    }
+
+    /// How many times the session was started again after its process exited.
+    pub fn restarts(&self) -> u64 {
+        match self {
+            Session::Stdio(s) => s.restarts.load(Ordering::Relaxed),
+            Session::Http(_) => 0,
+        }
+    }
+}
+
+/// Open `n` sessions on `target`, all initialized, at most 16 starting at once.
+pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, LoadError> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    let url = match target {
+        LoadTarget::Http { url, headers } => {
+            let parsed = reqwest::Url::parse(url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| LoadError::BadUrl { url: url.clone() })?;
+            http::client(headers)?; // a bad header fails here, before any session opens
+            Some(parsed)
+        }
+        LoadTarget::Stdio { command } if command.is_empty() => return Err(LoadError::NoCommand),
+        LoadTarget::Stdio { .. } => None,
+    };
+    stream::iter(0..n)
+        .map(|i| open(target, url.clone(), i))
+        .buffered(16)
+        .try_collect()
+        .await
+}
+
+async fn open(
+    target: &LoadTarget,
+    url: Option<reqwest::Url>,
+    i: usize,
+) -> Result<Session, LoadError> {
+    match (target, url) {
+        (LoadTarget::Http { headers, .. }, Some(url)) => {
+            let s = HttpSession::new(http::client(headers)?, url);
+            s.initialize(INIT_TIMEOUT)
+                .await
+                .map_err(|reason| LoadError::Initialize { session: i, reason })?;
+            Ok(Session::Http(s))
+        }
+        (LoadTarget::Stdio { command }, _) => Ok(Session::Stdio(StdioSlot {
+            command: command.clone(),
+            index: i,
+            current: std::sync::RwLock::new(Arc::new(start_stdio(command, i).await?)),
+            restart: tokio::sync::Mutex::new(Instant::now()),
+            restarts: AtomicU64::new(0),
+        })),
+        (LoadTarget::Http { url, .. }, None) => Err(LoadError::BadUrl { url: url.clone() }),
+    }
+}
+
+/// Start `command` and initialize it as session `i`.
+async fn start_stdio(command: &[String], i: usize) -> Result<StdioSession, LoadError> {
+    let s = StdioSession::spawn(command).map_err(|source| LoadError::Spawn {
+        command: command.join(" "),
+        source,
+    })?;
+    match s
+        .request("initialize", &wire::initialize_params(), INIT_TIMEOUT, None)
+        .await
+    {
+        Answer::Ok => {}
+        other => {
+            let tail = s.stderr_tail();
+            s.close(Duration::from_secs(1)).await;
+            let why = match other {
+                Answer::Closed => "the process exited".to_string(),
+                Answer::Timeout => "no answer in time".to_string(),
+                Answer::Error { code, message } => format!("error {code}: {message}"),
+                a => format!("{a:?}"),
+            };
+            let reason = if tail.is_empty() {
+                why
+            } else {
+                format!("{why}; its stderr: {tail}")
+            };
+            return Err(LoadError::Initialize { session: i, reason });
+        }
+    }
+    s.notify("notifications/initialized").await;
+    Ok(s)
+}
