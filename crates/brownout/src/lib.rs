@@ -5,6 +5,7 @@
 //! - [`http_guard`]: the `Origin`/`Host` checks every HTTP listener applies;
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
+//! - [`probe`]: synthetic probes and monitors (`brownout probe`);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log.
 
@@ -17,5 +18,6 @@ pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
 pub mod plan_cmd;
+pub mod probe;
 pub mod relay;
 pub mod sim_cmd;
