@@ -313,3 +313,36 @@ fn header_values_are_sent_and_never_printed() {
     );
     assert!(!all.contains("s3cr3t"), "{all}");
 }
+
+#[test]
+fn https_is_tls_in_this_build() {
+    let url = format!("https://127.0.0.1:{}/mcp", free_port());
+    let (lines, code, _) = probe(&[&url]);
+    assert_eq!((failure(&lines).as_str(), code), ("tls", 1));
+}
+
+#[test]
+fn sli_probes_read_a_running_relays_status() {
+    let server = fixture();
+    let mut args = vec!["--admin", "127.0.0.1:0", "--"];
+    args.extend(server.iter().map(String::as_str));
+    let (g, url) = brownout_http(&args);
+    let admin = common::http::admin_url(&g);
+    // Two probes through the relay make its calls.
+    let (lines, _, out) = probe(&[&url, "--count", "2", "--interval", "10ms"]);
+    assert_eq!(failure(&lines), "ok", "{out}");
+    let (lines, code, out) = probe(&["--kind", "sli", &admin, "--expect", "calls >= 4"]);
+    assert_eq!((failure(&lines).as_str(), code), ("ok", 0), "{out}");
+    let (lines, _, _) = probe(&["--kind", "sli", &admin, "--expect", "error_rate > 50%"]);
+    assert_eq!(failure(&lines), "sli_breached");
+    assert!(
+        lines[0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the relay says 0"),
+        "{lines:?}"
+    );
+    let (_, code, out) = probe(&["--kind", "sli", &admin, "--expect", "eror_rate < 1%"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("did you mean `error_rate`"), "{out}");
+}

@@ -7,7 +7,7 @@ use super::metrics::{self, Metrics};
 use super::monitor::{Monitor, MonitorEvent, MonitorOptions};
 use super::spec::{
     CodeOrTolerance, CommandProbe, Dur, Headers, HttpProbe, McpProbe, ProbeCall, ProbeSpec,
-    Transport,
+    SliProbe, Transport,
 };
 use super::{targets, ProbeResult};
 use brownout_core::slo::tolerance::Tolerance;
@@ -36,10 +36,11 @@ use std::sync::Arc;
 ///
 /// Examples:
 ///   brownout probe http://127.0.0.1:8900/mcp
-///   brownout probe --call echo --arguments '{"text":"hi"}' --expect '$.content[0].text=hi' -- brownout fixture
+///   brownout probe --call echo --arguments '{"message":"hi"}' --expect '$.content[0].text=hi' -- brownout fixture
 ///   brownout probe http://127.0.0.1:8900/mcp --header 'Authorization: Bearer $TOKEN' --json --count 3
 ///   brownout probe http://127.0.0.1:8900/mcp --interval 10s --alert-after 2 --p95 '< 500ms' --webhook https://hooks.slack.com/…
 ///   brownout probe --kind http http://127.0.0.1:8080/health --status 200 --expect '$.status == "ok"'
+///   brownout probe --kind sli http://127.0.0.1:9901 --expect 'error_rate < 1%'
 ///   brownout probe --targets targets.yaml --interval 1s --metrics 127.0.0.1:9464
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
@@ -50,7 +51,8 @@ pub struct ProbeArgs {
     /// A stdio MCP server to start for each probe (or the command of --kind command).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
-    /// What to probe: an MCP server, a plain HTTP endpoint or a command's result.
+    /// What to probe: an MCP server, a plain HTTP endpoint, a command's result, or a
+    /// running relay's live SLIs (URL: its admin API; --expect: `SLI TOLERANCE`).
     #[arg(long, value_enum, default_value_t = Kind::Mcp)]
     pub kind: Kind,
     /// MCP over HTTP: streamable HTTP, legacy HTTP+SSE, or auto (streamable; legacy when
@@ -68,7 +70,8 @@ pub struct ProbeArgs {
     pub arguments: String,
     /// What the result (or with --kind http, the body; --kind command, stdout) must hold,
     /// repeatable: `JSONPATH=VALUE` (`$.content[0].text=hello`) or any tolerance
-    /// (`$.structuredContent.count >= 1`, `~ /ok/`).
+    /// (`$.structuredContent.count >= 1`, `~ /ok/`). --kind sli: one `SLI TOLERANCE`
+    /// (`error_rate < 1%`, `p95 < 500ms`).
     #[arg(long, value_name = "EXPECT")]
     pub expect: Vec<String>,
     /// --kind http: the status expected, a code or a tolerance (default 200..299).
@@ -128,6 +131,7 @@ pub enum Kind {
     Mcp,
     Http,
     Command,
+    Sli,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -166,6 +170,24 @@ fn single(a: &ProbeArgs) -> anyhow::Result<ProbeSpec> {
             .add(h)
             .map_err(|e| anyhow::anyhow!("--header: {e}"))?;
     }
+    if let Kind::Sli = a.kind {
+        let [check] = a.expect.as_slice() else {
+            anyhow::bail!("--kind sli takes one --expect, e.g. 'error_rate < 1%'");
+        };
+        return Ok(ProbeSpec::Sli(SliProbe {
+            admin: a
+                .url
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("--kind sli needs the relay's admin URL"))?,
+            token_env: std::env::var_os("BROWNOUT_ADMIN_TOKEN")
+                .is_some()
+                .then(|| "BROWNOUT_ADMIN_TOKEN".to_string()),
+            check: check
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--expect `{check}`: {e}"))?,
+            timeout: Some(a.timeout),
+        }));
+    }
     let expect = a
         .expect
         .iter()
@@ -183,7 +205,7 @@ fn single(a: &ProbeArgs) -> anyhow::Result<ProbeSpec> {
     };
     let timeout = Some(a.timeout);
     Ok(match a.kind {
-        Kind::Mcp => {
+        Kind::Mcp | Kind::Sli => {
             if a.url.is_some() != a.command.is_empty() {
                 anyhow::bail!("give the server's URL, or its command after --, not both");
             }

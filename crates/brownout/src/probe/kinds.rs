@@ -125,7 +125,13 @@ pub async fn sli(
     deadline: Instant,
     phases: &mut Phases,
 ) -> Result<String, Failure> {
-    let url = format!("{}/status", s.admin.trim_end_matches('/'));
+    // `127.0.0.1:9901` as `brownout faults --admin` takes it, or a URL.
+    let base = s.admin.trim_end_matches('/');
+    let url = if base.contains("://") {
+        format!("{base}/status")
+    } else {
+        format!("http://{base}/status")
+    };
     let mut req = client.get(&url);
     if let Some(var) = &s.token_env {
         match std::env::var(var) {
