@@ -329,6 +329,13 @@ async fn watch(
         let bound = metrics::serve(Arc::clone(&metrics), addr, a.metrics_token.clone()).await?;
         eprintln!("brownout: probe metrics on http://{bound}/metrics");
     }
+    // One delivery task: notices reach the webhook in the order they happened.
+    let (deliver, mut queue) = tokio::sync::mpsc::channel::<(String, super::monitor::Notice)>(1024);
+    let sender = tokio::spawn(async move {
+        while let Some((hook, notice)) = queue.recv().await {
+            alert::send(super::client(), &hook, &notice).await;
+        }
+    });
     let mut monitor = Monitor::start(list);
     let mut last: HashMap<usize, bool> = HashMap::new();
     let mut done = 0;
@@ -363,15 +370,17 @@ async fn watch(
                     eprintln!("brownout: {}", body["text"].as_str().unwrap_or(""));
                 }
                 if let Some(Some(hook)) = hooks.get(index) {
-                    let hook = hook.clone();
-                    tokio::spawn(async move { alert::send(super::client(), &hook, &notice).await });
+                    let _ = deliver.send((hook.clone(), notice)).await;
                 }
             }
             MonitorEvent::Done { .. } => done += 1,
         }
     }
-    // Give notices in flight a moment to reach the webhook.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Let the notices still queued reach the webhook (bounded: a dead webhook does not
+    // hold the exit for long).
+    drop(deliver);
+    drop(monitor);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), sender).await;
     let all_ok = !last.is_empty() && last.len() == n && last.values().all(|ok| *ok);
     Ok(if all_ok { 0 } else { 1 })
 }
