@@ -28,9 +28,15 @@ fn a_closed_port_is_connection_refused() {
 
 #[test]
 fn a_stdio_server_that_exits_is_process_exited_with_its_status() {
-    let server = ["sh".to_string(), "-c".into(), "exit 3".into()];
+    let server = [
+        "sh".to_string(),
+        "-c".into(),
+        "echo 'db: connection lost' >&2; exit 3".into(),
+    ];
     let (lines, code, _) = probe(&with_server(&[], &server));
     assert_eq!(failure(&lines), "process_exited(3)");
+    let detail = lines[0]["detail"].as_str().unwrap_or("");
+    assert!(detail.contains("db: connection lost"), "{detail}");
     assert_eq!(lines[0]["failure_reason"]["status"], 3);
     assert_eq!(code, 1);
 }

@@ -200,6 +200,11 @@ impl std::str::FromStr for SliCheck {
     type Err = String;
     fn from_str(text: &str) -> Result<SliCheck, String> {
         let t = text.trim();
+        if t.split_whitespace().any(|w| w == "over") {
+            return Err(format!(
+                "`{t}`: an sli probe reads the relay's whole-run figures from /status; windows (`over …`) belong to experiment gates: write e.g. `error_rate < 1%`"
+            ));
+        }
         let (path, tol_text) = if t.starts_with('$') {
             (None, t.to_string())
         } else {

@@ -205,38 +205,72 @@ impl Tracker {
     }
 }
 
+/// A target's probe times, as offsets from the monitor's start: the first within one
+/// interval when staggered (else at 0), then every interval ±10 %. The same seed, target
+/// and position give the same schedule.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    rng: SplitMix,
+    interval: f64,
+    next: f64,
+}
+
+impl Schedule {
+    pub fn new(opts: &MonitorOptions, target: &str, index: usize) -> Schedule {
+        let mut rng = SplitMix::new(mix(opts.seed ^ hash_str(target) ^ index as u64));
+        let interval = opts.interval.as_secs_f64();
+        let next = if opts.stagger {
+            interval * rng.unit()
+        } else {
+            0.0
+        };
+        Schedule {
+            rng,
+            interval,
+            next,
+        }
+    }
+}
+
+impl Iterator for Schedule {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let at = self.next;
+        self.next += self.interval * (1.0 + 0.2 * (self.rng.unit() - 0.5));
+        Some(Duration::from_secs_f64(at))
+    }
+}
+
 async fn watch(
     index: usize,
     spec: ProbeSpec,
     opts: MonitorOptions,
     tx: mpsc::Sender<MonitorEvent>,
 ) {
-    let mut rng = SplitMix::new(mix(opts.seed ^ hash_str(&spec.target()) ^ index as u64));
     let mut tracker = Tracker::new(index, spec.target(), &opts);
-    let interval = opts.interval.as_secs_f64();
-    let mut next = tokio::time::Instant::now();
-    if opts.stagger {
-        next += Duration::from_secs_f64(interval * rng.unit());
-    }
+    let start = tokio::time::Instant::now();
     let mut n = 0u64;
-    loop {
+    for offset in Schedule::new(&opts, &spec.target(), index) {
         if opts.count.is_some_and(|c| n >= c) {
             let _ = tx.send(MonitorEvent::Done { index }).await;
             return;
         }
-        tokio::time::sleep_until(next).await;
+        // A probe slower than the interval delays the next; missed slots are skipped,
+        // not run back to back.
+        let at = start + offset;
+        if at < tokio::time::Instant::now() && n > 0 {
+            continue;
+        }
+        tokio::time::sleep_until(at).await;
         let result = run_once(&spec).await;
         n += 1;
         let (percentiles, event) = tracker.observe(&result);
-        if tx
-            .send(MonitorEvent::Probe {
-                index,
-                result,
-                percentiles,
-            })
-            .await
-            .is_err()
-        {
+        let probe = MonitorEvent::Probe {
+            index,
+            result,
+            percentiles,
+        };
+        if tx.send(probe).await.is_err() {
             return;
         }
         if let Some(e) = event {
@@ -244,10 +278,6 @@ async fn watch(
                 return;
             }
         }
-        // ±10 % jitter, reproducible from the seed; never sooner than now.
-        let jitter = 1.0 + 0.2 * (rng.unit() - 0.5);
-        next += Duration::from_secs_f64(interval * jitter);
-        next = next.max(tokio::time::Instant::now());
     }
 }
 

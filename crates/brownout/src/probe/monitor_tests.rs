@@ -77,3 +77,32 @@ fn a_slow_p95_opens_an_incident_until_the_window_is_fast_again() {
     seq.extend(vec![(true, 10.0); 6]);
     assert_eq!(kinds(&mut t, &seq), ["alert", "recovery"]);
 }
+
+#[test]
+fn schedules_are_jittered_and_reproducible_from_the_seed() {
+    let opts = MonitorOptions {
+        interval: Duration::from_secs(1),
+        seed: 7,
+        stagger: true,
+        ..MonitorOptions::default()
+    };
+    let a: Vec<Duration> = Schedule::new(&opts, "t", 0).take(50).collect();
+    let b: Vec<Duration> = Schedule::new(&opts, "t", 0).take(50).collect();
+    assert_eq!(a, b);
+    let other = MonitorOptions {
+        seed: 8,
+        ..opts.clone()
+    };
+    assert_ne!(
+        a,
+        Schedule::new(&other, "t", 0).take(50).collect::<Vec<_>>()
+    );
+    assert_ne!(a, Schedule::new(&opts, "t", 1).take(50).collect::<Vec<_>>());
+    assert!(a[0] < Duration::from_secs(1));
+    for w in a.windows(2) {
+        let gap = (w[1] - w[0]).as_secs_f64();
+        assert!((0.9..=1.1).contains(&gap), "{gap}");
+    }
+    let gaps: Vec<f64> = a.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    assert!(gaps.iter().any(|g| (g - gaps[0]).abs() > 1e-6), "no jitter");
+}

@@ -6,12 +6,19 @@ use super::reason::{Failure, FailureReason};
 use crate::relay::framing::{Frame, LineReader, DEFAULT_MAX_MESSAGE};
 use serde_json::{json, Value};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// How much of a server's stderr is kept to explain its exit.
+const STDERR_TAIL: usize = 400;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 pub struct StdioWire {
     child: Child,
+    /// The last bytes the server wrote on stderr (told when it exits).
+    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     stdin: Option<ChildStdin>,
     reader: LineReader<BufReader<ChildStdout>>,
 }
@@ -25,7 +32,7 @@ impl StdioWire {
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
@@ -40,8 +47,26 @@ impl StdioWire {
                 "no pipes to the server",
             ));
         };
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        let stderr_reader = child.stderr.take().map(|mut err| {
+            let tail = Arc::clone(&tail);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = err.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    t.extend_from_slice(&buf[..n]);
+                    let excess = t.len().saturating_sub(STDERR_TAIL);
+                    t.drain(..excess);
+                }
+            })
+        });
         Ok(StdioWire {
             child,
+            stderr: tail,
+            stderr_reader,
             stdin: Some(stdin),
             reader: LineReader::new(BufReader::new(stdout), DEFAULT_MAX_MESSAGE),
         })
@@ -109,12 +134,16 @@ impl StdioWire {
         match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
             Ok(Ok(status)) => {
                 use std::os::unix::process::ExitStatusExt;
+                // What it said last is still in the pipe: read it to the end (briefly).
+                if let Some(r) = self.stderr_reader.take() {
+                    let _ = tokio::time::timeout(Duration::from_millis(300), r).await;
+                }
                 Failure::new(
                     FailureReason::ProcessExited {
                         status: status.code(),
                         signal: status.signal(),
                     },
-                    format!("{why}: the server exited ({status})"),
+                    format!("{why}: the server exited ({status}){}", self.stderr_tail()),
                 )
             }
             _ => Failure::new(
@@ -124,6 +153,17 @@ impl StdioWire {
                 },
                 why.to_string(),
             ),
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let t = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&t);
+        let last = text.trim().lines().last().unwrap_or("").trim().to_string();
+        if last.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ended: {}", super::mcp::clip(&last))
         }
     }
 
