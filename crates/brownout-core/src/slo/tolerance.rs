@@ -537,8 +537,9 @@ impl Scanner {
                 unit: Unit::Ratio,
             },
             u => match millis_per(u) {
+                // `8.024s` is 8024 ms, not 8023.999…: round to the nanosecond.
                 Some(f) => Quantity {
-                    value: value * f,
+                    value: (value * f * 1e6).round() / 1e6,
                     unit: Unit::Millis,
                 },
                 None => {
