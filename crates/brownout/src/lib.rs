@@ -6,6 +6,7 @@
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
 //! - [`load`]: live, agent-like load (`brownout load`): workloads played by many MCP sessions;
+//! - [`probe`]: synthetic probes and monitors (`brownout probe`);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log.
 
@@ -19,5 +20,6 @@ pub mod fixture;
 pub mod http_guard;
 pub mod load;
 pub mod plan_cmd;
+pub mod probe;
 pub mod relay;
 pub mod sim_cmd;

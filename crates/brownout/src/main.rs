@@ -95,6 +95,9 @@ enum Command {
     },
     // Its help (short and long) is the doc comment of `LoadArgs`.
     Load(Box<brownout::load::cli::LoadArgs>),
+    /// Probe an MCP server (or HTTP endpoint, or command): why it fails, phase times,
+    /// monitor mode with alerts (docs/probes.md).
+    Probe(Box<brownout::probe::cli::ProbeArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
     ///
@@ -347,6 +350,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Load(a) => brownout::load::cli::run(*a),
+        Command::Probe(a) => brownout::probe::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {

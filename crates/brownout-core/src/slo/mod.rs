@@ -17,6 +17,7 @@ mod parse;
 mod proptests;
 #[cfg(test)]
 mod tests;
+pub mod tolerance;
 mod watch;
 mod window;
 
