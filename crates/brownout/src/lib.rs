@@ -13,6 +13,7 @@ pub mod control;
 pub mod demo;
 pub mod demo_sim;
 pub mod events;
+pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
