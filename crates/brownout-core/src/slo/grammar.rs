@@ -456,13 +456,15 @@ impl Parser {
                 Tok::Word(w) if w == "min" || w == "for" => {
                     return Err(GateError::new(t.col, format!("`{w}` is given twice")));
                 }
-                Tok::Word(w) => return Err(GateError::new(
-                    t.col,
-                    format!(
+                Tok::Word(w) => {
+                    return Err(GateError::new(
+                        t.col,
+                        format!(
                         "unexpected `{w}`: after the window come `min N calls` and `for DURATION`"
                     ),
-                )
-                .suggest(suggest(w, ["min", "for"]))),
+                    )
+                    .suggest(suggest(w, ["min", "for"])))
+                }
                 other => {
                     return Err(GateError::new(
                         t.col,
@@ -588,54 +590,57 @@ impl Parser {
     fn limit(&mut self, sli: Sli) -> Result<Written, GateError> {
         let (t, v, num, unit) = self.number("a limit")?;
         let text = format!("{num}{unit}");
-        let value =
-            match (sli.kind(), unit.as_str()) {
-                (Kind::Ratio, "%") if v <= 100.0 => v / 100.0,
-                (Kind::Ratio, "") if v <= 1.0 => v,
-                (Kind::Ratio, "%") => {
-                    return Err(GateError::new(
-                        t.col,
-                        format!("`{text}` is more than 100 %"),
-                    ))
-                }
-                (Kind::Ratio, "") => return Err(GateError::new(
+        let value = match (sli.kind(), unit.as_str()) {
+            (Kind::Ratio, "%") if v <= 100.0 => v / 100.0,
+            (Kind::Ratio, "") if v <= 1.0 => v,
+            (Kind::Ratio, "%") => {
+                return Err(GateError::new(
+                    t.col,
+                    format!("`{text}` is more than 100 %"),
+                ))
+            }
+            (Kind::Ratio, "") => {
+                return Err(GateError::new(
                     t.col,
                     format!(
                         "`{sli}` is a fraction between 0 and 1: write a percentage or a fraction"
                     ),
                 )
-                .suggest(Some(&format!("{num}%")))),
-                (Kind::Ratio, _) => {
+                .suggest(Some(&format!("{num}%"))))
+            }
+            (Kind::Ratio, _) => {
+                return Err(GateError::new(
+                    t.col,
+                    format!("`{sli}` is a ratio: write `1%` or `0.01`, not `{text}`"),
+                ))
+            }
+            (Kind::Latency, u) => match span_factor(u) {
+                Some(f) => v * f,
+                None if u.is_empty() => {
                     return Err(GateError::new(
                         t.col,
-                        format!("`{sli}` is a ratio: write `1%` or `0.01`, not `{text}`"),
-                    ))
+                        format!("`{sli}` is a latency: give the limit a unit (ms, s, m)"),
+                    )
+                    .suggest(Some(&format!("{num}ms"))))
                 }
-                (Kind::Latency, u) => match span_factor(u) {
-                    Some(f) => v * f,
-                    None if u.is_empty() => {
-                        return Err(GateError::new(
-                            t.col,
-                            format!("`{sli}` is a latency: give the limit a unit (ms, s, m)"),
-                        )
-                        .suggest(Some(&format!("{num}ms"))))
-                    }
-                    None => {
-                        return Err(GateError::new(
-                            t.col,
-                            format!("`{unit}` is not a unit of time: ms, s, m or h"),
-                        )
-                        .suggest(suggest(u, ["ms", "s", "m", "h"])))
-                    }
-                },
-                (Kind::Factor, "" | "x") => v,
-                (Kind::Factor, _) => return Err(GateError::new(
+                None => {
+                    return Err(GateError::new(
+                        t.col,
+                        format!("`{unit}` is not a unit of time: ms, s, m or h"),
+                    )
+                    .suggest(suggest(u, ["ms", "s", "m", "h"])))
+                }
+            },
+            (Kind::Factor, "" | "x") => v,
+            (Kind::Factor, _) => {
+                return Err(GateError::new(
                     t.col,
                     format!(
                         "`{sli}` is attempts per call: a plain number such as `1.5`, not `{text}`"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         Ok(Written { value, text })
     }
 

@@ -69,7 +69,8 @@ pub fn resolve(dir: &Path, p: &str) -> PathBuf {
 /// Load and check an experiment file.
 pub fn load_file(path: &Path) -> Result<Loaded, PlanErrors> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| one(&file, format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| one(&file, format!("cannot read: {e}")))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_text(&text, &file, &dir)
 }
@@ -126,7 +127,10 @@ pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanError
             Some(f) if f > 0.0 && f <= 1.0 => {}
             _ => errors.push(at(
                 &format!("/method/{i}/sessions"),
-                format!("`{}` is not a share above 0 % and at most 100 %", s.sessions.0),
+                format!(
+                    "`{}` is not a share above 0 % and at most 100 %",
+                    s.sessions.0
+                ),
             )),
         }
         if s.duration.get().is_zero() {
@@ -274,7 +278,8 @@ fn faults_doc(
                 }],
             })?;
             let mut plan = Plan::from_str_named(&text, &name)?;
-            let proot = parse(&text, Format::from_path(&name)).map_err(|e| one(&name, e.message))?;
+            let proot =
+                parse(&text, Format::from_path(&name)).map_err(|e| one(&name, e.message))?;
             let mut doc = proot.to_json();
             let errors: Vec<PlanError> = doc["faults"]
                 .as_array()

@@ -108,7 +108,11 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
         .collect();
     check_ladder(&shares, p)?;
     let total = x.spec.baseline.as_ref().map(Dur::get).unwrap_or_default()
-        + x.spec.method.iter().map(|s| s.duration.get()).sum::<Duration>();
+        + x.spec
+            .method
+            .iter()
+            .map(|s| s.duration.get())
+            .sum::<Duration>();
     if total > p.max_duration.get() {
         return refuse(
             "max_duration",
@@ -122,7 +126,10 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
     check_faults(&x.plan_doc, p)
 }
 
-fn check_labels(labels: &std::collections::BTreeMap<String, String>, p: &Policy) -> Result<(), Refusal> {
+fn check_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+    p: &Policy,
+) -> Result<(), Refusal> {
     for rule in &p.production_labels {
         let Some(v) = labels.get(&rule.key) else {
             continue;
@@ -150,13 +157,21 @@ pub fn check_ladder(shares: &[f64], p: &Policy) -> Result<(), Refusal> {
     let ladder: Vec<f64> = p.ladder.iter().filter_map(Share::fraction).collect();
     let rung = |s: f64| ladder.iter().position(|r| (r - s).abs() < 1e-9);
     let pct = |s: f64| format!("{}%", (s * 1000.0).round() / 10.0);
-    let rungs = ladder.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(" → ");
+    let rungs = ladder
+        .iter()
+        .map(|r| pct(*r))
+        .collect::<Vec<_>>()
+        .join(" → ");
     let mut prev: Option<usize> = None;
     for (i, s) in shares.iter().enumerate() {
         let Some(r) = rung(*s) else {
             return refuse(
                 "ladder",
-                format!("stage {} reaches {}, not a rung of the ladder {rungs}", i + 1, pct(*s)),
+                format!(
+                    "stage {} reaches {}, not a rung of the ladder {rungs}",
+                    i + 1,
+                    pct(*s)
+                ),
             );
         };
         let ok = match prev {
@@ -199,7 +214,10 @@ fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
         if prob > p.max_probability {
             return refuse(
                 "max_probability",
-                format!("faults[{i}] has probability {prob}, over the cap of {}", p.max_probability),
+                format!(
+                    "faults[{i}] has probability {prob}, over the cap of {}",
+                    p.max_probability
+                ),
             );
         }
         if kind == "latency" {
@@ -207,7 +225,10 @@ fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
             if added > cap {
                 return refuse(
                     "max_added_latency",
-                    format!("faults[{i}] adds up to {added} ms, over the cap of {}", p.max_added_latency.0),
+                    format!(
+                        "faults[{i}] adds up to {added} ms, over the cap of {}",
+                        p.max_added_latency.0
+                    ),
                 );
             }
         }

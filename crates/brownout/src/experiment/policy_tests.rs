@@ -18,25 +18,43 @@ fn ok_method() -> &'static str {
 
 #[test]
 fn a_staging_experiment_with_a_gate_passes() {
-    let x = experiment("", "{env: staging}", ok_method(), "[\"error_rate < 1% over 10s\"]");
+    let x = experiment(
+        "",
+        "{env: staging}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
     assert_eq!(check(&x, &Policy::default()), Ok(()));
 }
 
 #[test]
 fn production_labels_are_refused_by_name_and_value() {
-    for labels in ["{env: prod}", "{environment: Production}", "{cluster: prod-eu}", "{namespace: prod-payments}"] {
+    for labels in [
+        "{env: prod}",
+        "{environment: Production}",
+        "{cluster: prod-eu}",
+        "{namespace: prod-payments}",
+    ] {
         let x = experiment("", labels, ok_method(), "[\"error_rate < 1% over 10s\"]");
         let r = check(&x, &Policy::default()).expect_err(labels);
         assert_eq!(r.rule, "production_labels", "{labels}");
     }
-    let x = experiment("", "{namespace: production-like}", ok_method(), "[\"error_rate < 1% over 10s\"]");
+    let x = experiment(
+        "",
+        "{namespace: production-like}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
     assert_eq!(check(&x, &Policy::default()), Ok(()));
 }
 
 #[test]
 fn an_experiment_without_a_gate_is_refused() {
     let x = experiment("", "{}", ok_method(), "[]");
-    assert_eq!(check(&x, &Policy::default()).map_err(|r| r.rule), Err("numeric_gate".into()));
+    assert_eq!(
+        check(&x, &Policy::default()).map_err(|r| r.rule),
+        Err("numeric_gate".into())
+    );
 }
 
 #[test]
@@ -54,8 +72,16 @@ fn the_ladder_starts_at_the_bottom_and_skips_no_rung() {
 
 #[test]
 fn caps_on_duration_probability_latency_and_process_faults() {
-    let x = experiment("baseline: 31m\n", "{}", ok_method(), "[\"error_rate < 1% over 10s\"]");
-    assert_eq!(check(&x, &Policy::default()).map_err(|r| r.rule), Err("max_duration".into()));
+    let x = experiment(
+        "baseline: 31m\n",
+        "{}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    assert_eq!(
+        check(&x, &Policy::default()).map_err(|r| r.rule),
+        Err("max_duration".into())
+    );
     let x = experiment("", "{}", ok_method(), "[\"error_rate < 1% over 10s\"]");
     let strict = Policy {
         max_probability: 0.1,
@@ -66,9 +92,15 @@ fn caps_on_duration_probability_latency_and_process_faults() {
     assert!(r.detail.contains("0.5"), "{r}");
     let mut doc = x.plan_doc.clone();
     doc["faults"][0] = serde_json::json!({"kind": "latency", "added_ms": 20000});
-    assert_eq!(check_faults(&doc, &Policy::default()).map_err(|r| r.rule), Err("max_added_latency".into()));
+    assert_eq!(
+        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        Err("max_added_latency".into())
+    );
     doc["faults"][0] = serde_json::json!({"kind": "process", "action": "kill"});
-    assert_eq!(check_faults(&doc, &Policy::default()).map_err(|r| r.rule), Err("allow_process_faults".into()));
+    assert_eq!(
+        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        Err("allow_process_faults".into())
+    );
     let lax = Policy {
         allow_process_faults: true,
         ..Policy::default()
@@ -78,8 +110,11 @@ fn caps_on_duration_probability_latency_and_process_faults() {
 
 #[test]
 fn a_policy_file_is_checked_like_a_plan() {
-    let p = Policy::from_str_named("ladder: [\"5%\", \"100%\"]\nmax_probabilty: 0.2\n", "p.yaml")
-        .expect_err("typo");
+    let p = Policy::from_str_named(
+        "ladder: [\"5%\", \"100%\"]\nmax_probabilty: 0.2\n",
+        "p.yaml",
+    )
+    .expect_err("typo");
     let text = p.to_string();
     assert!(text.starts_with("p.yaml:2:"), "{text}");
     assert!(text.contains("max_probabilty"), "{text}");
