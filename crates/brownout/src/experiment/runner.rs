@@ -371,7 +371,8 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
         };
         let before = target.injections().await;
         let start_ms = live.now_ms();
-        if let Err(e) = target.apply(plan.clone(), &doc).await {
+        let first = target.renew_every().map_or(st.duration.get(), |r| r.min(st.duration.get()));
+        if let Err(e) = target.apply(plan.clone(), &doc, first).await {
             return (
                 End::Trouble(format!("cannot apply the faults: {e}")),
                 st.stage.clone(),
@@ -389,8 +390,8 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             if !matches!(end, End::Done) {
                 break;
             }
-            if !left.is_zero() && target.renew_every().is_some() {
-                if let Err(e) = target.apply(plan.clone(), &doc).await {
+            if let (false, Some(r)) = (left.is_zero(), target.renew_every()) {
+                if let Err(e) = target.apply(plan.clone(), &doc, r.min(left)).await {
                     end = End::Trouble(format!("cannot renew the faults: {e}"));
                     break;
                 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How much longer than its renewal period a remote fault lives.
-const TTL_MARGIN: Duration = Duration::from_secs(5);
+const TTL_MARGIN: Duration = Duration::from_secs(2);
 /// The longest a remote fault lives without renewal (before the margin).
 const TTL_MAX: Duration = Duration::from_secs(20);
 
@@ -160,7 +160,9 @@ impl Target {
 
     /// Apply a stage's plan: the relay's whole plan is replaced (or, remote, the faults
     /// this runner posted are replaced by new ones with a TTL).
-    pub async fn apply(&self, plan: Plan, doc: &Value) -> anyhow::Result<()> {
+    /// `period` is how long until the runner renews or changes them: a remote fault lives
+    /// that long plus a small margin.
+    pub async fn apply(&self, plan: Plan, doc: &Value, period: Duration) -> anyhow::Result<()> {
         match &self.faults {
             Faults::Local(relay) => {
                 relay
@@ -169,7 +171,7 @@ impl Target {
                 relay.set_plan(plan);
                 Ok(())
             }
-            Faults::Remote(r) => r.replace(doc).await,
+            Faults::Remote(r) => r.replace(doc, period + TTL_MARGIN).await,
         }
     }
 
@@ -246,14 +248,14 @@ impl Remote {
     }
 
     /// Replace the posted faults with `doc`'s, each under a fresh id with a TTL.
-    async fn replace(&self, doc: &Value) -> anyhow::Result<()> {
+    async fn replace(&self, doc: &Value, ttl: Duration) -> anyhow::Result<()> {
         self.remove_all().await?;
         let generation = {
             let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
             *g += 1;
             *g
         };
-        let ttl = (TTL_MAX + TTL_MARGIN).as_secs();
+        let ttl = ttl.as_millis();
         let seed = doc["seed"].as_u64().unwrap_or(0);
         for (i, f) in doc["faults"].as_array().into_iter().flatten().enumerate() {
             let mut f = f.clone();
@@ -267,7 +269,7 @@ impl Remote {
             f["id"] = Value::String(id.clone());
             self.send(
                 reqwest::Method::POST,
-                &format!("/faults?ttl={ttl}s"),
+                &format!("/faults?ttl={ttl}ms"),
                 Some(f.to_string()),
             )
             .await?;

@@ -1,0 +1,107 @@
+//! Helpers for the experiment tests: experiment files from parts, running `brownout run`,
+//! checking journals against docs/journal.schema.json.
+#![allow(dead_code)]
+
+use super::common::{brownout, repo};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// The parts of an experiment file.
+pub struct Exp<'a> {
+    pub labels: &'a str,
+    pub target: &'a str,
+    pub workload: &'a str,
+    pub sessions: u32,
+    pub baseline: &'a str,
+    pub method: &'a str,
+    pub faults: &'a str,
+    pub gates: &'a str,
+    pub probes: &'a str,
+    pub rollbacks: &'a str,
+    pub extra: &'a str,
+}
+
+/// A workload against the fixture: search, then get an incident.
+pub const FIXTURE_WORKLOAD: &str = "arrival: {mode: closed, concurrency: 4}\nsteps:\n  - calls: [{tool: search_incidents, arguments: {query: db}}]\n  - calls: [{tool: get_incident, arguments: {id: INC-1}}]\nservers:\n  - name: fixture\n    tools:\n      search_incidents: {latency: {added_ms: 2}}\n      get_incident: {latency: {added_ms: 2}}\n";
+
+impl Exp<'static> {
+    pub fn fixture_green() -> Exp<'static> {
+        Exp {
+            labels: "{env: staging}",
+            target: "",
+            workload: FIXTURE_WORKLOAD,
+            sessions: 8,
+            baseline: "1s",
+            method: "[{stage: canary, duration: 1s, sessions: 10%}, {stage: wider, duration: 1s, sessions: 25%}]",
+            faults: "[{kind: latency, tools: [\"search_*\"], added_ms: 1, probability: 0.05}]",
+            gates: "[\"error_rate < 5% over 2s\"]",
+            probes: "[{probe: mcp, call: {tool: search_incidents, arguments: {query: db}}, tolerance: {success: \">= 99%\", p95: \"< 2s\"}, samples: 5}]",
+            rollbacks: "[]",
+            extra: "",
+        }
+    }
+}
+
+pub fn fixture_target() -> String {
+    format!("{{command: [{}, fixture]}}", brownout())
+}
+
+/// The experiment file's text.
+pub fn experiment_yaml(e: &Exp) -> String {
+    let target = if e.target.is_empty() {
+        fixture_target()
+    } else {
+        e.target.to_string()
+    };
+    format!(
+        "title: a test experiment\nlabels: {}\ntarget: {target}\nsteady_state: {}\nload: {{workload: workload.yaml, sessions: {}}}\nbaseline: {}\nmethod: {}\nfaults: {}\ngates: {}\nrollbacks: {}\nrecovery: {{within: 10s}}\n{}",
+        e.labels, e.probes, e.sessions, e.baseline, e.method, e.faults, e.gates, e.rollbacks, e.extra
+    )
+}
+
+/// Write the experiment (and its workload) in `dir`; the experiment's path.
+pub fn write(dir: &Path, text: &str) -> String {
+    std::fs::write(dir.join("workload.yaml"), FIXTURE_WORKLOAD).expect("write workload");
+    let p = dir.join("exp.yaml");
+    std::fs::write(&p, text).expect("write experiment");
+    p.display().to_string()
+}
+
+/// Run an experiment to its end: (exit code, journal, stdout + stderr).
+pub fn run_experiment(dir: &Path, e: &Exp, args: &[&str]) -> (i32, Value, String) {
+    let file = write(dir, &experiment_yaml(e));
+    std::fs::write(dir.join("workload.yaml"), e.workload).expect("write workload");
+    let journal = dir.join("journal.json");
+    let _ = std::fs::remove_file(&journal);
+    let out = Command::new(brownout())
+        .arg("run")
+        .arg(&file)
+        .arg("--journal")
+        .arg(&journal)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run brownout");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = std::fs::read_to_string(&journal)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), j, text)
+}
+
+/// Assert a journal validates against docs/journal.schema.json.
+pub fn valid_journal(j: &Value) {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/journal.schema.json")).expect("schema"),
+    )
+    .expect("schema json");
+    let v = jsonschema::validator_for(&schema).expect("compile schema");
+    let errors: Vec<String> = v.iter_errors(j).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "journal invalid: {errors:?}\n{j}");
+}
