@@ -88,6 +88,8 @@ enum Command {
         #[arg(long)]
         series: Option<PathBuf>,
     },
+    /// Play a workload against a live MCP server (stdio or HTTP), many sessions at once.
+    Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
     Fixture {
@@ -342,6 +344,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
+        Command::Load(a) => brownout::load::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {

@@ -78,8 +78,12 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Spanned>, GateError> {
                 return Err(GateError::new(col, format!("`{num}` is not a number")));
             }
             let ustart = i;
-            while i < chars.len() && (chars[i].is_ascii_alphabetic() || chars[i] == '%') {
+            if chars.get(i) == Some(&'%') {
                 i += 1;
+            } else {
+                while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
             }
             let unit: String = chars[ustart..i].iter().collect();
             out.push(Spanned {

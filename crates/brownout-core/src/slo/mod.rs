@@ -11,15 +11,19 @@
 mod grammar;
 mod hist;
 mod lex;
+mod measure;
+mod parse;
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;
 mod watch;
 mod window;
 
 pub use grammar::{
-    Cmp, Gate, GateError, Kind, Scope, Sli, Window, DEFAULT_MIN_SAMPLES, MAX_COUNT_WINDOW,
-    MAX_SPAN_MS, SLI_NAMES,
+    Gate, GateError, Scope, Window, DEFAULT_MIN_SAMPLES, MAX_COUNT_WINDOW, MAX_SPAN_MS,
 };
+pub use measure::{Cmp, Kind, Sli, SLI_NAMES};
 pub use watch::GateWatch;
 
 use crate::event::Outcome;

@@ -1,6 +1,7 @@
 //! [`GateWatch`]: one sliding window per gate, fed calls and tasks, evaluated on demand.
 
-use super::grammar::{Cmp, Gate, Sli, Window};
+use super::grammar::{Gate, Window};
+use super::measure::{Cmp, Sli};
 use super::window::{Sample, Sliding, Totals, ANSWERED, CORRECT, OK, TIMED_OUT};
 use super::{CallObservation, GateState, GateStatus, GateSummary, TaskObservation};
 use crate::event::Outcome;
