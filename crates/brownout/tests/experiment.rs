@@ -2,7 +2,7 @@
 //! files checked with FILE:LINE:COL, the journal's schema.
 
 mod common;
-#[path = "experiment_support.rs"]
+#[path = "experiment_support/mod.rs"]
 mod support;
 
 use common::brownout;
@@ -40,7 +40,11 @@ fn a_bad_experiment_is_reported_with_file_line_column_and_key() {
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    let line = text.lines().position(|l| l.starts_with("retries")).expect("line") + 1;
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("retries"))
+        .expect("line")
+        + 1;
     assert!(err.contains(&format!("exp.yaml:{line}:1")), "{err}");
     assert!(err.contains("retries"), "{err}");
     // A gate that does not parse and a fault with a typo are located too.
@@ -58,7 +62,11 @@ fn a_bad_experiment_is_reported_with_file_line_column_and_key() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("`gates[0]`"), "{err}");
     assert!(err.contains("probabilty"), "{err}");
-    let gates_line = text.lines().position(|l| l.starts_with("gates")).expect("l") + 1;
+    let gates_line = text
+        .lines()
+        .position(|l| l.starts_with("gates"))
+        .expect("l")
+        + 1;
     assert!(err.contains(&format!("exp.yaml:{gates_line}:")), "{err}");
 }
 
@@ -75,7 +83,11 @@ fn production_labels_and_missing_gates_are_refused_with_nothing_sent() {
         brownout()
     );
     for (labels, gates, rule) in [
-        ("{env: prod, service: incidents}", "[\"error_rate < 1% over 2s\"]", "production_labels"),
+        (
+            "{env: prod, service: incidents}",
+            "[\"error_rate < 1% over 2s\"]",
+            "production_labels",
+        ),
         ("{env: staging}", "[]", "numeric_gate"),
     ] {
         let e = Exp {
@@ -103,7 +115,13 @@ fn production_labels_and_missing_gates_are_refused_with_nothing_sent() {
     };
     let (code, j, out) = run_experiment(dir.path(), &e, &[]);
     assert_eq!(code, 3, "{out}");
-    assert!(j["reason"].as_str().unwrap_or("").contains("cluster: prod-eu-1"), "{j}");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cluster: prod-eu-1"),
+        "{j}"
+    );
     assert!(
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the target was contacted"
@@ -114,13 +132,20 @@ fn production_labels_and_missing_gates_are_refused_with_nothing_sent() {
 fn a_stage_that_skips_a_rung_is_refused_and_a_policy_file_can_allow_it() {
     let dir = common::tmp();
     let e = Exp {
-        method: "[{stage: a, duration: 1s, sessions: 10%}, {stage: b, duration: 1s, sessions: 50%}]",
+        method:
+            "[{stage: a, duration: 1s, sessions: 10%}, {stage: b, duration: 1s, sessions: 50%}]",
         ..Exp::fixture_green()
     };
     let (code, j, _) = run_experiment(dir.path(), &e, &["--dry-run"]);
     assert_eq!(code, 3);
     assert_eq!(j["refusal"]["rule"], "ladder");
-    assert!(j["refusal"]["detail"].as_str().unwrap_or("").contains("10% to 50%"), "{j}");
+    assert!(
+        j["refusal"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("10% to 50%"),
+        "{j}"
+    );
     let policy = dir.path().join("policy.yaml");
     std::fs::write(&policy, "ladder: [\"10%\", \"50%\", \"100%\"]\n").expect("write");
     let (code, j, out) = run_experiment(

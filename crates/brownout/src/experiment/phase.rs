@@ -1,7 +1,7 @@
 //! The live part of a run: load events in, gates evaluated on every completed call and at
 //! least every 100 ms, SLIs kept per phase and per second, a progress line per second.
 
-use super::gates::{self, CallObservation, GateView, TaskObservation, Watch};
+use super::gates::{self, GateView, Watch};
 use super::journal::{Acc, Second};
 use super::loadgen::Event;
 use brownout_core::event::Outcome;
@@ -34,10 +34,8 @@ pub struct Live {
     second_start: f64,
     pub progress: bool,
     last_progress: Option<Instant>,
-    /// Calls seen, and calls that failed to start a session.
+    /// Calls seen.
     pub calls: u64,
-    troubles: Vec<String>,
-    sessions: u32,
     pub last_states: Vec<GateView>,
 }
 
@@ -55,7 +53,6 @@ impl Live {
         events: mpsc::UnboundedReceiver<Event>,
         signals: watch::Receiver<u32>,
         progress: bool,
-        sessions: u32,
     ) -> Live {
         Live {
             origin,
@@ -68,8 +65,6 @@ impl Live {
             progress,
             last_progress: None,
             calls: 0,
-            troubles: Vec::new(),
-            sessions,
             last_states: Vec::new(),
         }
     }
@@ -96,32 +91,19 @@ impl Live {
                 biased;
                 _ = self.signals.changed() => return End::Interrupted,
                 ev = self.events.recv() => match ev {
-                    Some(Event::Call { tool, ok, latency_ms }) => {
-                        let at_ms = self.now_ms();
+                    Some(Event::Call(mut c)) => {
+                        c.at_ms = self.now_ms();
                         self.calls += 1;
-                        out.acc.add(ok, latency_ms);
-                        self.second.add(ok, latency_ms);
-                        self.watch.observe_call(&CallObservation {
-                            at_ms,
-                            method: "tools/call".into(),
-                            tool: Some(tool),
-                            outcome: if ok { Outcome::Ok } else { Outcome::Error },
-                            latency_ms,
-                            correct: ok,
-                            timed_out: false,
-                            attempts: 1,
-                        });
+                        let ok = c.outcome == Outcome::Ok && !c.timed_out;
+                        out.acc.add(ok, c.latency_ms);
+                        self.second.add(ok, c.latency_ms);
+                        self.watch.observe_call(&c);
                     }
-                    Some(Event::Task { ok }) => {
-                        let at_ms = self.now_ms();
-                        self.watch.observe_task(&TaskObservation { at_ms, ok });
+                    Some(Event::Task(mut t)) => {
+                        t.at_ms = self.now_ms();
+                        self.watch.observe_task(&t);
                     }
-                    Some(Event::Trouble(t)) => {
-                        self.troubles.push(t);
-                        if self.troubles.len() as u32 >= self.sessions {
-                            return End::Trouble(format!("no load session could run: {}", self.troubles[0]));
-                        }
-                    }
+                    Some(Event::Trouble(t)) => return End::Trouble(t),
                     None => {
                         tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;
                     }

@@ -259,7 +259,7 @@ async fn with_target(
     let (tx, rx) = mpsc::unbounded_channel();
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
-    let mut live = Live::new(origin, watch, rx, sig.clone(), progress, sessions);
+    let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     let (end, stage) = drive(x, j, target, &mut live).await;
     // The faults leave first, whatever happened.
     let removed = target.remove_faults().await;
@@ -371,7 +371,9 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
         };
         let before = target.injections().await;
         let start_ms = live.now_ms();
-        let first = target.renew_every().map_or(st.duration.get(), |r| r.min(st.duration.get()));
+        let first = target
+            .renew_every()
+            .map_or(st.duration.get(), |r| r.min(st.duration.get()));
         if let Err(e) = target.apply(plan.clone(), &doc, first).await {
             return (
                 End::Trouble(format!("cannot apply the faults: {e}")),

@@ -105,3 +105,100 @@ pub fn valid_journal(j: &Value) {
     let errors: Vec<String> = v.iter_errors(j).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "journal invalid: {errors:?}\n{j}");
 }
+
+/// A plain HTTP request (loopback, no keep-alive): (status, body).
+pub fn http(url: &str, method: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let hostport = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(hostport).expect("connect");
+    let req = format!("{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("write");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// The ids of the faults a relay's admin API lists.
+pub fn remote_faults(admin: &str) -> Vec<String> {
+    let (_, body) = http(admin, "GET", "/faults");
+    let body = body.trim();
+    // A chunked body: the JSON sits between the chunk sizes.
+    let json = body
+        .find('{')
+        .and_then(|i| body.rfind('}').map(|j| &body[i..=j]))
+        .unwrap_or("{}");
+    let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    v["faults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// One tool call through a fresh MCP session at `url`: whether it was answered without error.
+pub fn call_once(url: &str, tool: &str, args: Value) -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut s =
+            brownout::experiment::mcp_http::Session::open(url, std::time::Duration::from_secs(10))
+                .await
+                .expect("session");
+        let a = s.call_tool(tool, &args).await.expect("call");
+        s.close().await;
+        a.ok
+    })
+}
+
+/// Start `brownout run` in the background.
+pub fn spawn_run(dir: &Path, e: &Exp, args: &[&str]) -> std::process::Child {
+    let file = write(dir, &experiment_yaml(e));
+    std::fs::write(dir.join("workload.yaml"), e.workload).expect("write workload");
+    Command::new(brownout())
+        .arg("run")
+        .arg(&file)
+        .arg("--journal")
+        .arg(dir.join("journal.json"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn brownout run")
+}
+
+pub fn journal(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("journal.json")).expect("journal written");
+    serde_json::from_str(&text).expect("journal is JSON")
+}
+
+/// Wait (bounded) for a child to exit; its exit code.
+pub fn wait_exit(child: &mut std::process::Child, secs: u64) -> i32 {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return s.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("brownout run did not end within {secs}s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("signal");
+}
