@@ -17,6 +17,7 @@ pub mod plan;
 pub mod rng;
 pub mod select;
 pub mod sli;
+pub mod slo;
 pub mod splice;
 pub mod stats;
 pub mod time;

@@ -39,8 +39,9 @@ pub struct Workload {
     /// The steps of every task, in order; each step's calls run in parallel.
     #[schemars(length(min = 1))]
     pub steps: Vec<Step>,
-    /// The servers and their tools.
-    #[schemars(length(min = 1))]
+    /// The servers and their tools: models for the simulator, required by `brownout sim`
+    /// and ignored by live load (`brownout load`), which calls real servers.
+    #[serde(default)]
     pub servers: Vec<Server>,
     /// The agents' MCP client: timeouts and resilience patterns.
     #[serde(default)]
@@ -88,6 +89,10 @@ pub struct CallSpec {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub repeat: Option<u32>,
+    /// The call's `arguments`, sent as they are by live load (`brownout load`); the
+    /// simulator ignores them.
+    #[serde(default)]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -238,15 +243,25 @@ pub struct RateLimiter {
 }
 
 impl Workload {
-    /// Load a workload file's text; `file` names it in errors and picks the format.
+    /// Load a workload file's text for the simulator; `file` names it in errors and picks
+    /// the format. The simulator needs `servers`: a workload without them is an error here.
     pub fn from_str_named(text: &str, file: &str) -> Result<Workload, PlanErrors> {
         let w: Workload = load_document(text, file)?;
-        w.check(text, file)?;
+        w.check(text, file, true)?;
+        Ok(w)
+    }
+
+    /// Load a workload file's text for live load (`brownout load`): `servers` may be left
+    /// out (live load calls real servers); when present, they are checked as for the
+    /// simulator, so the same file also runs in `brownout sim`.
+    pub fn from_str_live(text: &str, file: &str) -> Result<Workload, PlanErrors> {
+        let w: Workload = load_document(text, file)?;
+        w.check(text, file, false)?;
         Ok(w)
     }
 
     /// Checks the schema cannot express: every called tool exists, latencies are complete.
-    fn check(&self, text: &str, file: &str) -> Result<(), PlanErrors> {
+    fn check(&self, text: &str, file: &str, simulating: bool) -> Result<(), PlanErrors> {
         let mut errors = Vec::new();
         let root = parse(text, Format::from_path(file)).ok();
         let err = |pointer: String, message: String| PlanError {
@@ -257,9 +272,17 @@ impl Workload {
             key: display_path(&pointer),
             message,
         };
+        if simulating && self.servers.is_empty() {
+            errors.push(err(
+                "/servers".into(),
+                "missing: the simulator needs a model of each server (`servers: [{name, tools: {TOOL: {latency: {added_ms: 20}}}}]`); live load (`brownout load`) runs without them".into(),
+            ));
+        }
         for (i, step) in self.steps.iter().enumerate() {
             for (j, c) in step.calls.iter().enumerate() {
-                if !self.servers.iter().any(|s| s.tools.contains_key(&c.tool)) {
+                if !self.servers.is_empty()
+                    && !self.servers.iter().any(|s| s.tools.contains_key(&c.tool))
+                {
                     errors.push(err(
                         format!("/steps/{i}/calls/{j}/tool"),
                         format!("no server provides tool `{}`", c.tool),

@@ -5,6 +5,7 @@
 //! - [`http_guard`]: the `Origin`/`Host` checks every HTTP listener applies;
 //! - [`fixture`]: the built-in example MCP server;
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
+//! - [`load`]: live, agent-like load (`brownout load`): workloads played by many MCP sessions;
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log.
 
@@ -13,9 +14,11 @@ pub mod control;
 pub mod demo;
 pub mod demo_sim;
 pub mod events;
+pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
+pub mod load;
 pub mod plan_cmd;
 pub mod relay;
 pub mod sim_cmd;

@@ -44,6 +44,11 @@ enum Command {
     /// Validate plans, print the plan JSON Schema, list fault kinds.
     #[command(subcommand)]
     Plan(PlanCmd),
+    /// Run an experiment (see `brownout run --help` and docs/experiments.md).
+    Run(brownout::experiment::cli::RunCmd),
+    /// Validate experiment files, print their JSON Schema.
+    #[command(subcommand)]
+    Experiment(brownout::experiment::cli::ExperimentCmd),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
     #[command(subcommand)]
     Faults(faults_cmd::FaultsCmd),
@@ -83,6 +88,8 @@ enum Command {
         #[arg(long)]
         series: Option<PathBuf>,
     },
+    /// Play a workload against a live MCP server (stdio or HTTP), many sessions at once.
+    Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
     Fixture {
@@ -328,6 +335,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             plan_cmd::kinds(json);
             Ok(0)
         }
+        Command::Run(cmd) => cmd.run(),
+        Command::Experiment(cmd) => Ok(cmd.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture { delay_ms } => {
             single_thread_runtime()?
@@ -335,6 +344,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
+        Command::Load(a) => brownout::load::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {

@@ -1,6 +1,7 @@
 //! Circuit breakers, one per tool: closed → open when the sliding window of answers trips the
 //! threshold, open → half-open after `open_ms`, half-open → closed when every probe succeeds,
-//! or back to open at the first failed probe.
+//! or back to open at the first failed probe. Times are microseconds (virtual in the
+//! simulator, real in live load).
 
 use super::{ms, Answer, Sim};
 use crate::metrics::{BreakerTransition, BREAKER_LOG_CAP};
@@ -8,7 +9,7 @@ use crate::workload::{Breaker as BreakerConfig, BreakerMode};
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum BreakerState {
+pub enum BreakerState {
     Closed,
     /// Open until this time.
     Open(u64),
@@ -21,7 +22,7 @@ pub(super) enum BreakerState {
 
 /// A state change, for the log and the count of open breakers.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Moved {
+pub enum Moved {
     Open,
     HalfOpen,
     Closed,
@@ -38,14 +39,15 @@ impl Moved {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Breaker {
+pub struct Breaker {
     pub(super) state: BreakerState,
     /// (answered, answered correctly) of the last `window` attempts while closed.
     window: VecDeque<(bool, bool)>,
 }
 
 impl Breaker {
-    pub(super) fn new() -> Breaker {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Breaker {
         Breaker {
             state: BreakerState::Closed,
             window: VecDeque::new(),
@@ -53,7 +55,7 @@ impl Breaker {
     }
 
     /// May an attempt go out now? An open breaker whose time is up half-opens here.
-    pub(super) fn allows(&mut self, now: u64, cfg: &BreakerConfig) -> (bool, Option<Moved>) {
+    pub fn allows(&mut self, now: u64, cfg: &BreakerConfig) -> (bool, Option<Moved>) {
         match self.state {
             BreakerState::Closed => (true, None),
             BreakerState::Open(until) if now < until => (false, None),
@@ -76,12 +78,7 @@ impl Breaker {
     }
 
     /// Record an attempt's answer.
-    pub(super) fn record(
-        &mut self,
-        now: u64,
-        cfg: &BreakerConfig,
-        answer: Answer,
-    ) -> Option<Moved> {
+    pub fn record(&mut self, now: u64, cfg: &BreakerConfig, answer: Answer) -> Option<Moved> {
         let open_us = ms(cfg.open_ms.unwrap_or(5000.0));
         let responded = answer != Answer::Fail;
         let correct = answer == Answer::Ok;

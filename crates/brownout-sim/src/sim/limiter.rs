@@ -1,10 +1,11 @@
-//! The client's outbound rate limiter: a token bucket in virtual time.
+//! The client's outbound rate limiter: a token bucket in virtual time (microseconds), also
+//! used by live load (`brownout load`) with real time.
 
 use crate::workload::{LimiterMode, RateLimiter};
 
 /// What the limiter lets an attempt do.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Take {
+pub enum Take {
     /// A token was there: go now.
     Go,
     /// `queue` mode, no token: go after this many microseconds. The token is taken from the
@@ -15,7 +16,7 @@ pub(super) enum Take {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct TokenBucket {
+pub struct TokenBucket {
     rate: f64,
     burst: f64,
     tokens: f64,
@@ -25,7 +26,7 @@ pub(super) struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket; `burst` defaults to one second's worth (at least 1).
-    pub(super) fn new(l: &RateLimiter) -> TokenBucket {
+    pub fn new(l: &RateLimiter) -> TokenBucket {
         let burst = l.burst.unwrap_or(l.rate_per_s.max(1.0));
         TokenBucket {
             rate: l.rate_per_s,
@@ -36,7 +37,7 @@ impl TokenBucket {
         }
     }
 
-    pub(super) fn take(&mut self, now: u64) -> Take {
+    pub fn take(&mut self, now: u64) -> Take {
         let tokens = (self.tokens + (now - self.last) as f64 / 1e6 * self.rate).min(self.burst);
         self.last = now;
         if tokens >= 1.0 {

@@ -11,10 +11,10 @@
 //! resilience, [`queue`] virtual time's event queue.
 
 mod attempts;
-mod breaker;
-mod limiter;
+pub mod breaker;
+pub mod limiter;
 mod queue;
-mod retry;
+pub mod retry;
 mod slab;
 mod tasks;
 #[cfg(test)]
@@ -62,8 +62,9 @@ enum Ev {
     StepDeadline(u32, u32),
 }
 
+/// How an attempt was answered, as the client's breaker sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Answer {
+pub enum Answer {
     Ok,
     Corrupt,
     Fail,

@@ -6,11 +6,11 @@ use crate::workload::Retries;
 
 /// Attempts per call under `unbounded` retries: enough for any storm, and a run whose
 /// calls have no deadline still ends.
-pub(super) const UNBOUNDED_ATTEMPTS: u32 = 1_000;
+pub const UNBOUNDED_ATTEMPTS: u32 = 1_000;
 
 /// May a call that has made `attempts` attempts try again, with `retries_made` retries so
 /// far across `calls` calls?
-pub(super) fn may_retry(r: &Retries, attempts: u32, retries_made: u64, calls: u64) -> bool {
+pub fn may_retry(r: &Retries, attempts: u32, retries_made: u64, calls: u64) -> bool {
     let within = if r.unbounded {
         attempts < UNBOUNDED_ATTEMPTS
     } else {
@@ -24,7 +24,7 @@ pub(super) fn may_retry(r: &Retries, attempts: u32, retries_made: u64, calls: u6
 
 /// The wait in milliseconds before the retry that follows attempt number `attempts`;
 /// `unit` draws the jitter (called only when there is jitter).
-pub(super) fn backoff_ms(r: &Retries, attempts: u32, unit: impl FnOnce() -> f64) -> f64 {
+pub fn backoff_ms(r: &Retries, attempts: u32, unit: impl FnOnce() -> f64) -> f64 {
     let first = r.backoff_ms.unwrap_or(0.0);
     // The exponent is capped: 0 × 2^1024 would be NaN, and no backoff needs more.
     let exponent = attempts.saturating_sub(1).min(60) as i32;

@@ -1,0 +1,200 @@
+//! What a gate measures and how it compares: the SLIs ([`Sli`]), the unit each carries
+//! ([`Kind`]) and the comparators ([`Cmp`]).
+
+use std::fmt;
+
+/// The SLI names a gate accepts (percentiles other than these are written `pNN`).
+pub const SLI_NAMES: [&str; 16] = [
+    "error_rate",
+    "availability",
+    "correctness",
+    "eta",
+    "tcsr",
+    "timeouts",
+    "amplification",
+    "mean",
+    "max",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "p999",
+    "task_success",
+    "blast_radius",
+];
+
+/// What a gate measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sli {
+    /// Calls not `ok` (an error, `isError`, malformed, dropped, unanswered, timed out) / calls.
+    ErrorRate,
+    /// Calls answered (a result or a JSON-RPC error, in time) / calls.
+    Availability,
+    /// Correct answers / answers.
+    Correctness,
+    /// Effective tool availability: availability × correctness.
+    Eta,
+    /// Tool-call success rate: correct answers / calls.
+    Tcsr,
+    /// Calls that timed out or went unanswered / calls.
+    Timeouts,
+    /// Attempts / logical calls.
+    Amplification,
+    /// Mean latency, milliseconds.
+    Mean,
+    /// Largest latency, milliseconds.
+    Max,
+    /// A latency percentile, in parts per million (`p99` = 990 000).
+    Percentile(u32),
+    /// Tasks that succeeded / tasks.
+    TaskSuccess,
+    /// Tasks that failed / tasks.
+    BlastRadius,
+}
+
+/// The unit an SLI's values carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A fraction in [0, 1], written `1%` or `0.01`.
+    Ratio,
+    /// Milliseconds, written `800ms`, `1.5s`, `1m`.
+    Latency,
+    /// A plain factor, written `1.2` or `1.2x`.
+    Factor,
+}
+
+impl Sli {
+    pub fn kind(self) -> Kind {
+        match self {
+            Sli::Mean | Sli::Max | Sli::Percentile(_) => Kind::Latency,
+            Sli::Amplification => Kind::Factor,
+            _ => Kind::Ratio,
+        }
+    }
+
+    /// Measured over tasks rather than calls.
+    pub fn is_task(self) -> bool {
+        matches!(self, Sli::TaskSuccess | Sli::BlastRadius)
+    }
+
+    /// Needs the window's latency histogram.
+    pub fn needs_histogram(self) -> bool {
+        matches!(self, Sli::Percentile(_))
+    }
+
+    pub(crate) fn from_word(w: &str) -> Option<Result<Sli, String>> {
+        Some(Ok(match w {
+            "error_rate" => Sli::ErrorRate,
+            "availability" => Sli::Availability,
+            "correctness" => Sli::Correctness,
+            "eta" => Sli::Eta,
+            "tcsr" => Sli::Tcsr,
+            "timeouts" => Sli::Timeouts,
+            "amplification" => Sli::Amplification,
+            "mean" => Sli::Mean,
+            "max" => Sli::Max,
+            "task_success" => Sli::TaskSuccess,
+            "blast_radius" => Sli::BlastRadius,
+            _ => return percentile(w),
+        }))
+    }
+}
+
+/// `p50` → 500 000 ppm; `p999` → 999 000; `p99.95` → 999 500; `p100` → 1 000 000.
+fn percentile(w: &str) -> Option<Result<Sli, String>> {
+    let digits = w.strip_prefix('p')?;
+    if digits.is_empty() || !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i.to_string(), f.to_string()),
+        None if digits.len() > 2 && digits != "100" => {
+            if !digits.starts_with("99") {
+                return Some(Err(format!(
+                    "`{w}` is not a percentile: write p50, p99, p999 (99.9th) or p99.95"
+                )));
+            }
+            ("99".to_string(), digits[2..].to_string())
+        }
+        None => (digits.to_string(), String::new()),
+    };
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if frac.len() > 4 {
+        return Some(Err(format!("`{w}`: a percentile takes at most 4 decimals")));
+    }
+    let int: u32 = int.parse().ok()?;
+    let frac_ppm: u32 = format!("{frac:0<4}").parse().ok()?;
+    let ppm = int.checked_mul(10_000)?.checked_add(frac_ppm)?;
+    if ppm == 0 || ppm > 1_000_000 {
+        return Some(Err(format!(
+            "`{w}` is not a percentile between p0 and p100"
+        )));
+    }
+    Some(Ok(Sli::Percentile(ppm)))
+}
+
+impl fmt::Display for Sli {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Sli::ErrorRate => "error_rate",
+            Sli::Availability => "availability",
+            Sli::Correctness => "correctness",
+            Sli::Eta => "eta",
+            Sli::Tcsr => "tcsr",
+            Sli::Timeouts => "timeouts",
+            Sli::Amplification => "amplification",
+            Sli::Mean => "mean",
+            Sli::Max => "max",
+            Sli::TaskSuccess => "task_success",
+            Sli::BlastRadius => "blast_radius",
+            Sli::Percentile(ppm) => {
+                let (int, frac) = (ppm / 10_000, ppm % 10_000);
+                if frac == 0 {
+                    return write!(f, "p{int}");
+                }
+                let frac = format!("{frac:04}");
+                let frac = frac.trim_end_matches('0');
+                return if int == 99 {
+                    write!(f, "p99{frac}")
+                } else {
+                    write!(f, "p{int}.{frac}")
+                };
+            }
+        };
+        f.write_str(name)
+    }
+}
+
+/// A comparator: the gate holds while `value CMP limit` is true.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Cmp {
+    pub fn holds(self, value: f64, limit: f64) -> bool {
+        match self {
+            Cmp::Lt => value < limit,
+            Cmp::Le => value <= limit,
+            Cmp::Gt => value > limit,
+            Cmp::Ge => value >= limit,
+            Cmp::Eq => (value - limit).abs() <= 1e-9 * limit.abs().max(1.0),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+        }
+    }
+}

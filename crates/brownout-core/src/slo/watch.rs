@@ -1,0 +1,219 @@
+//! [`GateWatch`]: one sliding window per gate, fed calls and tasks, evaluated on demand.
+
+use super::grammar::{Gate, Window};
+use super::measure::{Cmp, Sli};
+use super::window::{Sample, Sliding, Totals, ANSWERED, CORRECT, OK, TIMED_OUT};
+use super::{CallObservation, GateState, GateStatus, GateSummary, TaskObservation};
+use crate::event::Outcome;
+
+struct Watched {
+    gate: Gate,
+    text: String,
+    window: Sliding,
+    status: GateStatus,
+    since_ms: f64,
+    /// When the condition started failing (for `for DURATION`).
+    failing_since: Option<f64>,
+    first_breach_ms: Option<f64>,
+    breach_value: Option<f64>,
+    worst: Option<f64>,
+    breaches: u64,
+}
+
+/// Watches gates over the calls and tasks it is shown. Deterministic: the same
+/// observations and evaluation times give the same states.
+pub struct GateWatch {
+    gates: Vec<Watched>,
+}
+
+impl GateWatch {
+    pub fn new(gates: Vec<Gate>) -> GateWatch {
+        GateWatch {
+            gates: gates
+                .into_iter()
+                .map(|gate| {
+                    let hist = gate.sli.needs_histogram();
+                    let window = match gate.window {
+                        Window::Time { ms } => Sliding::time(ms, hist),
+                        Window::Count { n } => Sliding::count(n, hist),
+                    };
+                    Watched {
+                        text: gate.to_string(),
+                        gate,
+                        window,
+                        status: GateStatus::Insufficient,
+                        since_ms: 0.0,
+                        failing_since: None,
+                        first_breach_ms: None,
+                        breach_value: None,
+                        worst: None,
+                        breaches: 0,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// The gates watched, in order.
+    pub fn gates(&self) -> impl Iterator<Item = &Gate> {
+        self.gates.iter().map(|w| &w.gate)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.gates.is_empty()
+    }
+
+    /// A completed call: every call gate whose scope matches counts it.
+    pub fn observe_call(&mut self, c: &CallObservation) {
+        let sample = call_sample(c);
+        for w in &mut self.gates {
+            if !w.gate.sli.is_task() && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
+                w.window.push(c.at_ms, sample);
+            }
+        }
+    }
+
+    /// A finished task: every task gate counts it.
+    pub fn observe_task(&mut self, t: &TaskObservation) {
+        let sample = Sample::new(if t.ok { OK } else { 0 }, 1, 0.0);
+        for w in &mut self.gates {
+            if w.gate.sli.is_task() {
+                w.window.push(t.at_ms, sample);
+            }
+        }
+    }
+
+    /// Re-evaluate every gate at `now_ms` (run clock). Returns each gate's state; `changed`
+    /// marks a state transition since the last evaluation.
+    pub fn evaluate(&mut self, now_ms: f64) -> Vec<GateState> {
+        self.gates
+            .iter_mut()
+            .enumerate()
+            .map(|(index, w)| w.evaluate(index, now_ms))
+            .collect()
+    }
+
+    /// Per gate: whether and when it breached, and the worst value it saw.
+    pub fn summaries(&self) -> Vec<GateSummary> {
+        self.gates
+            .iter()
+            .enumerate()
+            .map(|(index, w)| GateSummary {
+                index,
+                gate: w.text.clone(),
+                limit: w.gate.limit(),
+                breached: w.first_breach_ms.is_some(),
+                first_breach_ms: w.first_breach_ms,
+                breach_value: w.breach_value,
+                worst: w.worst,
+                breaches: w.breaches,
+                status: w.status,
+            })
+            .collect()
+    }
+}
+
+fn call_sample(c: &CallObservation) -> Sample {
+    let timed_out = c.timed_out || c.outcome == Outcome::Unanswered;
+    let answered =
+        !timed_out && matches!(c.outcome, Outcome::Ok | Outcome::ToolError | Outcome::Error);
+    let ok = !timed_out && c.outcome == Outcome::Ok;
+    let mut flags = 0;
+    if ok {
+        flags |= OK;
+    }
+    if answered {
+        flags |= ANSWERED;
+    }
+    if ok && c.correct {
+        flags |= CORRECT;
+    }
+    if timed_out {
+        flags |= TIMED_OUT;
+    }
+    Sample::new(flags, c.attempts.max(1), c.latency_ms)
+}
+
+/// An SLI's value from a window's counts (`None`: nothing to divide by).
+pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
+    let frac = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    match sli {
+        Sli::ErrorRate | Sli::BlastRadius => frac(t.n - t.ok, t.n),
+        Sli::TaskSuccess => frac(t.ok, t.n),
+        Sli::Availability => frac(t.answered, t.n),
+        Sli::Correctness => frac(t.correct, t.answered),
+        Sli::Eta => {
+            let a = frac(t.answered, t.n)?;
+            Some(a * frac(t.correct, t.answered).unwrap_or(1.0))
+        }
+        Sli::Tcsr => frac(t.correct, t.n),
+        Sli::Timeouts => frac(t.timed_out, t.n),
+        Sli::Amplification => frac(t.attempts, t.n),
+        Sli::Mean => (t.n > 0).then(|| t.latency_ns as f64 / t.n as f64 / 1e6),
+        Sli::Max => window.max_ms(),
+        Sli::Percentile(ppm) => window.quantile(ppm),
+    }
+}
+
+impl Watched {
+    fn evaluate(&mut self, index: usize, now_ms: f64) -> GateState {
+        self.window.advance(now_ms);
+        let totals = *self.window.totals();
+        let value = value_of(self.gate.sli, &totals, &self.window);
+        let limit = self.gate.limit();
+        let enough = totals.n >= u64::from(self.gate.min_samples());
+        let status = match value {
+            Some(v) if enough => {
+                self.worst = Some(match self.worst {
+                    Some(w) if !worse(self.gate.cmp, v, w, limit) => w,
+                    _ => v,
+                });
+                if self.gate.cmp.holds(v, limit) {
+                    GateStatus::Holding
+                } else {
+                    let since = *self.failing_since.get_or_insert(now_ms);
+                    if now_ms - since >= self.gate.sustain_ms() {
+                        GateStatus::Breached
+                    } else {
+                        GateStatus::Failing
+                    }
+                }
+            }
+            _ => GateStatus::Insufficient,
+        };
+        if !matches!(status, GateStatus::Failing | GateStatus::Breached) {
+            self.failing_since = None;
+        }
+        let changed = status != self.status;
+        if changed {
+            self.status = status;
+            self.since_ms = now_ms;
+            if status == GateStatus::Breached {
+                self.breaches += 1;
+                if self.first_breach_ms.is_none() {
+                    self.first_breach_ms = Some(now_ms);
+                    self.breach_value = value;
+                }
+            }
+        }
+        GateState {
+            index,
+            gate: self.text.clone(),
+            value,
+            limit,
+            samples: totals.n,
+            status,
+            changed,
+            since_ms: self.since_ms,
+        }
+    }
+}
+
+/// Is `v` further on the failing side than `w`?
+fn worse(cmp: Cmp, v: f64, w: f64, limit: f64) -> bool {
+    match cmp {
+        Cmp::Lt | Cmp::Le => v > w,
+        Cmp::Gt | Cmp::Ge => v < w,
+        Cmp::Eq => (v - limit).abs() > (w - limit).abs(),
+    }
+}

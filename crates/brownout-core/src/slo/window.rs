@@ -1,0 +1,319 @@
+//! Sliding windows over samples (calls or tasks), with bounded memory whatever the rate.
+//!
+//! **Time windows** are cut into 100 slots (a 10 s window: 100 ms slots). Each slot keeps
+//! counts, a latency sum, its largest latency and — when a percentile gate needs them — its
+//! latency buckets (a small map: at most one entry per distinct 1 % bucket). The window's
+//! aggregate is updated as samples come in and as whole slots fall off the back, so memory
+//! is O(slots × distinct buckets) at any rate, and an evaluation is O(log buckets) (O(slots)
+//! for `max`). The price: membership is decided per slot, so the window spans between 99 %
+//! and 100 % of its length. Precisely: with slot width `w = length / 100` and slot index
+//! `s(t) = ⌊t / w⌋`, the *head* is the largest slot index of every evaluation time and every
+//! sample seen so far, and the window holds the samples whose slot is in `(head − 100, head]`.
+//! A sample that arrives after its slot has left is ignored.
+//!
+//! **Count windows** keep the last N samples exactly in a ring (N ≤ 100 000).
+
+use super::hist::{bucket, Hist};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// Slots per time window.
+pub const SLOTS: i64 = 100;
+
+pub(crate) const OK: u8 = 1;
+pub(crate) const ANSWERED: u8 = 2;
+pub(crate) const CORRECT: u8 = 4;
+pub(crate) const TIMED_OUT: u8 = 8;
+
+/// One call or task, as a window keeps it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sample {
+    pub flags: u8,
+    pub attempts: u32,
+    /// Latency in nanoseconds (sums stay exact integers, so removal is exact).
+    pub latency_ns: u64,
+    pub bucket: u16,
+}
+
+impl Sample {
+    pub(crate) fn new(flags: u8, attempts: u32, latency_ms: f64) -> Sample {
+        let ms = if latency_ms.is_finite() {
+            latency_ms.max(0.0)
+        } else {
+            0.0
+        };
+        Sample {
+            flags,
+            attempts,
+            latency_ns: (ms * 1e6).round().min(u64::MAX as f64 / 2.0) as u64,
+            bucket: bucket(ms),
+        }
+    }
+}
+
+/// Counts over a set of samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub n: u64,
+    pub ok: u64,
+    pub answered: u64,
+    pub correct: u64,
+    pub timed_out: u64,
+    pub attempts: u64,
+    pub latency_ns: u128,
+}
+
+impl Totals {
+    pub(crate) fn add(&mut self, s: &Sample) {
+        self.n += 1;
+        self.ok += u64::from(s.flags & OK != 0);
+        self.answered += u64::from(s.flags & ANSWERED != 0);
+        self.correct += u64::from(s.flags & CORRECT != 0);
+        self.timed_out += u64::from(s.flags & TIMED_OUT != 0);
+        self.attempts += u64::from(s.attempts);
+        self.latency_ns += u128::from(s.latency_ns);
+    }
+
+    fn sub(&mut self, s: &Sample) {
+        self.n -= 1;
+        self.ok -= u64::from(s.flags & OK != 0);
+        self.answered -= u64::from(s.flags & ANSWERED != 0);
+        self.correct -= u64::from(s.flags & CORRECT != 0);
+        self.timed_out -= u64::from(s.flags & TIMED_OUT != 0);
+        self.attempts -= u64::from(s.attempts);
+        self.latency_ns -= u128::from(s.latency_ns);
+    }
+
+    fn sub_all(&mut self, o: &Totals) {
+        self.n -= o.n;
+        self.ok -= o.ok;
+        self.answered -= o.answered;
+        self.correct -= o.correct;
+        self.timed_out -= o.timed_out;
+        self.attempts -= o.attempts;
+        self.latency_ns -= o.latency_ns;
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Slot {
+    index: i64,
+    totals: Totals,
+    max_ns: u64,
+    buckets: FxHashMap<u16, u32>,
+}
+
+/// A sliding window of time or of samples.
+#[derive(Debug, Clone)]
+pub(crate) enum Sliding {
+    Time {
+        width_ms: f64,
+        head: Option<i64>,
+        slots: Vec<Slot>,
+        totals: Totals,
+        hist: Option<Hist>,
+    },
+    Count {
+        size: usize,
+        ring: VecDeque<Sample>,
+        /// Sequence number of the next sample.
+        seq: u64,
+        /// (sequence, latency) with decreasing latencies: the window's max at the front.
+        maxes: VecDeque<(u64, u64)>,
+        totals: Totals,
+        hist: Option<Hist>,
+    },
+}
+
+impl Sliding {
+    pub(crate) fn time(length_ms: f64, histogram: bool) -> Sliding {
+        Sliding::Time {
+            width_ms: length_ms / SLOTS as f64,
+            head: None,
+            slots: vec![
+                Slot {
+                    index: i64::MIN,
+                    ..Slot::default()
+                };
+                SLOTS as usize
+            ],
+            totals: Totals::default(),
+            hist: histogram.then(Hist::new),
+        }
+    }
+
+    pub(crate) fn count(n: u32, histogram: bool) -> Sliding {
+        Sliding::Count {
+            size: n.max(1) as usize,
+            ring: VecDeque::new(),
+            seq: 0,
+            maxes: VecDeque::new(),
+            totals: Totals::default(),
+            hist: histogram.then(Hist::new),
+        }
+    }
+
+    /// Move a time window's head to `at_ms` (never backwards); count windows ignore time.
+    pub(crate) fn advance(&mut self, at_ms: f64) {
+        if let Sliding::Time {
+            width_ms,
+            head,
+            slots,
+            totals,
+            hist,
+        } = self
+        {
+            let s = slot_index(at_ms, *width_ms);
+            let from = match *head {
+                Some(h) if s <= h => return,
+                Some(h) => h,
+                None => s - 1,
+            };
+            *head = Some(s);
+            if s - from >= SLOTS {
+                for slot in slots.iter_mut() {
+                    reset(slot, None, i64::MIN);
+                }
+                *totals = Totals::default();
+                if let Some(h) = hist {
+                    h.clear();
+                }
+            }
+            // Slots (s − SLOTS, s] are the window: the ring entries of from+1..=s are reused.
+            let first = (from + 1).max(s - SLOTS + 1);
+            for i in first..=s {
+                let slot = &mut slots[i.rem_euclid(SLOTS) as usize];
+                if slot.index != i64::MIN {
+                    totals.sub_all(&slot.totals);
+                }
+                reset(slot, hist.as_mut(), i);
+            }
+        }
+    }
+
+    pub(crate) fn push(&mut self, at_ms: f64, sample: Sample) {
+        match self {
+            Sliding::Time { .. } => {
+                self.advance(at_ms);
+                let Sliding::Time {
+                    width_ms,
+                    head,
+                    slots,
+                    totals,
+                    hist,
+                } = self
+                else {
+                    return;
+                };
+                let s = slot_index(at_ms, *width_ms);
+                let Some(h) = *head else { return };
+                if s <= h - SLOTS {
+                    return; // its slot has already left the window
+                }
+                let slot = &mut slots[s.rem_euclid(SLOTS) as usize];
+                if slot.index != s {
+                    // A slot between the ones seen so far that nobody touched yet.
+                    if slot.index != i64::MIN {
+                        totals.sub_all(&slot.totals);
+                    }
+                    reset(slot, hist.as_mut(), s);
+                }
+                slot.totals.add(&sample);
+                totals.add(&sample);
+                slot.max_ns = slot.max_ns.max(sample.latency_ns);
+                if let Some(hist) = hist {
+                    *slot.buckets.entry(sample.bucket).or_default() += 1;
+                    hist.add(sample.bucket, 1);
+                }
+            }
+            Sliding::Count {
+                size,
+                ring,
+                seq,
+                maxes,
+                totals,
+                hist,
+            } => {
+                if ring.len() == *size {
+                    if let Some(old) = ring.pop_front() {
+                        totals.sub(&old);
+                        if let Some(h) = hist.as_mut() {
+                            h.sub(old.bucket, 1);
+                        }
+                    }
+                }
+                ring.push_back(sample);
+                totals.add(&sample);
+                if let Some(h) = hist.as_mut() {
+                    h.add(sample.bucket, 1);
+                }
+                while maxes.back().is_some_and(|&(_, v)| v <= sample.latency_ns) {
+                    maxes.pop_back();
+                }
+                maxes.push_back((*seq, sample.latency_ns));
+                *seq += 1;
+                let oldest = *seq - ring.len() as u64;
+                while maxes.front().is_some_and(|&(q, _)| q < oldest) {
+                    maxes.pop_front();
+                }
+            }
+        }
+    }
+
+    pub(crate) fn totals(&self) -> &Totals {
+        match self {
+            Sliding::Time { totals, .. } | Sliding::Count { totals, .. } => totals,
+        }
+    }
+
+    /// The nearest-rank percentile, in milliseconds (within 0.5 %).
+    pub(crate) fn quantile(&self, ppm: u32) -> Option<f64> {
+        match self {
+            Sliding::Time { hist, .. } | Sliding::Count { hist, .. } => {
+                hist.as_ref().and_then(|h| h.quantile(ppm))
+            }
+        }
+    }
+
+    /// The largest latency in the window, in milliseconds (exact).
+    pub(crate) fn max_ms(&self) -> Option<f64> {
+        if self.totals().n == 0 {
+            return None;
+        }
+        let ns = match self {
+            Sliding::Time { slots, head, .. } => {
+                let h = (*head)?;
+                slots
+                    .iter()
+                    .filter(|s| s.index > h - SLOTS && s.index <= h)
+                    .map(|s| s.max_ns)
+                    .max()
+                    .unwrap_or(0)
+            }
+            Sliding::Count { maxes, .. } => maxes.front().map_or(0, |&(_, v)| v),
+        };
+        Some(ns as f64 / 1e6)
+    }
+}
+
+/// The slot a time falls in (NaN lands in slot 0; the range is clamped to ±2⁵², so slot
+/// arithmetic cannot overflow).
+pub fn slot_index(at_ms: f64, width_ms: f64) -> i64 {
+    const LIMIT: i64 = 1 << 52;
+    ((at_ms / width_ms).floor() as i64).clamp(-LIMIT, LIMIT)
+}
+
+/// Empty a slot for reuse as slot `index`, taking its buckets out of the histogram.
+fn reset(slot: &mut Slot, hist: Option<&mut Hist>, index: i64) {
+    if let Some(h) = hist {
+        if slot.index != i64::MIN {
+            for (&b, &n) in &slot.buckets {
+                h.sub(b, u64::from(n));
+            }
+        }
+    }
+    slot.buckets.clear();
+    slot.totals = Totals::default();
+    slot.max_ns = 0;
+    slot.index = index;
+}

@@ -1,0 +1,436 @@
+//! Playing the workload: arrivals (open or closed loop), each task's steps of parallel
+//! calls with think time and deadlines, and the client's resilience on every call — the
+//! per-attempt timeout, retries with backoff and jitter (bounded or not, with a budget), the
+//! outbound rate limiter and the per-tool circuit breaker. Retry, limiter and breaker
+//! arithmetic is the simulator's own (`brownout_sim::sim`), in real time: a workload means
+//! the same thing in `brownout sim` and in `brownout load`.
+
+use super::schedule::{call_rng, session_of, Arrivals, Fingerprint};
+use super::session::{self, Session};
+use super::stats::{LoadSummary, Tally};
+use super::wire::{self, Answer};
+use super::{LoadError, LoadEvent, LoadOptions, LoadTarget, STOP_GRACE};
+use brownout_core::event::Outcome;
+use brownout_core::slo::{CallObservation, TaskObservation};
+use brownout_sim::sim::breaker::Breaker;
+use brownout_sim::sim::limiter::{Take, TokenBucket};
+use brownout_sim::sim::retry::{backoff_ms, may_retry};
+use brownout_sim::sim::Answer as SimAnswer;
+use brownout_sim::workload::{Arrival, Client};
+use brownout_sim::Workload;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Tasks when neither the workload nor the options say.
+const DEFAULT_TASKS: u64 = 1000;
+
+/// One call of a step, prepared once: its params are serialised here, not per attempt.
+struct PreparedCall {
+    tool: Arc<str>,
+    params: String,
+    critical: bool,
+    repeat: u32,
+}
+
+struct PreparedStep {
+    calls: Vec<PreparedCall>,
+    deadline: Option<Duration>,
+}
+
+struct Shared {
+    steps: Vec<PreparedStep>,
+    client: Client,
+    think: Option<Duration>,
+    task_deadline: Option<Duration>,
+    timeout: Duration,
+    sessions: Vec<Session>,
+    seed: u64,
+    start: Instant,
+    stop: CancellationToken,
+    events: UnboundedSender<LoadEvent>,
+    limiter: Option<Mutex<TokenBucket>>,
+    breakers: Option<Mutex<HashMap<Arc<str>, Breaker>>>,
+    tally: Mutex<Tally>,
+    calls_made: AtomicU64,
+    retries_made: AtomicU64,
+    attempts: AtomicU64,
+    limiter_rejections: AtomicU64,
+    breaker_rejections: AtomicU64,
+    /// Worst lag of a task's start behind its schedule, in µs.
+    lag_us: AtomicU64,
+}
+
+fn ms(x: f64) -> Duration {
+    Duration::from_secs_f64(x.max(0.0) / 1000.0)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    fn at_ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+pub(super) async fn run(
+    workload: &Workload,
+    target: LoadTarget,
+    opts: LoadOptions,
+    events: UnboundedSender<LoadEvent>,
+) -> Result<LoadSummary, LoadError> {
+    let n_sessions = opts.sessions.max(1);
+    let sessions = session::open_all(&target, n_sessions).await?;
+    let seed = opts.seed.or(workload.seed).unwrap_or(0);
+    let stop = opts.cancel.child_token();
+    let steps = workload
+        .steps
+        .iter()
+        .map(|s| PreparedStep {
+            calls: s
+                .calls
+                .iter()
+                .map(|c| PreparedCall {
+                    tool: Arc::from(c.tool.as_str()),
+                    params: wire::call_params(&c.tool, c.arguments.as_ref()),
+                    critical: c.critical.unwrap_or(true),
+                    repeat: c.repeat.unwrap_or(1).max(1),
+                })
+                .collect(),
+            deadline: s.deadline_ms.map(ms),
+        })
+        .collect();
+    let c = &workload.client;
+    let shared = Arc::new(Shared {
+        steps,
+        client: c.clone(),
+        think: workload.think_ms.filter(|t| *t > 0.0).map(ms),
+        task_deadline: workload.task_deadline_ms.map(ms),
+        timeout: ms(c.timeout_ms.unwrap_or(30_000.0)),
+        sessions,
+        seed,
+        start: Instant::now(),
+        stop: stop.clone(),
+        events,
+        limiter: c
+            .rate_limiter
+            .as_ref()
+            .map(|l| Mutex::new(TokenBucket::new(l))),
+        breakers: c.breaker.as_ref().map(|_| Mutex::new(HashMap::new())),
+        tally: Mutex::new(Tally::default()),
+        calls_made: AtomicU64::new(0),
+        retries_made: AtomicU64::new(0),
+        attempts: AtomicU64::new(0),
+        limiter_rejections: AtomicU64::new(0),
+        breaker_rejections: AtomicU64::new(0),
+        lag_us: AtomicU64::new(0),
+    });
+    if let Some(d) = opts.duration {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(d) => stop.cancel(),
+                _ = stop.cancelled() => {}
+            }
+        });
+    }
+    let limit = match opts.duration {
+        Some(_) => u64::MAX,
+        None => workload.tasks.unwrap_or(DEFAULT_TASKS),
+    };
+    let mut set = JoinSet::new();
+    let fingerprint = match workload.arrival {
+        Some(Arrival::Open { rate_per_s }) => {
+            open_loop(&shared, &mut set, rate_per_s, limit, n_sessions).await
+        }
+        Some(Arrival::Closed { concurrency }) => {
+            closed_loop(&shared, &mut set, concurrency, limit, n_sessions)
+        }
+        None => closed_loop(&shared, &mut set, 1, limit, n_sessions),
+    };
+    let drained = tokio::select! {
+        _ = async { while set.join_next().await.is_some() {} } => true,
+        _ = async { stop.cancelled().await; tokio::time::sleep(STOP_GRACE).await } => false,
+    };
+    if !drained {
+        set.shutdown().await;
+    }
+    let elapsed = shared.start.elapsed().as_secs_f64();
+    stop.cancel();
+    futures::future::join_all(shared.sessions.iter().map(Session::close)).await;
+    Ok(summary(&shared, elapsed, n_sessions, fingerprint))
+}
+
+async fn open_loop(
+    shared: &Arc<Shared>,
+    set: &mut JoinSet<()>,
+    rate_per_s: f64,
+    limit: u64,
+    n_sessions: usize,
+) -> Fingerprint {
+    let mut fp = Fingerprint::default();
+    for (k, at_ms) in (0..limit).zip(Arrivals::new(rate_per_s, shared.seed)) {
+        let intended = shared.start + ms(at_ms);
+        tokio::select! {
+            _ = tokio::time::sleep_until(intended.into()) => {}
+            _ = shared.stop.cancelled() => break,
+        }
+        let lag = intended.elapsed().as_micros() as u64;
+        shared.lag_us.fetch_max(lag, Ordering::Relaxed);
+        let session = session_of(k, n_sessions);
+        fp.add(k, session, (at_ms * 1000.0) as u64);
+        set.spawn(run_task(Arc::clone(shared), k, session, intended));
+        // Reap finished tasks as we go: the set stays as large as the tasks in flight.
+        while set.try_join_next().is_some() {}
+    }
+    fp
+}
+
+fn closed_loop(
+    shared: &Arc<Shared>,
+    set: &mut JoinSet<()>,
+    concurrency: u32,
+    limit: u64,
+    n_sessions: usize,
+) -> Fingerprint {
+    let next = Arc::new(AtomicU64::new(0));
+    let mut fp = Fingerprint::default();
+    for agent in 0..u64::from(concurrency.max(1)) {
+        let session = session_of(agent, n_sessions);
+        fp.add(agent, session, 0);
+        let (shared, next) = (Arc::clone(shared), Arc::clone(&next));
+        set.spawn(async move {
+            loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= limit || shared.stop.is_cancelled() {
+                    break;
+                }
+                run_task(Arc::clone(&shared), k, session, Instant::now()).await;
+            }
+        });
+    }
+    fp
+}
+
+/// Sleep, unless the load stops first; false if it did.
+async fn pause(shared: &Shared, d: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = shared.stop.cancelled() => false,
+    }
+}
+
+async fn run_task(shared: Arc<Shared>, k: u64, session: usize, intended: Instant) {
+    let task_deadline = shared.task_deadline.map(|d| intended + d);
+    let mut ok = true;
+    let mut ordinal = 0u64;
+    for (i, step) in shared.steps.iter().enumerate() {
+        if i > 0 {
+            if let Some(t) = shared.think {
+                if !pause(&shared, t).await {
+                    return;
+                }
+            }
+        }
+        if shared.stop.is_cancelled() {
+            return; // a task cut short by the end of the run is not reported
+        }
+        // The first step is due at the task's intended start; later ones when the previous
+        // one ended (that wait is the system's, not the generator's).
+        let step_start = if i == 0 { intended } else { Instant::now() };
+        let deadline = match (step.deadline.map(|d| step_start + d), task_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut calls = Vec::new();
+        for c in &step.calls {
+            for _ in 0..c.repeat {
+                calls.push(call(&shared, k, ordinal, c, session, step_start, deadline));
+                ordinal += 1;
+            }
+        }
+        let results = futures::future::join_all(calls).await;
+        for (good, critical) in results {
+            if !good && (critical || !shared.client.degrade) {
+                ok = false;
+            }
+        }
+        if !ok {
+            break;
+        }
+    }
+    if task_deadline.is_some_and(|d| Instant::now() > d) {
+        ok = false;
+    }
+    lock(&shared.tally).task(ok);
+    let _ = shared.events.send(LoadEvent::Task(TaskObservation {
+        at_ms: shared.at_ms(),
+        ok,
+    }));
+}
+
+fn sim_answer(a: &Answer) -> SimAnswer {
+    match a {
+        Answer::Ok => SimAnswer::Ok,
+        Answer::ToolError => SimAnswer::Corrupt,
+        _ => SimAnswer::Fail,
+    }
+}
+
+/// One logical call with its retries; returns (succeeded, critical).
+async fn call(
+    shared: &Shared,
+    task: u64,
+    ordinal: u64,
+    c: &PreparedCall,
+    session: usize,
+    intended: Instant,
+    deadline: Option<Instant>,
+) -> (bool, bool) {
+    let mut rng = call_rng(shared.seed, task, ordinal);
+    let calls_so_far = shared.calls_made.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut attempts = 0u32;
+    let mut last = Answer::Closed;
+    loop {
+        let now = Instant::now();
+        let left = deadline.map(|d| d.saturating_duration_since(now));
+        if left == Some(Duration::ZERO) {
+            last = Answer::Timeout;
+            break;
+        }
+        if let (Some(b), Some(cfg)) = (&shared.breakers, &shared.client.breaker) {
+            let now_us = shared.now_us();
+            let mut map = lock(b);
+            let br = map.entry(Arc::clone(&c.tool)).or_insert_with(Breaker::new);
+            if !br.allows(now_us, cfg).0 {
+                shared.breaker_rejections.fetch_add(1, Ordering::Relaxed);
+                last = Answer::Error {
+                    code: -32099,
+                    message: "circuit breaker open".into(),
+                };
+                break;
+            }
+        }
+        attempts += 1;
+        shared.attempts.fetch_add(1, Ordering::Relaxed);
+        let take = shared
+            .limiter
+            .as_ref()
+            .map(|l| lock(l).take(shared.now_us()));
+        let answer = match take {
+            Some(Take::Reject) => {
+                shared.limiter_rejections.fetch_add(1, Ordering::Relaxed);
+                Answer::Error {
+                    code: -32098,
+                    message: "rejected by the client's rate limiter".into(),
+                }
+            }
+            Some(Take::Wait(us)) if !pause(shared, Duration::from_micros(us)).await => {
+                break;
+            }
+            _ => {
+                let timeout = left.map_or(shared.timeout, |l| l.min(shared.timeout));
+                shared.sessions[session]
+                    .request("tools/call", &c.params, timeout)
+                    .await
+            }
+        };
+        if let (Some(b), Some(cfg), false) = (
+            &shared.breakers,
+            &shared.client.breaker,
+            matches!(take, Some(Take::Reject)),
+        ) {
+            let now_us = shared.now_us();
+            if let Some(br) = lock(b).get_mut(&c.tool) {
+                br.record(now_us, cfg, sim_answer(&answer));
+            }
+        }
+        last = answer;
+        if matches!(last, Answer::Ok | Answer::ToolError) || shared.stop.is_cancelled() {
+            break;
+        }
+        let Some(r) = &shared.client.retries else {
+            break;
+        };
+        let retries = shared.retries_made.load(Ordering::Relaxed);
+        if !may_retry(r, attempts, retries, calls_so_far) {
+            break;
+        }
+        shared.retries_made.fetch_add(1, Ordering::Relaxed);
+        let mut wait = ms(backoff_ms(r, attempts, || rng.unit()));
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        if !pause(shared, wait).await {
+            break;
+        }
+    }
+    let outcome = match &last {
+        Answer::Ok => Outcome::Ok,
+        Answer::ToolError => Outcome::ToolError,
+        Answer::Error { .. } => Outcome::Error,
+        Answer::Malformed => Outcome::Malformed,
+        Answer::Timeout | Answer::Closed => Outcome::Unanswered,
+    };
+    let obs = CallObservation {
+        at_ms: shared.at_ms(),
+        method: "tools/call".into(),
+        tool: Some(c.tool.to_string()),
+        outcome,
+        latency_ms: intended.elapsed().as_secs_f64() * 1000.0,
+        correct: outcome == Outcome::Ok,
+        timed_out: last == Answer::Timeout,
+        attempts,
+    };
+    lock(&shared.tally).call(&obs);
+    let _ = shared.events.send(LoadEvent::Call(obs));
+    (outcome == Outcome::Ok, c.critical)
+}
+
+fn summary(shared: &Shared, elapsed: f64, sessions: usize, fp: Fingerprint) -> LoadSummary {
+    let t = lock(&shared.tally);
+    let attempts = shared.attempts.load(Ordering::Relaxed);
+    let per_s = |n: u64| {
+        if elapsed > 0.0 {
+            n as f64 / elapsed
+        } else {
+            0.0
+        }
+    };
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    LoadSummary {
+        duration_s: elapsed,
+        sessions,
+        seed: shared.seed,
+        tasks: t.tasks_ok + t.tasks_failed,
+        tasks_ok: t.tasks_ok,
+        tasks_failed: t.tasks_failed,
+        calls: t.calls,
+        outcomes: t
+            .outcomes
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        timeouts: t.timeouts,
+        attempts,
+        limiter_rejections: shared.limiter_rejections.load(Ordering::Relaxed),
+        breaker_rejections: shared.breaker_rejections.load(Ordering::Relaxed),
+        attempt_amplification: ratio(attempts, t.calls),
+        calls_per_s: per_s(t.calls),
+        attempts_per_s: per_s(attempts),
+        error_rate: ratio(t.failed, t.calls),
+        latency_ms: t.hist.summary(),
+        max_start_lag_ms: shared.lag_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        schedule_fingerprint: fp.0,
+    }
+}

@@ -1,0 +1,104 @@
+//! `brownout run` against the built-in fixture: a green experiment completes, a breaching
+//! one is aborted by its gate (and stages widen only while gates hold), SIGINT removes the
+//! faults and runs the rollbacks, journals validate against their schema.
+
+mod common;
+#[path = "experiment_support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+use support::*;
+
+#[test]
+fn a_green_experiment_completes_with_a_valid_journal() {
+    let dir = common::tmp();
+    let e = Exp {
+        rollbacks: "[{command: [touch, rolled-back]}]",
+        ..Exp::fixture_green()
+    };
+    let (code, j, out) = run_experiment(dir.path(), &e, &[]);
+    assert_eq!(code, 0, "{out}\n{j}");
+    assert_eq!(j["status"], "completed");
+    valid_journal(&j);
+    assert_eq!(j["steady_state_before"]["met"], true);
+    assert_eq!(j["steady_state_after"]["met"], true);
+    let stages = j["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 2);
+    assert!(stages.iter().all(|s| s["completed"] == true));
+    assert!(stages[1]["slis"]["calls"].as_u64().unwrap_or(0) > 0, "{j}");
+    assert!(j["baseline"]["slis"]["calls"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(j["rollbacks"][0]["action"], "remove faults");
+    assert_eq!(j["rollbacks"][1]["ok"], true);
+    assert!(dir.path().join("rolled-back").exists());
+    assert!(j["recovery"]["mttr_ms"].is_number(), "{j}");
+    assert!(!j["series"].as_array().expect("series").is_empty());
+}
+
+/// Every search fails for the sessions in the blast radius: the 1 % gate breaches in the
+/// first stage, the faults leave within a tick, the second stage never starts.
+#[test]
+fn a_breaching_experiment_is_aborted_by_its_gate_and_widens_no_further() {
+    let dir = common::tmp();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "ladder: [\"50%\", \"100%\"]\n").expect("write policy");
+    let e = Exp {
+        sessions: 16,
+        method: "[{stage: half, duration: 20s, sessions: 50%}, {stage: all, duration: 5s, sessions: 100%}]",
+        faults: "[{kind: error, tools: [\"search_*\"], probability: 1.0}]",
+        gates: "[\"error_rate < 1% over 2s min 5 calls\"]",
+        rollbacks: "[{command: [touch, rolled-back]}]",
+        ..Exp::fixture_green()
+    };
+    let started = std::time::Instant::now();
+    let (code, j, out) =
+        run_experiment(dir.path(), &e, &["--policy", &policy.display().to_string()]);
+    assert_eq!(code, 1, "{out}\n{j}");
+    assert_eq!(j["status"], "aborted", "{j}");
+    valid_journal(&j);
+    // Stopped long before the 20 s stage would have ended; the second stage never began.
+    assert!(started.elapsed() < Duration::from_secs(40));
+    let stages = j["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 1, "{j}");
+    assert_eq!(stages[0]["completed"], false);
+    let b = &j["breach"];
+    assert!(
+        b["gate"].as_str().unwrap_or("").starts_with("error_rate"),
+        "{b}"
+    );
+    assert!(b["value"].as_f64().unwrap_or(0.0) >= 0.01, "{b}");
+    // The faults left within a tick or so of the breach (generous on a loaded machine).
+    let lat = b["abort_latency_ms"].as_f64().expect("latency");
+    assert!((0.0..1000.0).contains(&lat), "{b}");
+    assert!(dir.path().join("rolled-back").exists());
+    assert!(
+        stages[0]["injections"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty()),
+        "{j}"
+    );
+}
+
+/// SIGINT in the middle of a stage: exit 130, the faults removed first, the rollback ran.
+#[test]
+fn sigint_mid_stage_removes_the_faults_and_runs_the_rollbacks() {
+    let dir = common::tmp();
+    let e = Exp {
+        method: "[{stage: canary, duration: 60s, sessions: 10%}]",
+        rollbacks: "[{command: [touch, rolled-back]}]",
+        ..Exp::fixture_green()
+    };
+    let mut child = spawn_run(dir.path(), &e, &[]);
+    std::thread::sleep(Duration::from_secs(5));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let code = wait_exit(&mut child, 60);
+    assert_eq!(code, 130);
+    let j = journal(dir.path());
+    valid_journal(&j);
+    assert_eq!(j["status"], "interrupted", "{j}");
+    assert_eq!(j["rollbacks"][0]["action"], "remove faults");
+    assert_eq!(j["rollbacks"][0]["ok"], true);
+    assert!(
+        dir.path().join("rolled-back").exists(),
+        "the rollback did not run"
+    );
+}
