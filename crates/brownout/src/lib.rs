@@ -7,7 +7,9 @@
 //! - [`client`]: a small stdio MCP client (demo, benchmarks, tests);
 //! - [`load`]: live, agent-like load (`brownout load`): workloads played by many MCP sessions;
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
-//!   commands and the event log.
+//!   commands and the event log;
+//! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
+//!   (`brownout journal`).
 
 pub mod client;
 pub mod control;
@@ -18,7 +20,10 @@ pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
+pub mod journal_cmd;
 pub mod load;
 pub mod plan_cmd;
 pub mod relay;
+pub mod report;
 pub mod sim_cmd;
+pub mod store;

@@ -49,6 +49,8 @@ enum Command {
     /// Validate experiment files, print their JSON Schema.
     #[command(subcommand)]
     Experiment(brownout::experiment::cli::ExperimentCmd),
+    /// The store of every run's journal: list, show, SQL, export, reports (docs/journal.md).
+    Journal(brownout::journal_cmd::JournalArgs),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
     #[command(subcommand)]
     Faults(faults_cmd::FaultsCmd),
@@ -337,6 +339,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Run(cmd) => cmd.run(),
         Command::Experiment(cmd) => Ok(cmd.run()),
+        Command::Journal(a) => Ok(a.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture { delay_ms } => {
             single_thread_runtime()?

@@ -41,6 +41,8 @@ pub struct RunCmd {
     /// Check everything, print what would happen, send nothing to the target.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub keep: crate::journal_cmd::KeepArgs,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -70,6 +72,7 @@ impl RunCmd {
             json: self.json,
             seed: self.seed,
             dry_run: self.dry_run,
+            keep: self.keep,
         })
     }
 }

@@ -30,6 +30,8 @@ pub struct RunArgs {
     pub json: bool,
     pub seed: Option<u64>,
     pub dry_run: bool,
+    /// The store and the reports (`--store`, `--no-store`, `--report`).
+    pub keep: crate::journal_cmd::KeepArgs,
 }
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
@@ -181,6 +183,8 @@ fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
     } else {
         super::summary::print(&j, &path);
     }
+    a.keep
+        .after_run(&serde_json::to_value(&j)?, j.dry_run, a.json);
     Ok(status.exit_code())
 }
 
