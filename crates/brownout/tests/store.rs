@@ -1,0 +1,248 @@
+//! The journal store: idempotent import, list filters, export and re-import, a migration
+//! from schema version 1, and a live round trip (`brownout run` → store → report).
+
+mod common;
+#[path = "store_support/mod.rs"]
+mod support;
+
+use brownout::store::{schema, SqliteStore, Store};
+use serde_json::Value;
+use support::*;
+
+#[test]
+fn importing_the_same_journals_twice_keeps_each_run_once() {
+    let dir = common::tmp();
+    let store = store_with_both(dir.path());
+    let again = journal_json(
+        &store,
+        &[
+            "import",
+            "--json",
+            &completed().display().to_string(),
+            &aborted().display().to_string(),
+        ],
+    );
+    let inserted: Vec<bool> = again
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x["inserted"].as_bool().expect("inserted"))
+        .collect();
+    assert_eq!(inserted, [false, false], "{again}");
+    let runs = journal_json(&store, &["list", "--json"]);
+    assert_eq!(runs.as_array().map(Vec::len), Some(2), "{runs}");
+    let q = journal_json(&store, &["query", "--json", "SELECT count(*) FROM series"]);
+    let series = read_json(&completed())["series"]
+        .as_array()
+        .map_or(0, Vec::len)
+        + read_json(&aborted())["series"]
+            .as_array()
+            .map_or(0, Vec::len);
+    assert_eq!(
+        q["rows"][0][0], series as u64,
+        "series rows are not duplicated"
+    );
+}
+
+#[test]
+fn list_filters_by_experiment_status_label_and_since() {
+    let dir = common::tmp();
+    let store = store_with_both(dir.path());
+    let one = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["list", "--json"];
+        a.extend_from_slice(args);
+        journal_json(&store, &a)
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|r| r["status"].as_str().expect("status").to_string())
+            .collect()
+    };
+    assert_eq!(one(&["--status", "aborted"]), ["aborted"]);
+    assert_eq!(
+        one(&["--experiment", "a green test experiment"]),
+        ["completed"]
+    );
+    assert_eq!(one(&["--label", "service=incidents"]), ["completed"]);
+    assert_eq!(one(&["--label", "env=staging"]).len(), 2);
+    assert!(one(&["--since", "2100-01-01"]).is_empty());
+    assert_eq!(one(&["--since", "2020-01-01T00:00:00Z"]).len(), 2);
+    let (code, _, err) = journal(&store, &["list", "--label", "env"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("KEY=VALUE"), "{err}");
+    let (code, _, err) = journal(&store, &["list", "--since", "yesterday"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--since"), "{err}");
+}
+
+#[test]
+fn show_and_report_find_a_run_by_a_prefix_of_its_id() {
+    let dir = common::tmp();
+    let store = store_with_both(dir.path());
+    let runs = journal_json(&store, &["list", "--json", "--status", "aborted"]);
+    let id = runs[0]["run_id"].as_str().expect("id").to_string();
+    let shown = journal_json(&store, &["show", &id[..20], "--json"]);
+    assert_eq!(
+        shown,
+        read_json(&aborted()),
+        "the stored journal is the file's"
+    );
+    let (code, md, err) = journal(&store, &["show", &id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        md.starts_with("# ✗ FAILED — aborted by an SLO gate"),
+        "{md}"
+    );
+    let (code, _, err) = journal(&store, &["show", "19990101"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no run"), "{err}");
+}
+
+#[test]
+fn export_writes_json_lines_that_import_back_and_a_csv_of_runs() {
+    let dir = common::tmp();
+    let store = store_with_both(dir.path());
+    let lines = dir.path().join("all.jsonl");
+    let (code, _, err) = journal(
+        &store,
+        &[
+            "export",
+            "--format",
+            "jsonl",
+            "-o",
+            &lines.display().to_string(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&lines).expect("export");
+    let docs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a journal per line"))
+        .collect();
+    assert_eq!(docs.len(), 2);
+    // Each line, as a file, imports into another store with the same run id.
+    let other = dir.path().join("other/journal.sqlite");
+    for (k, d) in docs.iter().enumerate() {
+        let f = dir.path().join(format!("{k}.json"));
+        std::fs::write(&f, d.to_string()).expect("write");
+        journal_json(&other, &["import", "--json", &f.display().to_string()]);
+    }
+    let ids = |s: &std::path::Path| -> Vec<Value> {
+        journal_json(s, &["list", "--json"])
+            .as_array()
+            .expect("a")
+            .iter()
+            .map(|r| r["run_id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&store), ids(&other));
+    let (code, csv_text, err) = journal(&store, &["export", "--format", "csv"]);
+    assert_eq!(code, 0, "{err}");
+    let mut r = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = r.headers().expect("headers").clone();
+    assert!(headers.iter().any(|h| h == "mttr_ms"), "{headers:?}");
+    let status = headers
+        .iter()
+        .position(|h| h == "status")
+        .expect("status column");
+    let mut statuses: Vec<String> = r
+        .records()
+        .map(|x| x.expect("row")[status].to_string())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["aborted", "completed"]);
+}
+
+#[test]
+fn a_file_that_is_not_a_journal_is_refused_and_the_rest_imported() {
+    let dir = common::tmp();
+    let store = dir.path().join("journal.sqlite");
+    let bad = dir.path().join("plan.json");
+    std::fs::write(&bad, r#"{"faults": []}"#).expect("write");
+    let (code, out, err) = journal(
+        &store,
+        &[
+            "import",
+            &bad.display().to_string(),
+            &completed().display().to_string(),
+        ],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("plan.json") && err.contains("no `status` key"),
+        "{err}"
+    );
+    assert!(out.contains("imported"), "{out}");
+}
+
+#[test]
+fn a_version_1_store_migrates_to_the_current_version_with_its_runs() {
+    let dir = common::tmp();
+    let path = dir.path().join("old.sqlite");
+    {
+        let mut old = SqliteStore::open_at_version(&path, 1).expect("v1 store");
+        assert_eq!(old.version(), 1);
+        old.import(&read_json(&completed()))
+            .expect("import into v1");
+        let labels: i64 = old
+            .connection()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'labels'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("query");
+        assert_eq!(labels, 0, "version 1 has no labels table");
+    }
+    let s = SqliteStore::open(&path).expect("migrate");
+    assert_eq!(s.version(), schema::VERSION);
+    let v: i64 = s
+        .connection()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(v, schema::VERSION);
+    let backfilled: Vec<(String, String)> = {
+        let mut st = s
+            .connection()
+            .prepare("SELECT key, value FROM labels ORDER BY key")
+            .expect("prepare");
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("q")
+            .map(|x| x.expect("row"))
+            .collect()
+    };
+    assert_eq!(
+        backfilled,
+        [
+            ("env".to_string(), "staging".to_string()),
+            ("service".into(), "incidents".into())
+        ]
+    );
+    drop(s);
+    // The migrated store works for the commands: a label filter, a new import.
+    let runs = journal_json(&path, &["list", "--json", "--label", "env=staging"]);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    journal_json(
+        &path,
+        &["import", "--json", &aborted().display().to_string()],
+    );
+    assert_eq!(
+        journal_json(&path, &["list", "--json", "--label", "env=staging"])
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_store_newer_than_brownout_is_refused_not_damaged() {
+    let dir = common::tmp();
+    let path = dir.path().join("new.sqlite");
+    {
+        let c = rusqlite::Connection::open(&path).expect("open");
+        c.pragma_update(None, "user_version", 99).expect("version");
+    }
+    let (code, _, err) = journal(&path, &["list"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("newer"), "{err}");
+}
