@@ -246,3 +246,70 @@ fn a_store_newer_than_brownout_is_refused_not_damaged() {
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("newer"), "{err}");
 }
+
+/// A history of `mttrs.len()` completed runs of the green experiment, a minute apart, with
+/// these MTTRs, and one aborted run.
+fn history(dir: &std::path::Path, mttrs: &[f64]) -> std::path::PathBuf {
+    let store = dir.join("journal.sqlite");
+    let base = read_json(&completed());
+    let start = base["started_unix_ms"].as_u64().expect("start");
+    let mut files = Vec::new();
+    for (k, m) in mttrs.iter().enumerate() {
+        let mut j = base.clone();
+        j["started_unix_ms"] = (start + 60_000 * k as u64).into();
+        j["ended_unix_ms"] = (start + 60_000 * k as u64 + 6_000).into();
+        j["recovery"]["mttr_ms"] = (*m).into();
+        let f = dir.join(format!("run-{k}.json"));
+        std::fs::write(&f, j.to_string()).expect("write");
+        files.push(f.display().to_string());
+    }
+    let mut bad = read_json(&aborted());
+    bad["experiment"]["title"] = base["experiment"]["title"].clone();
+    let f = dir.join("aborted.json");
+    std::fs::write(&f, bad.to_string()).expect("write");
+    files.push(f.display().to_string());
+    let mut args = vec!["import"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, _, err) = journal(&store, &args);
+    assert_eq!(code, 0, "{err}");
+    store
+}
+
+#[test]
+fn trend_flags_an_mttr_rising_over_passing_runs() {
+    let dir = common::tmp();
+    let store = history(
+        dir.path(),
+        &[100.0, 105.0, 98.0, 120.0, 180.0, 260.0, 330.0, 400.0],
+    );
+    let t = journal_json(&store, &["trend", "a green test experiment", "--json"]);
+    assert_eq!(t["runs"].as_array().map(Vec::len), Some(9), "{t}");
+    let rate = t["pass_rate"].as_f64().expect("pass rate");
+    assert!((rate - 8.0 / 9.0).abs() < 1e-9, "{rate}");
+    let drifts = t["drifts"].as_array().expect("drifts");
+    assert_eq!(drifts.len(), 1, "{t}");
+    assert_eq!(drifts[0]["metric"], "mttr_ms");
+    assert!(drifts[0]["later"].as_f64() > drifts[0]["earlier"].as_f64());
+    let (code, out, _) = journal(
+        &store,
+        &["trend", "a green test experiment", "--fail-on-drift"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("DRIFT: mttr_ms rising"), "{out}");
+    assert!(out.contains("pass rate: 89 %"), "{out}");
+}
+
+#[test]
+fn trend_of_a_steady_history_finds_no_drift() {
+    let dir = common::tmp();
+    let store = history(dir.path(), &[100.0, 104.0, 97.0, 101.0, 99.0, 103.0, 98.0]);
+    let (code, out, err) = journal(
+        &store,
+        &["trend", "a green test experiment", "--fail-on-drift"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("drift: none"), "{out}");
+    let (code, _, err) = journal(&store, &["trend", "no such experiment"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no runs"), "{err}");
+}

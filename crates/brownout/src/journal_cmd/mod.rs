@@ -124,6 +124,31 @@ pub enum JournalCmd {
     ///   brownout journal report run.json --format junit -o junit.xml
     #[command(verbatim_doc_comment)]
     Report(report_cmd::ReportArgs),
+    /// An experiment across runs: pass rate, MTTR and key SLIs, and drifts (a metric rising
+    /// over the recent passing runs while they still pass).
+    ///
+    /// Example:
+    ///   brownout journal trend "search stays under 1 % errors" --last 30 --fail-on-drift
+    #[command(verbatim_doc_comment)]
+    Trend {
+        /// The experiment's title (`journal list` shows it).
+        experiment: String,
+        /// Look at the last N runs.
+        #[arg(long, default_value_t = 20)]
+        last: u64,
+        /// Judge drift over the last K passing runs.
+        #[arg(long, default_value_t = 6)]
+        window: usize,
+        /// A drift is a rise of more than this many percent (later half vs earlier half).
+        #[arg(long, default_value_t = 20.0)]
+        threshold: f64,
+        /// Exit 1 when a drift is found (for CI).
+        #[arg(long)]
+        fail_on_drift: bool,
+        /// Print the trend as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -240,6 +265,32 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             Ok(0)
         }
         JournalCmd::Report(a) => report_cmd::run(a, path),
+        JournalCmd::Trend {
+            experiment,
+            last,
+            window,
+            threshold,
+            fail_on_drift,
+            json,
+        } => {
+            let s = store::open(Some(path))?;
+            let rule = store::trend::DriftRule {
+                window: window.max(4),
+                threshold: threshold / 100.0,
+            };
+            let t = store::trend::trend(&s, &experiment, last, rule)?;
+            if t.runs.is_empty() {
+                anyhow::bail!(
+                    "no runs of {experiment:?} in the store (see `brownout journal list`)"
+                );
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&t)?);
+            } else {
+                print::trend(&t);
+            }
+            Ok(i32::from(fail_on_drift && !t.drifts.is_empty()))
+        }
     }
 }
 

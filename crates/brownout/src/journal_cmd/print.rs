@@ -1,6 +1,7 @@
 //! Human output of `journal list` and `journal query`: aligned text tables.
 
 use crate::store::readonly::QueryResult;
+use crate::store::trend::Trend;
 use crate::store::RunSummary;
 use serde_json::Value;
 
@@ -104,4 +105,51 @@ pub fn table(r: &QueryResult) {
         })
         .collect();
     aligned(&r.columns, &rows);
+}
+
+/// `journal trend`.
+pub fn trend(t: &Trend) {
+    println!("experiment: {}", t.experiment);
+    println!(
+        "runs: {}; pass rate: {}",
+        t.runs.len(),
+        t.pass_rate
+            .map_or_else(|| "—".into(), |p| format!("{:.0} %", p * 100.0))
+    );
+    let header: Vec<String> = [
+        "RUN",
+        "STARTED",
+        "STATUS",
+        "MTTR",
+        "STAGE P99",
+        "STAGE ERRORS",
+        "BASELINE P95",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let opt = |x: Option<f64>| x.map_or_else(|| "-".into(), dur);
+    let rows: Vec<Vec<String>> = t
+        .runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.run_id.clone(),
+                utc(r.started_unix_ms),
+                r.status.clone(),
+                opt(r.mttr_ms),
+                opt(r.stage_p99_ms),
+                r.stage_error_rate
+                    .map_or_else(|| "-".into(), |e| format!("{:.2}%", e * 100.0)),
+                opt(r.baseline_p95_ms),
+            ]
+        })
+        .collect();
+    aligned(&header, &rows);
+    if t.drifts.is_empty() {
+        println!("drift: none");
+    }
+    for d in &t.drifts {
+        println!("DRIFT: {}", d.message);
+    }
 }

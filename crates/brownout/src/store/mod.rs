@@ -5,7 +5,8 @@
 //! - [`sqlite`]: the implementation, one SQLite file (default [`default_path`]);
 //! - [`schema`]: the versioned schema and its migrations (`PRAGMA user_version`);
 //! - [`ingest`]: a journal (as JSON, not the runner's Rust types) into rows;
-//! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it.
+//! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it;
+//! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags.
 //!
 //! The store reads journals as `serde_json::Value` and picks the fields it indexes, so a
 //! journal that gains keys still imports; the whole JSON is kept beside the rows.
@@ -14,6 +15,7 @@ pub mod ingest;
 pub mod readonly;
 pub mod schema;
 pub mod sqlite;
+pub mod trend;
 
 use serde::Serialize;
 use serde_json::Value;
