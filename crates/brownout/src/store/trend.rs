@@ -36,6 +36,9 @@ pub struct Drift {
     pub message: String,
 }
 
+/// Reads one metric of a run.
+type Metric = fn(&TrendRun) -> Option<f64>;
+
 /// An experiment's trend.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trend {
@@ -109,7 +112,7 @@ pub fn trend(
     });
     let passing: Vec<&TrendRun> = runs.iter().filter(|r| r.status == "completed").collect();
     let recent = &passing[passing.len().saturating_sub(rule.window)..];
-    let metrics: [(&str, fn(&TrendRun) -> Option<f64>); 3] = [
+    let metrics: [(&str, Metric); 3] = [
         ("mttr_ms", |r| r.mttr_ms),
         ("stage_p99_ms", |r| r.stage_p99_ms),
         ("baseline_p95_ms", |r| r.baseline_p95_ms),
