@@ -136,6 +136,20 @@ fn export_writes_json_lines_that_import_back_and_a_csv_of_runs() {
             .collect()
     };
     assert_eq!(ids(&store), ids(&other));
+    // The export file itself imports (a .jsonl holds a journal per line), adding nothing new.
+    let third = dir.path().join("third/journal.sqlite");
+    let first = journal_json(&third, &["import", "--json", &lines.display().to_string()]);
+    assert_eq!(first.as_array().map(Vec::len), Some(2), "{first}");
+    assert_eq!(ids(&store), ids(&third));
+    let again = journal_json(&other, &["import", "--json", &lines.display().to_string()]);
+    assert!(
+        again
+            .as_array()
+            .expect("a")
+            .iter()
+            .all(|x| x["inserted"] == false),
+        "{again}"
+    );
     let (code, csv_text, err) = journal(&store, &["export", "--format", "csv"]);
     assert_eq!(code, 0, "{err}");
     let mut r = csv::Reader::from_reader(csv_text.as_bytes());

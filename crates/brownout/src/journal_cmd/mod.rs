@@ -48,7 +48,8 @@ pub struct JournalArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum JournalCmd {
-    /// Keep journal files in the store; a run already there is skipped (idempotent).
+    /// Keep journal files in the store (`.jsonl`: one journal per line, as `export` writes);
+    /// a run already there is skipped (idempotent).
     Import {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -294,18 +295,33 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
     }
 }
 
+/// The journals in a file: one JSON document, or one per line in a `.jsonl` file (what
+/// `journal export` writes), each with its name for messages.
+fn journals_in(f: &Path) -> Vec<(String, anyhow::Result<Value>)> {
+    let name = f.display().to_string();
+    let text = match std::fs::read_to_string(f) {
+        Ok(t) => t,
+        Err(e) => return vec![(name, Err(anyhow::anyhow!("cannot read: {e}")))],
+    };
+    let parse =
+        |t: &str| serde_json::from_str::<Value>(t).map_err(|e| anyhow::anyhow!("not JSON: {e}"));
+    if f.extension().is_some_and(|e| e == "jsonl") {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(k, l)| (format!("{name}:{}", k + 1), parse(l)))
+            .collect()
+    } else {
+        vec![(name, parse(&text))]
+    }
+}
+
 fn import(path: &Path, files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
     let mut s = store::open(Some(path))?;
     let mut code = 0;
     let mut out = Vec::new();
-    for f in files {
-        let res = std::fs::read_to_string(f)
-            .map_err(|e| anyhow::anyhow!("cannot read: {e}"))
-            .and_then(|t| {
-                serde_json::from_str::<Value>(&t).map_err(|e| anyhow::anyhow!("not JSON: {e}"))
-            })
-            .and_then(|v| Ok(s.import(&v)?));
-        match res {
+    for (name, doc) in files.iter().flat_map(|f| journals_in(f)) {
+        match doc.and_then(|v| Ok(s.import(&v)?)) {
             Ok(o) => {
                 if !json {
                     let what = if o.inserted {
@@ -313,16 +329,16 @@ fn import(path: &Path, files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
                     } else {
                         "already stored"
                     };
-                    println!("{}: {what} {}", f.display(), o.run_id);
+                    println!("{name}: {what} {}", o.run_id);
                 }
-                out.push(serde_json::json!({"file": f.display().to_string(), "run_id": o.run_id, "inserted": o.inserted}));
+                out.push(
+                    serde_json::json!({"file": name, "run_id": o.run_id, "inserted": o.inserted}),
+                );
             }
             Err(e) => {
                 code = 2;
-                eprintln!("{}: {e}", f.display());
-                out.push(
-                    serde_json::json!({"file": f.display().to_string(), "error": e.to_string()}),
-                );
+                eprintln!("{name}: {e}");
+                out.push(serde_json::json!({"file": name, "error": e.to_string()}));
             }
         }
     }
