@@ -81,7 +81,7 @@ impl Live {
         duration: Duration,
         out: &mut Collected,
         breach_ends: bool,
-        mut until: impl FnMut(&[GateView], f64, Option<f64>) -> bool,
+        mut until: impl FnMut(&[GateView], f64, Option<f64>, u64) -> bool,
     ) -> End {
         let deadline = tokio::time::Instant::now() + duration;
         let mut tick = tokio::time::interval(TICK);
@@ -123,7 +123,7 @@ impl Live {
                 return End::Breach(b, states);
             }
             let err = self.current_second_error_rate();
-            let done = until(&states, now_ms, err);
+            let done = until(&states, now_ms, err, self.calls);
             self.last_states = states;
             if done {
                 return End::Done;

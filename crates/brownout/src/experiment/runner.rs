@@ -21,6 +21,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 
+/// The longest wait for the load's first call before the baseline starts.
+const WARM_UP: Duration = Duration::from_secs(60);
+
 /// `brownout run`'s arguments.
 #[derive(Debug, Clone)]
 pub struct RunArgs {
@@ -260,7 +263,21 @@ async fn with_target(
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
-    let (end, stage) = drive(x, j, target, &mut live).await;
+    // The baseline starts once the load runs: its sessions may take a while to start.
+    let mut warm = Collected::default();
+    let (end, stage) = match live
+        .phase("warm-up", WARM_UP, &mut warm, false, |_, _, _, calls| {
+            calls > 0
+        })
+        .await
+    {
+        End::Done if live.calls == 0 => (
+            End::Trouble(format!("the load made no call within {WARM_UP:?}")),
+            "the warm-up".to_string(),
+        ),
+        End::Done => drive(x, j, target, &mut live).await,
+        other => (other, "the warm-up".to_string()),
+    };
     // The faults leave first, whatever happened.
     let removed = target.remove_faults().await;
     let left_ms = ms(origin);
@@ -352,7 +369,7 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
         let mut c = Collected::default();
         let start_ms = live.now_ms();
         let end = live
-            .phase("baseline", b.get(), &mut c, true, |_, _, _| false)
+            .phase("baseline", b.get(), &mut c, true, |_, _, _, _| false)
             .await;
         j.baseline = Some(Phase {
             start_ms,
@@ -386,7 +403,7 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
         while !left.is_zero() {
             let chunk = target.renew_every().map_or(left, |r| r.min(left));
             end = live
-                .phase(&st.stage, chunk, &mut c, true, |_, _, _| false)
+                .phase(&st.stage, chunk, &mut c, true, |_, _, _, _| false)
                 .await;
             left = left.saturating_sub(chunk);
             if !matches!(end, End::Done) {
@@ -443,13 +460,19 @@ async fn recover(x: &Loaded, j: &mut Journal, live: &mut Live, left_ms: f64, sta
     let limit = within.unwrap_or(Duration::from_secs(30));
     let mut recovered_at = None;
     let end = live
-        .phase("recovery", limit, &mut c, false, |states, now_ms, err| {
-            let ok = gates::all_hold(states) && err.is_none_or(|e| e <= base + tol);
-            if ok {
-                recovered_at = Some(now_ms);
-            }
-            ok
-        })
+        .phase(
+            "recovery",
+            limit,
+            &mut c,
+            false,
+            |states, now_ms, err, _| {
+                let ok = gates::all_hold(states) && err.is_none_or(|e| e <= base + tol);
+                if ok {
+                    recovered_at = Some(now_ms);
+                }
+                ok
+            },
+        )
         .await;
     let mttr_ms = recovered_at.map(|t| t - left_ms);
     j.recovery = Some(RecoveryRecord {
