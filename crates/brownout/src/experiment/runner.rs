@@ -273,10 +273,10 @@ async fn with_target(
     {
         End::Done if live.calls == 0 => (
             End::Trouble(format!("the load made no call within {WARM_UP:?}")),
-            "the warm-up".to_string(),
+            "warm-up".to_string(),
         ),
         End::Done => drive(x, j, target, &mut live).await,
-        other => (other, "the warm-up".to_string()),
+        other => (other, "warm-up".to_string()),
     };
     // The faults leave first, whatever happened.
     let removed = target.remove_faults().await;
@@ -295,7 +295,7 @@ async fn with_target(
         End::Done => Status::Completed,
         End::Breach(b, window) => {
             j.reason = format!(
-                "gate `{}` breached in {stage}: {} against {}; faults removed",
+                "gate `{}` breached during `{stage}`: {} against {}; faults removed",
                 b.gate,
                 b.value.map_or("—".into(), |v| format!("{v:.4}")),
                 b.limit
@@ -314,7 +314,7 @@ async fn with_target(
             Status::Aborted
         }
         End::Interrupted => {
-            j.reason = format!("interrupted in {stage}; faults removed");
+            j.reason = format!("interrupted during `{stage}`; faults removed");
             Status::Interrupted
         }
         End::Trouble(t) => {
@@ -377,7 +377,7 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             slis: c.acc.slis(),
         });
         if !matches!(end, End::Done) {
-            return (end, "the baseline".into());
+            return (end, "baseline".into());
         }
     }
     for st in &x.spec.method {
@@ -438,10 +438,10 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             gate_changes: c.changes,
         });
         if !matches!(end, End::Done) {
-            return (end, format!("stage `{}`", st.stage));
+            return (end, st.stage.clone());
         }
     }
-    (End::Done, "the last stage".into())
+    (End::Done, String::new())
 }
 
 /// Recovery: from the last fault leaving to every gate holding with the last second's
