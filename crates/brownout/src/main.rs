@@ -68,6 +68,11 @@ enum Command {
     ///
     /// Example:
     ///   brownout sim --plan examples/sim/errors-2pct.yaml --workload examples/sim/headline.yaml
+    ///   brownout sim --plan examples/sim/cascade-trigger.yaml --workload examples/sim/cascade.yaml \
+    ///       --gate 'error_rate < 1% over 10s' --gate 'p99 < 800ms over 10s'
+    ///
+    /// Exit codes: 0 done, every gate held; 1 a gate breached; 2 bad input.
+    #[command(verbatim_doc_comment)]
     Sim {
         /// The fault plan (the same plans the relay runs).
         #[arg(long)]
@@ -87,6 +92,11 @@ enum Command {
         /// Write the per-second time series (CSV) here.
         #[arg(long)]
         series: Option<PathBuf>,
+        /// An SLO gate, judged over sliding windows of virtual time (repeatable), such as
+        /// 'error_rate < 1% over 10s' or 'p95 <= 1.5s over 500 calls min 50 calls for 3s'.
+        /// The grammar and every SLI: docs/gates.md.
+        #[arg(long = "gate", value_name = "GATE", value_parser = brownout::sim_cmd::parse_gate)]
+        gates: Vec<brownout_core::slo::Gate>,
     },
     /// Play a workload against a live MCP server (stdio or HTTP), many sessions at once.
     Load(Box<brownout::load::cli::LoadArgs>),
@@ -354,6 +364,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             seed,
             json,
             series,
+            gates,
         } => brownout::sim_cmd::run(brownout::sim_cmd::SimArgs {
             plan,
             workload,
@@ -361,6 +372,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             seed,
             json,
             series,
+            gates,
         }),
     }
 }
