@@ -102,11 +102,10 @@ enum Command {
     Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
-    Fixture {
-        /// Server-side latency for every tools/call, in milliseconds.
-        #[arg(long, default_value_t = 0)]
-        delay_ms: u64,
-    },
+    ///
+    /// With --pool/--service-ms/--queue-timeout-ms it is a small server with a bounded pool
+    /// (the seed incident's); with --http ADDR it serves streamable HTTP instead of stdio.
+    Fixture(brownout::fixture::FixtureArgs),
 }
 
 #[derive(Subcommand)]
@@ -348,9 +347,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(cmd) => cmd.run(),
         Command::Experiment(cmd) => Ok(cmd.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
-        Command::Fixture { delay_ms } => {
-            single_thread_runtime()?
-                .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
+        Command::Fixture(a) => {
+            single_thread_runtime()?.block_on(fixture::main(a))?;
             Ok(0)
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
