@@ -265,6 +265,7 @@ async fn with_target(
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     // The baseline starts once the load runs: its sessions may take a while to start.
     let mut warm = Collected::default();
+    let mut removal = None;
     let (end, stage) = match live
         .phase("warm-up", WARM_UP, &mut warm, false, |_, _, _, calls| {
             calls > 0
@@ -275,22 +276,16 @@ async fn with_target(
             End::Trouble(format!("the load made no call within {WARM_UP:?}")),
             "warm-up".to_string(),
         ),
-        End::Done => drive(x, j, target, &mut live).await,
+        End::Done => drive(x, j, target, &mut live, &mut removal).await,
         other => (other, "warm-up".to_string()),
     };
     // The faults leave first, whatever happened.
-    let removed = target.remove_faults().await;
-    let left_ms = ms(origin);
-    j.rollbacks.push(RollbackRecord {
-        action: "remove faults".into(),
-        start_ms: left_ms,
-        end_ms: ms(origin),
-        ok: removed.is_ok(),
-        detail: removed
-            .as_ref()
-            .err()
-            .map_or_else(|| "the plan is empty".into(), ToString::to_string),
-    });
+    let removal = match removal {
+        Some(r) => r,
+        None => Removal::now(target, origin).await,
+    };
+    let left_ms = removal.at_ms;
+    j.rollbacks.push(removal.record);
     let mut status = match &end {
         End::Done => Status::Completed,
         End::Breach(b, window) => {
@@ -364,7 +359,13 @@ async fn with_target(
 }
 
 /// The baseline and the stages; the end and the phase it happened in.
-async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) -> (End, String) {
+async fn drive(
+    x: &Loaded,
+    j: &mut Journal,
+    target: &Target,
+    live: &mut Live,
+    removal: &mut Option<Removal>,
+) -> (End, String) {
     if let Some(b) = &x.spec.baseline {
         let mut c = Collected::default();
         let start_ms = live.now_ms();
@@ -407,6 +408,8 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
                 .await;
             left = left.saturating_sub(chunk);
             if !matches!(end, End::Done) {
+                // A breach, a signal, trouble: the faults leave before anything else.
+                *removal = Some(Removal::now(target, live.origin).await);
                 break;
             }
             if let (false, Some(r)) = (left.is_zero(), target.renew_every()) {
@@ -493,5 +496,32 @@ async fn recover(x: &Loaded, j: &mut Journal, live: &mut Live, left_ms: f64, sta
                 .as_ref()
                 .map_or(String::new(), |r| r.within.0.clone())
         );
+    }
+}
+
+/// The removal of every fault, and when it was done.
+struct Removal {
+    at_ms: f64,
+    record: RollbackRecord,
+}
+
+impl Removal {
+    async fn now(target: &Target, origin: Instant) -> Removal {
+        let start_ms = ms(origin);
+        let removed = target.remove_faults().await;
+        let at_ms = ms(origin);
+        Removal {
+            at_ms,
+            record: RollbackRecord {
+                action: "remove faults".into(),
+                start_ms,
+                end_ms: at_ms,
+                ok: removed.is_ok(),
+                detail: removed
+                    .as_ref()
+                    .err()
+                    .map_or_else(|| "every fault removed".into(), ToString::to_string),
+            },
+        }
     }
 }
