@@ -5,6 +5,7 @@ use super::gates::{self, GateView, Watch};
 use super::journal::{Acc, Second};
 use super::loadgen::Event;
 use brownout_core::event::Outcome;
+use brownout_core::slo::Kind;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -158,11 +159,18 @@ impl Live {
         }
         self.last_progress = Some(Instant::now());
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let kinds: Vec<Kind> = self.watch.gates().map(|g| g.sli.kind()).collect();
         let gates: Vec<String> = states
             .iter()
             .map(|s| {
-                let v = s.value.map_or("—".to_string(), |v| format!("{v:.4}"));
-                format!("{} = {v} ({:?})", s.gate, s.status).to_lowercase()
+                let show = |v: f64| match kinds.get(s.index) {
+                    Some(Kind::Ratio) => format!("{:.2}%", v * 100.0),
+                    Some(Kind::Latency) => format!("{v:.0}ms"),
+                    _ => format!("{v:.2}"),
+                };
+                let v = s.value.map_or("—".to_string(), show);
+                let status = format!("{:?}", s.status).to_lowercase();
+                format!("{}: {v} vs {} ({status})", s.gate, show(s.limit))
             })
             .collect();
         let mut err = std::io::stderr().lock();
