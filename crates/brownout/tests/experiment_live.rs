@@ -180,3 +180,32 @@ fn an_unreachable_target_fails_and_json_prints_the_journal() {
 fn b_stage(j: &serde_json::Value) -> serde_json::Value {
     j["breach"]["stage"].clone()
 }
+
+/// A `during: true` probe that misses its tolerance in a stage stops the promotion: the run
+/// ends `deviated` (exit 1) with the faults removed, even though no gate breached.
+#[test]
+fn a_continuous_probe_that_misses_its_tolerance_stops_the_widening() {
+    let dir = common::tmp();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "ladder: [\"100%\"]\n").expect("write policy");
+    let e = Exp {
+        method: "[{stage: all, duration: 3s, sessions: 100%}, {stage: again, duration: 3s, sessions: 100%}]",
+        faults: "[{kind: error, tools: [get_incident], probability: 1.0}]",
+        gates: "[\"p99 < 10s over 2s\"]",
+        probes: "[{probe: mcp, call: {tool: get_incident, arguments: {id: INC-1}}, samples: 3, during: true, tolerance: {success: \">= 99%\"}}]",
+        ..Exp::fixture_green()
+    };
+    let (code, j, out) =
+        run_experiment(dir.path(), &e, &["--policy", &policy.display().to_string()]);
+    assert_eq!(code, 1, "{out}\n{j}");
+    assert_eq!(j["status"], "deviated", "{j}");
+    valid_journal(&j);
+    let stages = j["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 1, "{j}");
+    assert_eq!(stages[0]["probes"][0]["met"], false, "{j}");
+    assert!(
+        j["reason"].as_str().unwrap_or("").contains("get_incident"),
+        "{j}"
+    );
+    assert_eq!(j["rollbacks"][0]["action"], "remove faults");
+}

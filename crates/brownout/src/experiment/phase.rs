@@ -2,7 +2,7 @@
 //! least every 100 ms, SLIs kept per phase and per second, a progress line per second.
 
 use super::gates::{self, GateView, Watch};
-use super::journal::{Acc, Second};
+use super::journal::{Acc, Sample, Second};
 use super::loadgen::Event;
 use brownout_core::event::Outcome;
 use brownout_core::slo::Kind;
@@ -22,6 +22,8 @@ pub enum End {
     Interrupted,
     /// The load could not run (no session could start).
     Trouble(String),
+    /// A `during: true` probe missed its tolerance in a stage.
+    Deviated(String),
 }
 
 /// The state shared by every phase of a run.
@@ -29,6 +31,8 @@ pub struct Live {
     pub origin: Instant,
     pub watch: Watch,
     pub events: mpsc::UnboundedReceiver<Event>,
+    /// Samples of the `during: true` probes.
+    pub probe_samples: Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
     pub signals: watch::Receiver<u32>,
     pub series: Vec<Second>,
     second: Acc,
@@ -45,6 +49,8 @@ pub struct Live {
 pub struct Collected {
     pub acc: Acc,
     pub changes: Vec<GateView>,
+    /// Samples of the `during: true` probes, by probe index.
+    pub probes: std::collections::BTreeMap<usize, Vec<Sample>>,
 }
 
 impl Live {
@@ -59,6 +65,7 @@ impl Live {
             origin,
             watch,
             events,
+            probe_samples: None,
             signals,
             series: Vec::new(),
             second: Acc::default(),
@@ -109,6 +116,10 @@ impl Live {
                         tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;
                     }
                 },
+                Some((i, sample)) = next_sample(&mut self.probe_samples) => {
+                    out.probes.entry(i).or_default().push(sample);
+                    continue;
+                }
                 _ = tick.tick() => {}
                 _ = tokio::time::sleep_until(deadline) => return End::Done,
             }
@@ -181,5 +192,14 @@ impl Live {
             self.calls,
             gates.join(" · ")
         );
+    }
+}
+
+async fn next_sample(
+    rx: &mut Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
+) -> Option<(usize, Sample)> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }

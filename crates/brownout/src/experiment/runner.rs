@@ -263,6 +263,9 @@ async fn with_target(
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
+    let (ptx, prx) = mpsc::unbounded_channel();
+    live.probe_samples = Some(prx);
+    let probing = steady::continuous(&x.spec.steady_state, &target.url, ptx);
     // The baseline starts once the load runs: its sessions may take a while to start.
     let mut warm = Collected::default();
     let mut removal = None;
@@ -316,6 +319,10 @@ async fn with_target(
             j.reason = t.clone();
             Status::Failed
         }
+        End::Deviated(why) => {
+            j.reason = why.clone();
+            Status::Deviated
+        }
     };
     // The user's rollbacks; a (further) signal skips what is left of them.
     let seen = *sig.borrow_and_update();
@@ -331,10 +338,14 @@ async fn with_target(
             break;
         }
     }
-    if matches!(status, Status::Completed | Status::Aborted) {
+    if matches!(
+        status,
+        Status::Completed | Status::Aborted | Status::Deviated
+    ) {
         recover(x, j, &mut live, left_ms, &mut status).await;
     }
     load.stop().await;
+    probing.iter().for_each(|p| p.abort());
     j.gates = live.watch.summaries();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
@@ -430,7 +441,31 @@ async fn drive(
             })
             .filter(|(_, v)| *v > 0)
             .collect();
+        let probes: Vec<_> = c
+            .probes
+            .iter()
+            .filter_map(|(i, samples)| {
+                x.spec
+                    .steady_state
+                    .get(*i)
+                    .map(|p| steady::judge(p, samples.clone()))
+            })
+            .collect();
+        let missed: Vec<String> = probes
+            .iter()
+            .filter(|p| !p.met)
+            .map(|p| format!("probe `{}`: {}", p.tool, p.misses.join(", ")))
+            .collect();
+        if matches!(end, End::Done) && !missed.is_empty() {
+            end = End::Deviated(format!(
+                "during `{}`: {}; no wider stage",
+                st.stage,
+                missed.join("; ")
+            ));
+            *removal = Some(Removal::now(target, live.origin).await);
+        }
         j.stages.push(StageRecord {
+            probes,
             stage: st.stage.clone(),
             share,
             start_ms,
