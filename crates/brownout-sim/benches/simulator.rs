@@ -1,17 +1,27 @@
 //! Benchmark: simulated tool calls per second on one core (the simulator is single-threaded).
 //!
-//! Run: `cargo bench -p brownout-sim --bench simulator`. Three workloads from `examples/sim/`
-//! under the headline's 2 % error plan: the headline without resilience, the headline with
-//! retries, a retry budget, degradation and a breaker, and 1,000,000 tasks at fan-out 8.
+//! Run: `cargo bench -p brownout-sim --bench simulator`. Workloads from `examples/sim/`
+//! under the headline's 2 % error plan: the headline without resilience, the same with four
+//! SLO gates watched in virtual time (the cost of `--gate`), the headline with retries, a
+//! retry budget, degradation and a breaker, and 1,000,000 tasks at fan-out 8.
 //! Reports the median over rounds of logical calls per second and attempts per second, and
 //! writes `target/bench/simulator.json`.
 
+use brownout_core::slo::Gate;
 use brownout_core::Plan;
 use brownout_sim::{simulate, SimOptions, Workload};
 use std::path::PathBuf;
 use std::time::Instant;
 
 const ROUNDS: usize = 5;
+
+/// The gates of the gated case: a time window, a percentile, a scoped count window, tasks.
+const GATES: [&str; 4] = [
+    "error_rate < 1% over 10s",
+    "p99 < 800ms over 10s",
+    "eta{tool=\"get_logs\"} >= 99% over 1000 calls",
+    "blast_radius <= 20% over 10s",
+];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -28,21 +38,34 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let plan_text = load("examples/sim/errors-2pct.yaml");
+    let gates: Vec<Gate> = GATES
+        .iter()
+        .map(|g| Gate::parse(g).unwrap_or_else(|e| panic!("{g}: {e}")))
+        .collect();
     let cases = [
         (
             "headline, no resilience",
             "examples/sim/headline.yaml",
             200_000u64,
+            Vec::new(),
+        ),
+        (
+            "headline, no resilience, 4 gates",
+            "examples/sim/headline.yaml",
+            200_000u64,
+            gates,
         ),
         (
             "headline, retries + breaker + degradation",
             "examples/sim/headline-resilient.yaml",
             200_000,
+            Vec::new(),
         ),
         (
             "1,000,000 tasks at fan-out 8, no resilience",
             "examples/sim/headline.yaml",
             1_000_000,
+            Vec::new(),
         ),
     ];
     let mut rows = Vec::new();
@@ -50,7 +73,7 @@ fn main() {
         "{:<46} {:>10} {:>12} {:>14} {:>14} {:>9}",
         "workload", "tasks", "calls", "calls/s", "attempts/s", "wall s"
     );
-    for (name, workload, tasks) in cases {
+    for (name, workload, tasks, gates) in cases {
         let w =
             Workload::from_str_named(&load(workload), workload).unwrap_or_else(|e| panic!("{e}"));
         let (mut calls_s, mut attempts_s, mut wall) = (Vec::new(), Vec::new(), Vec::new());
@@ -60,6 +83,7 @@ fn main() {
                 .unwrap_or_else(|e| panic!("{e}"));
             let opts = SimOptions {
                 tasks: Some(tasks),
+                gates: gates.clone(),
                 ..SimOptions::default()
             };
             let t = Instant::now();

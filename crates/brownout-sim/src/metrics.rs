@@ -161,6 +161,9 @@ pub struct Report {
     pub breaker_log: Vec<BreakerTransition>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Second>,
+    /// The SLO gates of the run (`--gate`), each with whether and when it breached.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<brownout_core::slo::GateSummary>,
 }
 
 impl Report {
@@ -221,6 +224,7 @@ impl Report {
             } else {
                 Vec::new()
             },
+            gates: Vec::new(),
         }
     }
 }

@@ -70,6 +70,11 @@ enum Command {
     ///
     /// Example:
     ///   brownout sim --plan examples/sim/errors-2pct.yaml --workload examples/sim/headline.yaml
+    ///   brownout sim --plan examples/sim/cascade-trigger.yaml --workload examples/sim/cascade.yaml \
+    ///       --gate 'error_rate < 1% over 10s' --gate 'p99 < 800ms over 10s'
+    ///
+    /// Exit codes: 0 done, every gate held; 1 a gate breached; 2 bad input.
+    #[command(verbatim_doc_comment)]
     Sim {
         /// The fault plan (the same plans the relay runs).
         #[arg(long)]
@@ -89,16 +94,20 @@ enum Command {
         /// Write the per-second time series (CSV) here.
         #[arg(long)]
         series: Option<PathBuf>,
+        /// An SLO gate, judged over sliding windows of virtual time (repeatable), such as
+        /// 'error_rate < 1% over 10s' or 'p95 <= 1.5s over 500 calls min 50 calls for 3s'.
+        /// The grammar and every SLI: docs/gates.md.
+        #[arg(long = "gate", value_name = "GATE", value_parser = brownout::sim_cmd::parse_gate)]
+        gates: Vec<brownout_core::slo::Gate>,
     },
     /// Play a workload against a live MCP server (stdio or HTTP), many sessions at once.
     Load(Box<brownout::load::cli::LoadArgs>),
     /// Serve the built-in example MCP server on stdio (tools: echo, search_incidents,
     /// get_incident, fetch_logs, restart_service).
-    Fixture {
-        /// Server-side latency for every tools/call, in milliseconds.
-        #[arg(long, default_value_t = 0)]
-        delay_ms: u64,
-    },
+    ///
+    /// With --pool/--service-ms/--queue-timeout-ms it is a small server with a bounded pool
+    /// (the seed incident's); with --http ADDR it serves streamable HTTP instead of stdio.
+    Fixture(brownout::fixture::FixtureArgs),
 }
 
 #[derive(Subcommand)]
@@ -341,9 +350,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Experiment(cmd) => Ok(cmd.run()),
         Command::Journal(a) => Ok(a.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
-        Command::Fixture { delay_ms } => {
-            single_thread_runtime()?
-                .block_on(fixture::run(fixture::FixtureOptions { delay_ms }))?;
+        Command::Fixture(a) => {
+            single_thread_runtime()?.block_on(fixture::main(a))?;
             Ok(0)
         }
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
@@ -357,6 +365,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             seed,
             json,
             series,
+            gates,
         } => brownout::sim_cmd::run(brownout::sim_cmd::SimArgs {
             plan,
             workload,
@@ -364,6 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             seed,
             json,
             series,
+            gates,
         }),
     }
 }

@@ -1,6 +1,9 @@
-//! `brownout sim`: run a workload under a plan in the simulator and print what it measured.
+//! `brownout sim`: run a workload under a plan in the simulator and print what it measured,
+//! with SLO gates (`--gate`) judged in virtual time. Exit codes: 0 done (every gate held),
+//! 1 a gate breached, 2 bad input.
 
 use anyhow::Context;
+use brownout_core::slo::{Gate, GateStatus, GateSummary, Kind};
 use brownout_sim::{simulate, Report, SimOptions, Workload};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +14,18 @@ pub struct SimArgs {
     pub seed: Option<u64>,
     pub json: bool,
     pub series: Option<PathBuf>,
+    pub gates: Vec<Gate>,
+}
+
+/// Exit code when a gate breached.
+pub const EXIT_BREACHED: i32 = 1;
+
+/// clap's parser for `--gate`: the gate, or its error under the text with a caret.
+pub fn parse_gate(text: &str) -> Result<Gate, String> {
+    Gate::parse(text).map_err(|e| {
+        let pad = " ".repeat(e.column.saturating_sub(1));
+        format!("{e}\n  {text}\n  {pad}^\n  (the grammar: docs/gates.md)")
+    })
 }
 
 pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
@@ -29,6 +44,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
         tasks: a.tasks,
         seed: a.seed,
         keep_series: a.series.is_some(),
+        gates: a.gates.clone(),
     };
     let started = std::time::Instant::now();
     let report = simulate(&w, plan, &opts);
@@ -44,13 +60,61 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", table(&report));
+        print!("{}", gates_table(&a.gates, &report.gates));
         eprintln!(
             "({} attempts simulated in {:.2}s of wall time)",
             report.attempts,
             wall.as_secs_f64()
         );
     }
-    Ok(0)
+    Ok(if report.gates.iter().any(|g| g.breached) {
+        EXIT_BREACHED
+    } else {
+        0
+    })
+}
+
+/// A value in its gate's unit: `0.4%`, `812.3ms`, `1.25`.
+fn show(kind: Kind, v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(v) => match kind {
+            Kind::Ratio => format!("{}%", round4(v * 100.0)),
+            Kind::Latency => format!("{}ms", round4(v)),
+            Kind::Factor => format!("{}", round4(v)),
+        },
+    }
+}
+
+fn round4(v: f64) -> f64 {
+    (v * 10_000.0).round() / 10_000.0
+}
+
+/// One line per gate: breached or not, when, and the worst value the windows saw.
+pub fn gates_table(gates: &[Gate], summaries: &[GateSummary]) -> String {
+    let mut s = String::new();
+    for g in summaries {
+        let kind = gates.get(g.index).map_or(Kind::Factor, |x| x.sli.kind());
+        let verdict = match (g.first_breach_ms, g.status) {
+            (Some(t), _) => format!(
+                "BREACHED at {:.3}s ({}; {} breach{})",
+                t / 1000.0,
+                show(kind, g.breach_value),
+                g.breaches,
+                if g.breaches == 1 { "" } else { "es" }
+            ),
+            (None, GateStatus::Insufficient) if g.worst.is_none() => {
+                "held (never had enough samples to judge)".into()
+            }
+            (None, _) => "held".into(),
+        };
+        s.push_str(&format!(
+            "gate {}  {verdict}  worst {}\n",
+            g.gate,
+            show(kind, g.worst)
+        ));
+    }
+    s
 }
 
 fn write_series(path: &Path, r: &Report) -> anyhow::Result<()> {

@@ -39,7 +39,7 @@ fn a_bad_experiment_is_reported_with_file_line_column_and_key() {
         .output()
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     let line = text
         .lines()
         .position(|l| l.starts_with("retries"))

@@ -93,6 +93,18 @@ impl GateWatch {
             .collect()
     }
 
+    /// Re-evaluate every gate at `now_ms`, like [`evaluate`](GateWatch::evaluate), without
+    /// building the states: the same transitions, for a driver that only reads
+    /// [`summaries`](GateWatch::summaries) (the simulator). Returns whether any gate is
+    /// breached.
+    pub fn tick(&mut self, now_ms: f64) -> bool {
+        let mut breached = false;
+        for w in &mut self.gates {
+            breached |= w.step(now_ms).status == GateStatus::Breached;
+        }
+        breached
+    }
+
     /// Per gate: whether and when it breached, and the worst value it saw.
     pub fn summaries(&self) -> Vec<GateSummary> {
         self.gates
@@ -155,8 +167,30 @@ pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
     }
 }
 
+/// One evaluation, before it is dressed as a [`GateState`].
+struct Step {
+    value: Option<f64>,
+    samples: u64,
+    status: GateStatus,
+    changed: bool,
+}
+
 impl Watched {
     fn evaluate(&mut self, index: usize, now_ms: f64) -> GateState {
+        let s = self.step(now_ms);
+        GateState {
+            index,
+            gate: self.text.clone(),
+            value: s.value,
+            limit: self.gate.limit(),
+            samples: s.samples,
+            status: s.status,
+            changed: s.changed,
+            since_ms: self.since_ms,
+        }
+    }
+
+    fn step(&mut self, now_ms: f64) -> Step {
         self.window.advance(now_ms);
         let totals = *self.window.totals();
         let value = value_of(self.gate.sli, &totals, &self.window);
@@ -196,15 +230,11 @@ impl Watched {
                 }
             }
         }
-        GateState {
-            index,
-            gate: self.text.clone(),
+        Step {
             value,
-            limit,
             samples: totals.n,
             status,
             changed,
-            since_ms: self.since_ms,
         }
     }
 }

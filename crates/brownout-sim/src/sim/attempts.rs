@@ -35,6 +35,7 @@ impl Sim<'_> {
             }
             Take::Reject => {
                 self.calls.items[call as usize].attempts += 1;
+                self.calls.items[call as usize].timed_out = false;
                 self.c.attempts += 1;
                 let s = self.c.second(self.now);
                 s.attempts += 1;
@@ -212,6 +213,7 @@ impl Sim<'_> {
                 // Per attempt: the failure lands in the second its attempt started, so a
                 // second's error rate is a share of that second's attempts (never over 100 %).
                 self.c.second(started).errors += 1;
+                self.calls.items[call as usize].timed_out = self.timing_out;
                 self.attempt_failed(call);
             }
         }

@@ -12,6 +12,9 @@
 
 mod attempts;
 pub mod breaker;
+mod gates;
+#[cfg(test)]
+mod gates_tests;
 pub mod limiter;
 mod queue;
 pub mod retry;
@@ -40,6 +43,9 @@ pub struct SimOptions {
     pub seed: Option<u64>,
     /// Keep the per-second series in the report.
     pub keep_series: bool,
+    /// SLO gates to evaluate in virtual time (`docs/gates.md`); the report says whether
+    /// and when each breached.
+    pub gates: Vec<brownout_core::slo::Gate>,
 }
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
@@ -106,6 +112,8 @@ struct Call {
     started: u64,
     resolved: bool,
     gen: u32,
+    /// Its last failed attempt timed out (client timeout or step deadline).
+    timed_out: bool,
 }
 
 struct Attempt {
@@ -166,6 +174,10 @@ struct Sim<'w> {
     target_tasks: u64,
     c: Counters,
     timeout_us: u64,
+    /// The gates, when the run has any.
+    gates: Option<gates::SimGates>,
+    /// The reply being handled is the client's timeout firing.
+    timing_out: bool,
 }
 
 impl Sim<'_> {
@@ -186,6 +198,9 @@ impl Sim<'_> {
         while let Some(due) = self.queue.pop() {
             match due {
                 Due::Event(at, ev) => {
+                    if let Some(g) = self.gates.as_mut() {
+                        g.until(at);
+                    }
                     self.now = at;
                     self.handle(ev);
                 }
@@ -262,7 +277,9 @@ impl Sim<'_> {
                 if self.attempts.items[a as usize].gen == gen
                     && self.attempts.items[a as usize].client
                 {
+                    self.timing_out = true;
                     self.reply(a, Answer::Fail);
+                    self.timing_out = false;
                 }
             }
             Ev::StepDeadline(t, step_gen) => self.step_deadline(t, step_gen),
@@ -273,8 +290,14 @@ impl Sim<'_> {
     fn timeout_due(&mut self, at: u64, a: u32, gen: u32) {
         let attempt = &self.attempts.items[a as usize];
         if attempt.gen == gen && attempt.client {
+            // A stale timeout (its attempt long answered) moves no clock, not even the gates'.
+            if let Some(g) = self.gates.as_mut() {
+                g.until(at);
+            }
             self.now = at;
+            self.timing_out = true;
             self.reply(a, Answer::Fail);
+            self.timing_out = false;
         }
     }
 }
@@ -356,7 +379,12 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+        gates: None,
+        timing_out: false,
     };
+    if !opts.gates.is_empty() {
+        sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
+    }
     sim.run();
     let injections = sim
         .engine
@@ -367,7 +395,8 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         .map(|(k, v)| (k, v.count))
         .collect();
     let duration = sim.now;
-    Report::from_counters(
+    let gates = sim.gates.take().map(|g| g.finish(duration));
+    let mut report = Report::from_counters(
         &sim.c,
         w.name.clone(),
         seed,
@@ -375,5 +404,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         duration,
         injections,
         opts.keep_series,
-    )
+    );
+    report.gates = gates.unwrap_or_default();
+    report
 }

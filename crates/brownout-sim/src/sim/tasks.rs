@@ -65,6 +65,7 @@ impl Sim<'_> {
                         started: now,
                         resolved: false,
                         gen: 0,
+                        timed_out: false,
                     },
                     |c| {
                         c.task = t;
@@ -74,6 +75,7 @@ impl Sim<'_> {
                         c.started = now;
                         c.resolved = false;
                         c.gen += 1;
+                        c.timed_out = false;
                     },
                 )
             })
@@ -99,16 +101,27 @@ impl Sim<'_> {
     }
 
     pub(super) fn end_call(&mut self, call: u32, end: CallEnd) {
-        let (task, critical, started) = {
+        let (task, critical, started, tool, attempts, timed_out) = {
             let c = &mut self.calls.items[call as usize];
             if c.resolved {
                 return;
             }
             c.resolved = true;
-            (c.task, c.critical, c.started)
+            (
+                c.task,
+                c.critical,
+                c.started,
+                c.tool,
+                c.attempts,
+                c.timed_out,
+            )
         };
         self.calls.free.push(call);
-        let _ = self.c.latency_us.record((self.now - started).max(1));
+        let latency = (self.now - started).max(1);
+        let _ = self.c.latency_us.record(latency);
+        if let Some(g) = self.gates.as_mut() {
+            g.call(self.now, tool, end, timed_out, latency, attempts);
+        }
         match end {
             CallEnd::Ok => {
                 self.c.responded += 1;
@@ -145,6 +158,7 @@ impl Sim<'_> {
         for call in calls {
             let c = &self.calls.items[call as usize];
             if !c.resolved && c.task == t {
+                self.calls.items[call as usize].timed_out = true;
                 self.end_call(call, CallEnd::Fail);
             }
         }
@@ -175,6 +189,9 @@ impl Sim<'_> {
         }
         if !late {
             self.c.tasks_within_deadline += 1;
+        }
+        if let Some(g) = self.gates.as_mut() {
+            g.task(self.now, !(task.failed || late));
         }
         let _ = task.started;
         self.engine.end_session(&task.session, Time(self.now));

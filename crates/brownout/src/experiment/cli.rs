@@ -49,8 +49,9 @@ pub struct RunCmd {
 #[derive(Subcommand, Debug)]
 pub enum ExperimentCmd {
     /// Check experiment files: every error with FILE:LINE:COL, the key and a hint.
-    /// Exit 0 when all are valid, 2 otherwise.
+    /// Exit 0 when all are valid, 1 otherwise (as `plan check`).
     Check {
+        /// The experiment files (YAML, JSON or TOML).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print the results as JSON.

@@ -4,7 +4,8 @@ use super::load::load_file;
 use super::spec::Experiment;
 use std::path::PathBuf;
 
-/// `experiment check`: 0 when every file is valid, 2 otherwise (every error printed).
+/// `experiment check`: 0 when every file is valid, 1 otherwise (every error printed), as
+/// `plan check`.
 pub fn check(files: &[PathBuf], json: bool) -> i32 {
     let mut bad = false;
     let mut out = Vec::new();
@@ -39,11 +40,7 @@ pub fn check(files: &[PathBuf], json: bool) -> i32 {
     if json {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     }
-    if bad {
-        2
-    } else {
-        0
-    }
+    i32::from(bad)
 }
 
 /// The experiment file's JSON Schema.

@@ -149,6 +149,8 @@ pub struct StageRecord {
     pub slis: Slis,
     /// Every gate evaluation during the stage that changed a gate's status.
     pub gate_changes: Vec<GateView>,
+    /// The `during: true` probes' samples in this stage, judged by their tolerance.
+    pub probes: Vec<ProbeRecord>,
 }
 
 /// The gate breach that aborted the run.

@@ -2,9 +2,10 @@
 //! least every 100 ms, SLIs kept per phase and per second, a progress line per second.
 
 use super::gates::{self, GateView, Watch};
-use super::journal::{Acc, Second};
+use super::journal::{Acc, Sample, Second};
 use super::loadgen::Event;
 use brownout_core::event::Outcome;
+use brownout_core::slo::Kind;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -21,6 +22,8 @@ pub enum End {
     Interrupted,
     /// The load could not run (no session could start).
     Trouble(String),
+    /// A `during: true` probe missed its tolerance in a stage.
+    Deviated(String),
 }
 
 /// The state shared by every phase of a run.
@@ -28,6 +31,8 @@ pub struct Live {
     pub origin: Instant,
     pub watch: Watch,
     pub events: mpsc::UnboundedReceiver<Event>,
+    /// Samples of the `during: true` probes.
+    pub probe_samples: Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
     pub signals: watch::Receiver<u32>,
     pub series: Vec<Second>,
     second: Acc,
@@ -44,6 +49,8 @@ pub struct Live {
 pub struct Collected {
     pub acc: Acc,
     pub changes: Vec<GateView>,
+    /// Samples of the `during: true` probes, by probe index.
+    pub probes: std::collections::BTreeMap<usize, Vec<Sample>>,
 }
 
 impl Live {
@@ -58,6 +65,7 @@ impl Live {
             origin,
             watch,
             events,
+            probe_samples: None,
             signals,
             series: Vec::new(),
             second: Acc::default(),
@@ -81,7 +89,7 @@ impl Live {
         duration: Duration,
         out: &mut Collected,
         breach_ends: bool,
-        mut until: impl FnMut(&[GateView], f64, Option<f64>) -> bool,
+        mut until: impl FnMut(&[GateView], f64, Option<f64>, u64) -> bool,
     ) -> End {
         let deadline = tokio::time::Instant::now() + duration;
         let mut tick = tokio::time::interval(TICK);
@@ -108,6 +116,10 @@ impl Live {
                         tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;
                     }
                 },
+                Some((i, sample)) = next_sample(&mut self.probe_samples) => {
+                    out.probes.entry(i).or_default().push(sample);
+                    continue;
+                }
                 _ = tick.tick() => {}
                 _ = tokio::time::sleep_until(deadline) => return End::Done,
             }
@@ -123,7 +135,7 @@ impl Live {
                 return End::Breach(b, states);
             }
             let err = self.current_second_error_rate();
-            let done = until(&states, now_ms, err);
+            let done = until(&states, now_ms, err, self.calls);
             self.last_states = states;
             if done {
                 return End::Done;
@@ -158,11 +170,18 @@ impl Live {
         }
         self.last_progress = Some(Instant::now());
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let kinds: Vec<Kind> = self.watch.gates().map(|g| g.sli.kind()).collect();
         let gates: Vec<String> = states
             .iter()
             .map(|s| {
-                let v = s.value.map_or("—".to_string(), |v| format!("{v:.4}"));
-                format!("{} = {v} ({:?})", s.gate, s.status).to_lowercase()
+                let show = |v: f64| match kinds.get(s.index) {
+                    Some(Kind::Ratio) => format!("{:.2}%", v * 100.0),
+                    Some(Kind::Latency) => format!("{v:.0}ms"),
+                    _ => format!("{v:.2}"),
+                };
+                let v = s.value.map_or("—".to_string(), show);
+                let status = format!("{:?}", s.status).to_lowercase();
+                format!("{}: {v} vs {} ({status})", s.gate, show(s.limit))
             })
             .collect();
         let mut err = std::io::stderr().lock();
@@ -173,5 +192,14 @@ impl Live {
             self.calls,
             gates.join(" · ")
         );
+    }
+}
+
+async fn next_sample(
+    rx: &mut Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
+) -> Option<(usize, Sample)> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -21,6 +21,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 
+/// The longest wait for the load's first call before the baseline starts.
+const WARM_UP: Duration = Duration::from_secs(60);
+
 /// `brownout run`'s arguments.
 #[derive(Debug, Clone)]
 pub struct RunArgs {
@@ -264,25 +267,37 @@ async fn with_target(
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
-    let (end, stage) = drive(x, j, target, &mut live).await;
+    let (ptx, prx) = mpsc::unbounded_channel();
+    live.probe_samples = Some(prx);
+    let probing = steady::continuous(&x.spec.steady_state, &target.url, ptx);
+    // The baseline starts once the load runs: its sessions may take a while to start.
+    let mut warm = Collected::default();
+    let mut removal = None;
+    let (end, stage) = match live
+        .phase("warm-up", WARM_UP, &mut warm, false, |_, _, _, calls| {
+            calls > 0
+        })
+        .await
+    {
+        End::Done if live.calls == 0 => (
+            End::Trouble(format!("the load made no call within {WARM_UP:?}")),
+            "warm-up".to_string(),
+        ),
+        End::Done => drive(x, j, target, &mut live, &mut removal).await,
+        other => (other, "warm-up".to_string()),
+    };
     // The faults leave first, whatever happened.
-    let removed = target.remove_faults().await;
-    let left_ms = ms(origin);
-    j.rollbacks.push(RollbackRecord {
-        action: "remove faults".into(),
-        start_ms: left_ms,
-        end_ms: ms(origin),
-        ok: removed.is_ok(),
-        detail: removed
-            .as_ref()
-            .err()
-            .map_or_else(|| "the plan is empty".into(), ToString::to_string),
-    });
+    let removal = match removal {
+        Some(r) => r,
+        None => Removal::now(target, origin).await,
+    };
+    let left_ms = removal.at_ms;
+    j.rollbacks.push(removal.record);
     let mut status = match &end {
         End::Done => Status::Completed,
         End::Breach(b, window) => {
             j.reason = format!(
-                "gate `{}` breached in {stage}: {} against {}; faults removed",
+                "gate `{}` breached during `{stage}`: {} against {}; faults removed",
                 b.gate,
                 b.value.map_or("—".into(), |v| format!("{v:.4}")),
                 b.limit
@@ -301,12 +316,16 @@ async fn with_target(
             Status::Aborted
         }
         End::Interrupted => {
-            j.reason = format!("interrupted in {stage}; faults removed");
+            j.reason = format!("interrupted during `{stage}`; faults removed");
             Status::Interrupted
         }
         End::Trouble(t) => {
             j.reason = t.clone();
             Status::Failed
+        }
+        End::Deviated(why) => {
+            j.reason = why.clone();
+            Status::Deviated
         }
     };
     // The user's rollbacks; a (further) signal skips what is left of them.
@@ -323,10 +342,14 @@ async fn with_target(
             break;
         }
     }
-    if matches!(status, Status::Completed | Status::Aborted) {
+    if matches!(
+        status,
+        Status::Completed | Status::Aborted | Status::Deviated
+    ) {
         recover(x, j, &mut live, left_ms, &mut status).await;
     }
     load.stop().await;
+    probing.iter().for_each(|p| p.abort());
     j.gates = live.watch.summaries();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
@@ -351,12 +374,18 @@ async fn with_target(
 }
 
 /// The baseline and the stages; the end and the phase it happened in.
-async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) -> (End, String) {
+async fn drive(
+    x: &Loaded,
+    j: &mut Journal,
+    target: &Target,
+    live: &mut Live,
+    removal: &mut Option<Removal>,
+) -> (End, String) {
     if let Some(b) = &x.spec.baseline {
         let mut c = Collected::default();
         let start_ms = live.now_ms();
         let end = live
-            .phase("baseline", b.get(), &mut c, true, |_, _, _| false)
+            .phase("baseline", b.get(), &mut c, true, |_, _, _, _| false)
             .await;
         j.baseline = Some(Phase {
             start_ms,
@@ -364,7 +393,7 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             slis: c.acc.slis(),
         });
         if !matches!(end, End::Done) {
-            return (end, "the baseline".into());
+            return (end, "baseline".into());
         }
     }
     for st in &x.spec.method {
@@ -390,10 +419,12 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
         while !left.is_zero() {
             let chunk = target.renew_every().map_or(left, |r| r.min(left));
             end = live
-                .phase(&st.stage, chunk, &mut c, true, |_, _, _| false)
+                .phase(&st.stage, chunk, &mut c, true, |_, _, _, _| false)
                 .await;
             left = left.saturating_sub(chunk);
             if !matches!(end, End::Done) {
+                // A breach, a signal, trouble: the faults leave before anything else.
+                *removal = Some(Removal::now(target, live.origin).await);
                 break;
             }
             if let (false, Some(r)) = (left.is_zero(), target.renew_every()) {
@@ -414,7 +445,31 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             })
             .filter(|(_, v)| *v > 0)
             .collect();
+        let probes: Vec<_> = c
+            .probes
+            .iter()
+            .filter_map(|(i, samples)| {
+                x.spec
+                    .steady_state
+                    .get(*i)
+                    .map(|p| steady::judge(p, samples.clone()))
+            })
+            .collect();
+        let missed: Vec<String> = probes
+            .iter()
+            .filter(|p| !p.met)
+            .map(|p| format!("probe `{}`: {}", p.tool, p.misses.join(", ")))
+            .collect();
+        if matches!(end, End::Done) && !missed.is_empty() {
+            end = End::Deviated(format!(
+                "during `{}`: {}; no wider stage",
+                st.stage,
+                missed.join("; ")
+            ));
+            *removal = Some(Removal::now(target, live.origin).await);
+        }
         j.stages.push(StageRecord {
+            probes,
             stage: st.stage.clone(),
             share,
             start_ms,
@@ -425,10 +480,10 @@ async fn drive(x: &Loaded, j: &mut Journal, target: &Target, live: &mut Live) ->
             gate_changes: c.changes,
         });
         if !matches!(end, End::Done) {
-            return (end, format!("stage `{}`", st.stage));
+            return (end, st.stage.clone());
         }
     }
-    (End::Done, "the last stage".into())
+    (End::Done, String::new())
 }
 
 /// Recovery: from the last fault leaving to every gate holding with the last second's
@@ -447,13 +502,19 @@ async fn recover(x: &Loaded, j: &mut Journal, live: &mut Live, left_ms: f64, sta
     let limit = within.unwrap_or(Duration::from_secs(30));
     let mut recovered_at = None;
     let end = live
-        .phase("recovery", limit, &mut c, false, |states, now_ms, err| {
-            let ok = gates::all_hold(states) && err.is_none_or(|e| e <= base + tol);
-            if ok {
-                recovered_at = Some(now_ms);
-            }
-            ok
-        })
+        .phase(
+            "recovery",
+            limit,
+            &mut c,
+            false,
+            |states, now_ms, err, _| {
+                let ok = gates::all_hold(states) && err.is_none_or(|e| e <= base + tol);
+                if ok {
+                    recovered_at = Some(now_ms);
+                }
+                ok
+            },
+        )
         .await;
     let mttr_ms = recovered_at.map(|t| t - left_ms);
     j.recovery = Some(RecoveryRecord {
@@ -474,5 +535,32 @@ async fn recover(x: &Loaded, j: &mut Journal, live: &mut Live, left_ms: f64, sta
                 .as_ref()
                 .map_or(String::new(), |r| r.within.0.clone())
         );
+    }
+}
+
+/// The removal of every fault, and when it was done.
+struct Removal {
+    at_ms: f64,
+    record: RollbackRecord,
+}
+
+impl Removal {
+    async fn now(target: &Target, origin: Instant) -> Removal {
+        let start_ms = ms(origin);
+        let removed = target.remove_faults().await;
+        let at_ms = ms(origin);
+        Removal {
+            at_ms,
+            record: RollbackRecord {
+                action: "remove faults".into(),
+                start_ms,
+                end_ms: at_ms,
+                ok: removed.is_ok(),
+                detail: removed
+                    .as_ref()
+                    .err()
+                    .map_or_else(|| "every fault removed".into(), ToString::to_string),
+            },
+        }
     }
 }

@@ -84,6 +84,10 @@ pub struct Probe {
     #[serde(default)]
     #[schemars(range(min = 1, max = 10000))]
     pub samples: Option<u32>,
+    /// Also sample once a second while the baseline and the stages run; a stage whose
+    /// samples miss the tolerance is not promoted (the run ends `deviated`).
+    #[serde(default)]
+    pub during: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

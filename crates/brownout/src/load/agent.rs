@@ -260,9 +260,15 @@ async fn run_task(shared: Arc<Shared>, k: u64, session: usize, intended: Instant
             }
         }
         let results = futures::future::join_all(calls).await;
-        for (good, critical) in results {
-            if !good && (critical || !shared.client.degrade) {
-                ok = false;
+        for r in results {
+            match r {
+                // A call cut short by the end of the run: neither it nor its task is reported.
+                None => return,
+                Some((good, critical)) => {
+                    if !good && (critical || !shared.client.degrade) {
+                        ok = false;
+                    }
+                }
             }
         }
         if !ok {
@@ -287,7 +293,8 @@ fn sim_answer(a: &Answer) -> SimAnswer {
     }
 }
 
-/// One logical call with its retries; returns (succeeded, critical).
+/// One logical call with its retries; returns (succeeded, critical), or None when the end
+/// of the run cut it short (it is then not reported: it neither failed nor succeeded).
 async fn call(
     shared: &Shared,
     task: u64,
@@ -296,11 +303,11 @@ async fn call(
     session: usize,
     intended: Instant,
     deadline: Option<Instant>,
-) -> (bool, bool) {
+) -> Option<(bool, bool)> {
     let mut rng = call_rng(shared.seed, task, ordinal);
     let calls_so_far = shared.calls_made.fetch_add(1, Ordering::Relaxed) + 1;
     let mut attempts = 0u32;
-    let mut last = Answer::Closed;
+    let mut last: Answer;
     loop {
         let now = Instant::now();
         let left = deadline.map(|d| d.saturating_duration_since(now));
@@ -336,7 +343,7 @@ async fn call(
                 }
             }
             Some(Take::Wait(us)) if !pause(shared, Duration::from_micros(us)).await => {
-                break;
+                return None;
             }
             _ => {
                 let timeout = left.map_or(shared.timeout, |l| l.min(shared.timeout));
@@ -356,7 +363,7 @@ async fn call(
             }
         }
         last = answer;
-        if matches!(last, Answer::Ok | Answer::ToolError) || shared.stop.is_cancelled() {
+        if matches!(last, Answer::Ok | Answer::ToolError) {
             break;
         }
         let Some(r) = &shared.client.retries else {
@@ -366,13 +373,16 @@ async fn call(
         if !may_retry(r, attempts, retries, calls_so_far) {
             break;
         }
+        if shared.stop.is_cancelled() {
+            return None; // it would have been retried
+        }
         shared.retries_made.fetch_add(1, Ordering::Relaxed);
         let mut wait = ms(backoff_ms(r, attempts, || rng.unit()));
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
         }
         if !pause(shared, wait).await {
-            break;
+            return None;
         }
     }
     let outcome = match &last {
@@ -394,7 +404,7 @@ async fn call(
     };
     lock(&shared.tally).call(&obs);
     let _ = shared.events.send(LoadEvent::Call(obs));
-    (outcome == Outcome::Ok, c.critical)
+    Some((outcome == Outcome::Ok, c.critical))
 }
 
 fn summary(shared: &Shared, elapsed: f64, sessions: usize, fp: Fingerprint) -> LoadSummary {

@@ -57,8 +57,9 @@ pub struct LoadOptions {
     /// Overrides the workload's `seed` (arrivals, retry jitter): a seed replays the same
     /// schedule.
     pub seed: Option<u64>,
-    /// Cancel to stop: no new task, step or attempt starts; calls in flight get a short grace
-    /// (at most [`STOP_GRACE`]) to finish, then are abandoned unreported.
+    /// Cancel to stop: no new task, step, attempt or retry starts; attempts in flight get a
+    /// short grace (at most [`STOP_GRACE`]) to finish. A call or task cut short (one that
+    /// would still have retried, or whose steps had not all run) is not reported.
     pub cancel: CancellationToken,
 }
 

@@ -23,7 +23,7 @@ pub struct Exp<'a> {
 }
 
 /// A workload against the fixture: search, then get an incident.
-pub const FIXTURE_WORKLOAD: &str = "arrival: {mode: closed, concurrency: 4}\nsteps:\n  - calls: [{tool: search_incidents, arguments: {query: db}}]\n  - calls: [{tool: get_incident, arguments: {id: INC-1}}]\nservers:\n  - name: fixture\n    tools:\n      search_incidents: {latency: {added_ms: 2}}\n      get_incident: {latency: {added_ms: 2}}\n";
+pub const FIXTURE_WORKLOAD: &str = "arrival: {mode: closed, concurrency: 16}\nsteps:\n  - calls: [{tool: search_incidents, arguments: {query: db}}]\n  - calls: [{tool: get_incident, arguments: {id: INC-1}}]\nservers:\n  - name: fixture\n    tools:\n      search_incidents: {latency: {added_ms: 2}}\n      get_incident: {latency: {added_ms: 2}}\n";
 
 impl Exp<'static> {
     pub fn fixture_green() -> Exp<'static> {
@@ -31,7 +31,7 @@ impl Exp<'static> {
             labels: "{env: staging}",
             target: "",
             workload: FIXTURE_WORKLOAD,
-            sessions: 8,
+            sessions: 16,
             baseline: "1s",
             method: "[{stage: canary, duration: 1s, sessions: 10%}, {stage: wider, duration: 1s, sessions: 25%}]",
             faults: "[{kind: latency, tools: [\"search_*\"], added_ms: 1, probability: 0.05}]",
