@@ -146,6 +146,9 @@ pub enum JournalCmd {
         /// Exit 1 when a drift is found (for CI).
         #[arg(long)]
         fail_on_drift: bool,
+        /// Also write the trend as one self-contained HTML page with a chart.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Print the trend as JSON.
         #[arg(long)]
         json: bool,
@@ -272,6 +275,7 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             window,
             threshold,
             fail_on_drift,
+            html,
             json,
         } => {
             let s = store::open(Some(path))?;
@@ -289,6 +293,10 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
                 println!("{}", serde_json::to_string_pretty(&t)?);
             } else {
                 print::trend(&t);
+            }
+            if let Some(f) = html {
+                std::fs::write(&f, crate::report::trend_html::render(&t)?)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.display()))?;
             }
             Ok(i32::from(fail_on_drift && !t.drifts.is_empty()))
         }

@@ -7,7 +7,7 @@ use super::{charts, markdown, view, ReportError};
 use pulldown_cmark::{html, Event, Options, Parser};
 use serde_json::Value;
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 :root { color-scheme: light dark; --fg: #1b1b1b; --bg: #ffffff; --muted: #666; --line: #ddd; --pass: #17803d; --fail: #b3261e; }
 @media (prefers-color-scheme: dark) {
   :root { --fg: #e8e8e8; --bg: #16181c; --muted: #aaa; --line: #3a3d44; --pass: #5fd38d; --fail: #ff8a80; }
@@ -32,7 +32,7 @@ blockquote { margin: 0; padding-left: 1rem; border-left: 3px solid var(--line); 
 }
 "#;
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -1,11 +1,13 @@
 //! Reports from a journal (read as JSON): [`markdown`] for a pull request or a post-mortem,
 //! [`html`] (one self-contained file, charts drawn by [`charts`]), [`junit`] for CI, and the
-//! journal itself as JSON. [`view`] reads the journal's fields the reports share.
+//! journal itself as JSON. [`view`] reads the journal's fields the reports share;
+//! [`trend_html`] is the HTML page of an experiment's trend across runs.
 
 pub mod charts;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod trend_html;
 pub mod view;
 
 use serde_json::Value;
