@@ -12,7 +12,7 @@ fn e<E: std::fmt::Display>(x: E) -> ReportError {
 }
 
 fn chart(t: &Trend) -> Result<String, ReportError> {
-    let series: [(&str, RGBColor, Vec<(f64, f64)>); 2] = [
+    let series = [
         ("MTTR (ms)", RGBColor(20, 140, 60), points(t, |r| r.mttr_ms)),
         (
             "worst stage p99 (ms)",
