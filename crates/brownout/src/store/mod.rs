@@ -120,7 +120,7 @@ pub fn default_path() -> PathBuf {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
+        .unwrap_or_else(std::env::temp_dir);
     data.join("brownout").join("journal.sqlite")
 }
 
