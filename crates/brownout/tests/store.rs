@@ -327,3 +327,89 @@ fn trend_of_a_steady_history_finds_no_drift() {
     assert_eq!(code, 2);
     assert!(err.contains("no runs"), "{err}");
 }
+
+#[test]
+fn evidence_lists_runs_per_compliance_tag_and_the_tags_without_recent_runs() {
+    let dir = common::tmp();
+    let store = dir.path().join("journal.sqlite");
+    let mut recent = read_json(&completed());
+    recent["experiment"]["compliance"] = serde_json::json!(["DORA:Art.25", "NIS2:Art.21(2)(c)"]);
+    let mut old = read_json(&aborted());
+    old["experiment"]["compliance"] = serde_json::json!(["DORA:Art.25", "ISO-22301:8.5"]);
+    old["started_unix_ms"] = 1_577_836_800_000_u64.into(); // 2020-01-01
+    let mut files = Vec::new();
+    for (k, j) in [recent, old].iter().enumerate() {
+        let f = dir.path().join(format!("{k}.json"));
+        std::fs::write(&f, j.to_string()).expect("write");
+        files.push(f.display().to_string());
+    }
+    let (code, _, err) = journal(&store, &["import", &files[0], &files[1]]);
+    assert_eq!(code, 0, "{err}");
+    let ev = journal_json(&store, &["evidence", "--since", "2025-01-01", "--json"]);
+    let tag = |t: &str| {
+        ev.as_array()
+            .expect("a")
+            .iter()
+            .find(|x| x["tag"] == t)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {t}: {ev}"))
+    };
+    assert_eq!(
+        tag("DORA:Art.25")["runs"].as_array().map(Vec::len),
+        Some(1),
+        "the 2020 run is before the date"
+    );
+    assert_eq!(tag("DORA:Art.25")["gap"], false);
+    assert_eq!(tag("NIS2:Art.21(2)(c)")["runs"][0]["status"], "completed");
+    assert_eq!(tag("ISO-22301:8.5")["gap"], true);
+    let (code, md, err) = journal(&store, &["evidence", "--since", "2025-01-01"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        md.contains("## Gaps") && md.contains("`ISO-22301:8.5`"),
+        "{md}"
+    );
+    let page = dir.path().join("e.html");
+    let (code, _, err) = journal(
+        &store,
+        &[
+            "evidence",
+            "--since",
+            "2025-01-01",
+            "--format",
+            "html",
+            "-o",
+            &page.display().to_string(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(
+        html.contains("<table>") && html.contains("ISO-22301:8.5"),
+        "{html}"
+    );
+}
+
+#[test]
+fn a_compliance_tag_that_breaks_the_pattern_is_refused_with_its_place() {
+    let dir = common::tmp();
+    let green = std::fs::read_to_string(common::repo().join("examples/experiments/green.yaml"))
+        .expect("example");
+    let f = dir.path().join("exp.yaml");
+    std::fs::write(
+        &f,
+        format!("compliance: [DORA:Art.25, DORA Art 25]\n{green}"),
+    )
+    .expect("write");
+    let out = std::process::Command::new(common::brownout())
+        .args(["experiment", "check"])
+        .arg(&f)
+        .current_dir(common::repo().join("examples/experiments"))
+        .output()
+        .expect("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("exp.yaml:1:") && err.contains("compliance[1]"),
+        "{err}"
+    );
+}

@@ -46,6 +46,13 @@ pub struct Experiment {
     /// Seed of the fault plan (`--seed` overrides; default: the plan's own, else 0).
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Requirements this experiment is evidence for, `FRAMEWORK:ARTICLE` (e.g. `DORA:Art.25`,
+    /// `NIS2:Art.21(2)(c)`); `brownout journal evidence` lists runs per tag.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(
+        pattern = r"^[A-Za-z][A-Za-z0-9_-]*:[A-Za-z0-9][A-Za-z0-9.()_/-]*$"
+    )))]
+    pub compliance: Vec<String>,
 }
 
 /// One of: `command` (a stdio server brownout starts behind its own relay), `url` (an HTTP

@@ -125,6 +125,26 @@ pub enum JournalCmd {
     ///   brownout journal report run.json --format junit -o junit.xml
     #[command(verbatim_doc_comment)]
     Report(report_cmd::ReportArgs),
+    /// Compliance evidence: per tag (`compliance: [DORA:Art.25, …]` in experiments), the runs
+    /// since a date, their verdicts, and the tags with no run since (gaps).
+    ///
+    /// Example:
+    ///   brownout journal evidence --since 2026-07-01 --format html -o evidence.html
+    #[command(verbatim_doc_comment)]
+    Evidence {
+        /// A date (2026-07-01), an RFC 3339 time or an age (90d).
+        #[arg(long)]
+        since: String,
+        /// md or html.
+        #[arg(long, value_enum, default_value_t = crate::report::Format::Md)]
+        format: crate::report::Format,
+        /// Write here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print the evidence as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// An experiment across runs: pass rate, MTTR and key SLIs, and drifts (a metric rising
     /// over the recent passing runs while they still pass).
     ///
@@ -269,6 +289,34 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             Ok(0)
         }
         JournalCmd::Report(a) => report_cmd::run(a, path),
+        JournalCmd::Evidence {
+            since,
+            format,
+            output,
+            json,
+        } => {
+            let from = parse_since(&since)?;
+            let s = store::open(Some(path))?;
+            let tags = store::evidence::evidence(&s, from)?;
+            let text = if json {
+                serde_json::to_string_pretty(&tags)? + "\n"
+            } else {
+                let md = store::evidence::markdown(&tags, &since);
+                match format {
+                    crate::report::Format::Md => md,
+                    crate::report::Format::Html => {
+                        crate::report::html::page("Compliance evidence", &md)
+                    }
+                    f => anyhow::bail!("--format {f:?}: evidence is md or html"),
+                }
+            };
+            match output {
+                Some(f) => std::fs::write(&f, text)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.display()))?,
+                None => print!("{text}"),
+            }
+            Ok(0)
+        }
         JournalCmd::Trend {
             experiment,
             last,

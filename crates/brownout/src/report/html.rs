@@ -48,7 +48,7 @@ pub(crate) fn esc(s: &str) -> String {
 }
 
 /// Markdown to HTML, with any raw HTML turned into text.
-fn md_to_html(md: &str) -> String {
+pub(crate) fn md_to_html(md: &str) -> String {
     let parser = Parser::new_ext(md, Options::ENABLE_TABLES).map(|ev| match ev {
         Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
         ev => ev,
@@ -100,4 +100,13 @@ pub fn render(j: &Value) -> Result<String, ReportError> {
     o.push_str(&md_to_html(body));
     o.push_str("</section>\n</body>\n</html>\n");
     Ok(o)
+}
+
+/// A plain page around a Markdown document (the evidence report).
+pub fn page(title: &str, md: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+        esc(title),
+        md_to_html(md)
+    )
 }

@@ -6,11 +6,13 @@
 //! - [`schema`]: the versioned schema and its migrations (`PRAGMA user_version`);
 //! - [`ingest`]: a journal (as JSON, not the runner's Rust types) into rows;
 //! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it;
-//! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags.
+//! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags;
+//! - [`evidence`]: runs per compliance tag since a date, and the gaps.
 //!
 //! The store reads journals as `serde_json::Value` and picks the fields it indexes, so a
 //! journal that gains keys still imports; the whole JSON is kept beside the rows.
 
+pub mod evidence;
 pub mod ingest;
 pub mod readonly;
 pub mod schema;
