@@ -49,7 +49,7 @@ enum Command {
     /// Validate experiment files, print their JSON Schema.
     #[command(subcommand)]
     Experiment(brownout::experiment::cli::ExperimentCmd),
-    /// The store of every run's journal: list, show, SQL, export, reports (docs/journal.md).
+    // Its help (about, examples, exit codes) is JournalArgs's doc comment.
     Journal(brownout::journal_cmd::JournalArgs),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
     #[command(subcommand)]
