@@ -51,6 +51,7 @@ pub enum JournalCmd {
     /// Keep journal files in the store (`.jsonl`: one journal per line, as `export` writes);
     /// a run already there is skipped (idempotent).
     Import {
+        /// Journal files (`brownout run --journal FILE`), or `.jsonl` exports.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print what was imported as JSON.
@@ -80,6 +81,7 @@ pub enum JournalCmd {
     },
     /// Show one run (its id or a unique prefix): the Markdown report, or the journal.
     Show {
+        /// The run's id, or a unique prefix of it (`journal list` shows them).
         run: String,
         /// Print the whole journal as JSON.
         #[arg(long)]
@@ -94,6 +96,7 @@ pub enum JournalCmd {
     ///   brownout journal query "SELECT experiment, avg(mttr_ms) FROM runs GROUP BY 1"
     #[command(verbatim_doc_comment)]
     Query {
+        /// One SQL statement that reads (SELECT, WITH …, reading pragmas).
         sql: String,
         /// Return at most this many rows (the rest are cut, and it says so).
         #[arg(long, default_value_t = 10_000)]
