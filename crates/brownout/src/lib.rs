@@ -8,18 +8,24 @@
 //! - [`load`]: live, agent-like load (`brownout load`): workloads played by many MCP sessions;
 //! - [`probe`]: synthetic probes and monitors (`brownout probe`);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
-//!   commands and the event log.
+//!   commands and the event log;
+//! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
+//!   (`brownout journal`).
 
 pub mod client;
 pub mod control;
 pub mod demo;
 pub mod demo_sim;
 pub mod events;
+pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
+pub mod journal_cmd;
 pub mod load;
 pub mod plan_cmd;
 pub mod probe;
 pub mod relay;
+pub mod report;
 pub mod sim_cmd;
+pub mod store;

@@ -44,6 +44,13 @@ enum Command {
     /// Validate plans, print the plan JSON Schema, list fault kinds.
     #[command(subcommand)]
     Plan(PlanCmd),
+    /// Run an experiment (see `brownout run --help` and docs/experiments.md).
+    Run(brownout::experiment::cli::RunCmd),
+    /// Validate experiment files, print their JSON Schema.
+    #[command(subcommand)]
+    Experiment(brownout::experiment::cli::ExperimentCmd),
+    // Its help (about, examples, exit codes) is JournalArgs's doc comment.
+    Journal(brownout::journal_cmd::JournalArgs),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
     #[command(subcommand)]
     Faults(faults_cmd::FaultsCmd),
@@ -343,6 +350,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             plan_cmd::kinds(json);
             Ok(0)
         }
+        Command::Run(cmd) => cmd.run(),
+        Command::Experiment(cmd) => Ok(cmd.run()),
+        Command::Journal(a) => Ok(a.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture(a) => {
             single_thread_runtime()?.block_on(fixture::main(a))?;

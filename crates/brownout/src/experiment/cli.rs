@@ -1,0 +1,101 @@
+//! The command lines of `brownout run` and `brownout experiment`.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// Run an experiment: guardrails, steady state, baseline, stages under live SLO gates,
+/// rollback (always), recovery, journal.
+///
+/// The faults reach a growing share of sessions stage by stage; a stage is promoted only
+/// after its whole duration with every gate holding. A gate breach removes the faults
+/// within one evaluation tick (≤ 100 ms), then the rollbacks run, then recovery is
+/// measured. SIGINT/SIGTERM remove the faults and run the rollbacks (a second signal skips
+/// the rollbacks, never the removal of faults). See docs/experiments.md.
+///
+/// Exit codes: 0 completed; 1 deviated or aborted (the system failed the hypothesis);
+/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target); 4 failed or not
+/// run (brownout could not run it, or the steady state did not hold before any fault);
+/// 130 interrupted.
+///
+/// Examples:
+///   brownout run examples/experiments/green.yaml
+///   brownout run examples/experiments/incident-4.yaml --journal run.json --seed 7
+///   brownout run exp.yaml --policy /etc/brownout/policy.yaml --dry-run
+#[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct RunCmd {
+    /// The experiment file (YAML, JSON or TOML; see docs/experiments.md).
+    pub experiment: PathBuf,
+    /// The guardrail policy (an operator's file) instead of the built-in one.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// Write the journal here (default: brownout-journal-<start ms>.json).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Print the journal as JSON on stdout instead of the summary; no progress lines.
+    #[arg(long)]
+    pub json: bool,
+    /// The fault plan's seed (which sessions the stages reach, which calls fail).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Check everything, print what would happen, send nothing to the target.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub keep: crate::journal_cmd::KeepArgs,
+}
+
+/// Validate experiment files, print their JSON Schema.
+#[derive(Subcommand, Debug)]
+pub enum ExperimentCmd {
+    /// Check experiment files: every error with FILE:LINE:COL, the key and a hint.
+    /// Exit 0 when all are valid, 1 otherwise (as `plan check`).
+    Check {
+        /// The experiment files (YAML, JSON or TOML).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the experiment file's JSON Schema.
+    Schema,
+    /// Print the journal's JSON Schema (docs/journal.schema.json).
+    JournalSchema,
+}
+
+impl RunCmd {
+    pub fn run(self) -> anyhow::Result<i32> {
+        super::runner::run(super::RunArgs {
+            file: self.experiment,
+            policy: self.policy,
+            journal: self.journal,
+            json: self.json,
+            seed: self.seed,
+            dry_run: self.dry_run,
+            keep: self.keep,
+        })
+    }
+}
+
+impl ExperimentCmd {
+    pub fn run(self) -> i32 {
+        match self {
+            ExperimentCmd::Check { files, json } => super::cmd::check(&files, json),
+            ExperimentCmd::Schema => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&super::cmd::schema()).unwrap_or_default()
+                );
+                0
+            }
+            ExperimentCmd::JournalSchema => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&super::journal::schema()).unwrap_or_default()
+                );
+                0
+            }
+        }
+    }
+}

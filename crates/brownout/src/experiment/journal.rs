@@ -1,0 +1,244 @@
+//! The journal: one JSON document per run, the single record of what an experiment did
+//! (its schema is `docs/journal.schema.json`, generated from these types).
+
+use super::gates::GateView;
+use super::policy::Refusal;
+use super::spec::Tolerance;
+use brownout_core::slo::GateSummary;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every stage ran with every gate holding, recovery in time, steady state after met.
+    Completed,
+    /// It ran to the end but the hypothesis did not hold (steady state after, recovery).
+    Deviated,
+    /// A gate breached: the faults were removed at once and the run stopped.
+    Aborted,
+    /// brownout could not run it (target unreachable, a probe errored, …).
+    Failed,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// A guardrail refused it: nothing reached the target.
+    Refused,
+    /// The steady state did not hold before: no fault was injected.
+    NotRun,
+}
+
+impl Status {
+    /// The exit code `brownout run` ends with.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Completed => 0,
+            Status::Deviated | Status::Aborted => 1,
+            Status::Refused => 3,
+            Status::Failed | Status::NotRun => 4,
+            Status::Interrupted => 130,
+        }
+    }
+}
+
+/// One run of an experiment.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Journal {
+    /// The journal format's version.
+    pub journal_version: u32,
+    pub brownout_version: String,
+    /// The experiment file, as given.
+    pub file: String,
+    /// The experiment as run (every key, defaults unfilled).
+    pub experiment: Value,
+    /// The resolved fault plan (seed and faults, before a stage sets `sessions`).
+    pub plan: Value,
+    pub seed: u64,
+    /// Wall-clock start and end, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    pub ended_unix_ms: u64,
+    pub status: Status,
+    pub reason: String,
+    pub dry_run: bool,
+    /// The guardrail that refused the run, if one did.
+    pub refusal: Option<Refusal>,
+    /// What load and faults were sent to.
+    pub target: TargetRecord,
+    pub steady_state_before: Option<SteadyState>,
+    pub steady_state_after: Option<SteadyState>,
+    pub baseline: Option<Phase>,
+    pub stages: Vec<StageRecord>,
+    pub breach: Option<Breach>,
+    pub rollbacks: Vec<RollbackRecord>,
+    pub recovery: Option<RecoveryRecord>,
+    /// Each gate over the whole run.
+    pub gates: Vec<GateSummary>,
+    /// SLIs second by second (times are run-clock milliseconds since the start).
+    pub series: Vec<Second>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TargetRecord {
+    /// `command` (brownout's relay in front of a server it starts), `url` (its relay in
+    /// front of an HTTP server) or `remote` (a relay already running, faults through admin).
+    pub kind: String,
+    /// Where the load went.
+    pub url: Option<String>,
+}
+
+/// The steady-state hypothesis at one moment.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SteadyState {
+    pub met: bool,
+    pub probes: Vec<ProbeRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProbeRecord {
+    pub tool: String,
+    pub tolerance: Tolerance,
+    pub samples: Vec<Sample>,
+    /// Share of calls answered without error, 0–100.
+    pub success_pct: f64,
+    pub latency: Slis,
+    pub met: bool,
+    /// Each bound the samples missed.
+    pub misses: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Sample {
+    pub ok: bool,
+    pub latency_ms: f64,
+    pub error: Option<String>,
+}
+
+/// SLIs over some calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Slis {
+    pub calls: u64,
+    pub errors: u64,
+    /// errors / calls (0 when there were none).
+    pub error_rate: f64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
+/// A span of the run (the baseline), with its SLIs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Phase {
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub slis: Slis,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StageRecord {
+    pub stage: String,
+    /// The share of sessions the faults reached, 0–1.
+    pub share: f64,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// It ran its whole duration with every gate holding.
+    pub completed: bool,
+    /// Injections during the stage, by fault id.
+    pub injections: BTreeMap<String, u64>,
+    pub slis: Slis,
+    /// Every gate evaluation during the stage that changed a gate's status.
+    pub gate_changes: Vec<GateView>,
+    /// The `during: true` probes' samples in this stage, judged by their tolerance.
+    pub probes: Vec<ProbeRecord>,
+}
+
+/// The gate breach that aborted the run.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Breach {
+    pub at_ms: f64,
+    pub gate: String,
+    pub value: Option<f64>,
+    pub limit: f64,
+    pub samples: u64,
+    pub stage: String,
+    /// Every gate at the breach.
+    pub window: Vec<GateView>,
+    /// When the last fault left the engine (or the remote relay confirmed it).
+    pub last_fault_left_ms: f64,
+    /// last_fault_left_ms − at_ms.
+    pub abort_latency_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RollbackRecord {
+    /// `remove faults` or the command line.
+    pub action: String,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// Recovery after the faults left: MTTR is from the last fault leaving to the first
+/// evaluation with every gate holding and the last second's error rate within the
+/// baseline's tolerance.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RecoveryRecord {
+    pub faults_left_ms: f64,
+    pub mttr_ms: Option<f64>,
+    pub within_ms: Option<f64>,
+    pub recovered: bool,
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Second {
+    /// The second's start, run-clock milliseconds.
+    pub t_ms: f64,
+    /// The phase: `baseline`, a stage's name, `recovery`.
+    pub phase: String,
+    pub slis: Slis,
+}
+
+/// The journal's JSON Schema.
+pub fn schema() -> Value {
+    let g = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let s = g.into_root_schema_for::<Journal>();
+    s.as_value().clone()
+}
+
+/// Latencies and errors, summarised.
+#[derive(Debug, Default, Clone)]
+pub struct Acc {
+    pub latencies: Vec<f64>,
+    pub errors: u64,
+}
+
+impl Acc {
+    pub fn add(&mut self, ok: bool, latency_ms: f64) {
+        self.latencies.push(latency_ms);
+        self.errors += u64::from(!ok);
+    }
+
+    pub fn slis(&self) -> Slis {
+        let mut l = self.latencies.clone();
+        l.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            (!l.is_empty()).then(|| l[((p * l.len() as f64).ceil() as usize).clamp(1, l.len()) - 1])
+        };
+        let calls = l.len() as u64;
+        Slis {
+            calls,
+            errors: self.errors,
+            error_rate: if calls == 0 {
+                0.0
+            } else {
+                self.errors as f64 / calls as f64
+            },
+            p50_ms: pct(0.50),
+            p95_ms: pct(0.95),
+            p99_ms: pct(0.99),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Experiments: a steady-state hypothesis checked under staged faults, with live SLO gates,
+//! guardrails, rollbacks that always run, and a journal (see docs/experiments.md).
+//!
+//! - [`spec`]: the file's keys and schema; [`load`]: loading and checking a file; [`cmd`]:
+//!   `brownout experiment check|schema`;
+//! - [`policy`]: the guardrails; [`gates`]: the runner's view of SLO gates;
+//! - [`runner`]: `brownout run`, with [`target`] (where load and faults go), [`loadgen`]
+//!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`rollback`];
+//! - [`journal`]: the record of a run, and [`summary`]: its printed form.
+
+pub mod cli;
+pub mod cmd;
+pub mod gates;
+pub mod journal;
+pub mod load;
+pub mod loadgen;
+pub mod mcp_http;
+pub mod phase;
+pub mod policy;
+pub mod rollback;
+pub mod runner;
+pub mod spec;
+pub mod steady;
+pub mod summary;
+pub mod target;
+
+pub use load::{load_file, Loaded};
+pub use policy::{Policy, Refusal};
+pub use runner::{run, RunArgs};
+pub use spec::Experiment;
+
+/// The target in one line, for `--dry-run` and messages.
+pub fn describe_target(t: &spec::Target) -> String {
+    match (&t.command, &t.url, &t.admin) {
+        (Some(c), _, _) => format!(
+            "`{}` behind brownout's relay (one process per session)",
+            c.join(" ")
+        ),
+        (None, Some(u), Some(a)) => format!("the relay at {u}, faults through its admin API {a}"),
+        (None, Some(u), None) => format!("{u} behind brownout's relay"),
+        _ => "none".into(),
+    }
+}

@@ -1,0 +1,205 @@
+//! The live part of a run: load events in, gates evaluated on every completed call and at
+//! least every 100 ms, SLIs kept per phase and per second, a progress line per second.
+
+use super::gates::{self, GateView, Watch};
+use super::journal::{Acc, Sample, Second};
+use super::loadgen::Event;
+use brownout_core::event::Outcome;
+use brownout_core::slo::Kind;
+use std::io::Write;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+/// The gate evaluation period when no call completes.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// How a phase ended.
+pub enum End {
+    /// Its time ran out (or, in recovery, it recovered).
+    Done,
+    /// A gate breached; its state and every gate's at that evaluation.
+    Breach(GateView, Vec<GateView>),
+    Interrupted,
+    /// The load could not run (no session could start).
+    Trouble(String),
+    /// A `during: true` probe missed its tolerance in a stage.
+    Deviated(String),
+}
+
+/// The state shared by every phase of a run.
+pub struct Live {
+    pub origin: Instant,
+    pub watch: Watch,
+    pub events: mpsc::UnboundedReceiver<Event>,
+    /// Samples of the `during: true` probes.
+    pub probe_samples: Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
+    pub signals: watch::Receiver<u32>,
+    pub series: Vec<Second>,
+    second: Acc,
+    second_start: f64,
+    pub progress: bool,
+    last_progress: Option<Instant>,
+    /// Calls seen.
+    pub calls: u64,
+    pub last_states: Vec<GateView>,
+}
+
+/// What a phase collects.
+#[derive(Default)]
+pub struct Collected {
+    pub acc: Acc,
+    pub changes: Vec<GateView>,
+    /// Samples of the `during: true` probes, by probe index.
+    pub probes: std::collections::BTreeMap<usize, Vec<Sample>>,
+}
+
+impl Live {
+    pub fn new(
+        origin: Instant,
+        watch: Watch,
+        events: mpsc::UnboundedReceiver<Event>,
+        signals: watch::Receiver<u32>,
+        progress: bool,
+    ) -> Live {
+        Live {
+            origin,
+            watch,
+            events,
+            probe_samples: None,
+            signals,
+            series: Vec::new(),
+            second: Acc::default(),
+            second_start: 0.0,
+            progress,
+            last_progress: None,
+            calls: 0,
+            last_states: Vec::new(),
+        }
+    }
+
+    pub fn now_ms(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Run one phase for `duration` (or, with `until`, until it says the phase is done).
+    /// `breach_ends` says whether a breach ends the phase (not in recovery).
+    pub async fn phase(
+        &mut self,
+        name: &str,
+        duration: Duration,
+        out: &mut Collected,
+        breach_ends: bool,
+        mut until: impl FnMut(&[GateView], f64, Option<f64>, u64) -> bool,
+    ) -> End {
+        let deadline = tokio::time::Instant::now() + duration;
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.signals.changed() => return End::Interrupted,
+                ev = self.events.recv() => match ev {
+                    Some(Event::Call(mut c)) => {
+                        c.at_ms = self.now_ms();
+                        self.calls += 1;
+                        let ok = c.outcome == Outcome::Ok && !c.timed_out;
+                        out.acc.add(ok, c.latency_ms);
+                        self.second.add(ok, c.latency_ms);
+                        self.watch.observe_call(&c);
+                    }
+                    Some(Event::Task(mut t)) => {
+                        t.at_ms = self.now_ms();
+                        self.watch.observe_task(&t);
+                    }
+                    Some(Event::Trouble(t)) => return End::Trouble(t),
+                    None => {
+                        tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;
+                    }
+                },
+                Some((i, sample)) = next_sample(&mut self.probe_samples) => {
+                    out.probes.entry(i).or_default().push(sample);
+                    continue;
+                }
+                _ = tick.tick() => {}
+                _ = tokio::time::sleep_until(deadline) => return End::Done,
+            }
+            let now_ms = self.now_ms();
+            let states = self.watch.evaluate(now_ms);
+            out.changes
+                .extend(states.iter().filter(|s| s.changed).cloned());
+            self.roll_second(name, now_ms);
+            self.show(name, deadline, &states);
+            if let Some(b) = gates::any_breached(&states).filter(|_| breach_ends) {
+                let b = b.clone();
+                self.last_states = states.clone();
+                return End::Breach(b, states);
+            }
+            let err = self.current_second_error_rate();
+            let done = until(&states, now_ms, err, self.calls);
+            self.last_states = states;
+            if done {
+                return End::Done;
+            }
+        }
+    }
+
+    /// The error rate of the second in progress (`None` without calls).
+    pub fn current_second_error_rate(&self) -> Option<f64> {
+        let s = self.second.slis();
+        (s.calls > 0).then_some(s.error_rate)
+    }
+
+    fn roll_second(&mut self, phase: &str, now_ms: f64) {
+        if now_ms - self.second_start >= 1000.0 {
+            self.series.push(Second {
+                t_ms: self.second_start,
+                phase: phase.to_string(),
+                slis: std::mem::take(&mut self.second).slis(),
+            });
+            self.second_start = (now_ms / 1000.0).floor() * 1000.0;
+        }
+    }
+
+    fn show(&mut self, name: &str, deadline: tokio::time::Instant, states: &[GateView]) {
+        if !self.progress
+            || self
+                .last_progress
+                .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.last_progress = Some(Instant::now());
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let kinds: Vec<Kind> = self.watch.gates().map(|g| g.sli.kind()).collect();
+        let gates: Vec<String> = states
+            .iter()
+            .map(|s| {
+                let show = |v: f64| match kinds.get(s.index) {
+                    Some(Kind::Ratio) => format!("{:.2}%", v * 100.0),
+                    Some(Kind::Latency) => format!("{v:.0}ms"),
+                    _ => format!("{v:.2}"),
+                };
+                let v = s.value.map_or("—".to_string(), show);
+                let status = format!("{:?}", s.status).to_lowercase();
+                format!("{}: {v} vs {} ({status})", s.gate, show(s.limit))
+            })
+            .collect();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "brownout: [{name}] {:.0}s left · {} calls · {}",
+            left.as_secs_f64(),
+            self.calls,
+            gates.join(" · ")
+        );
+    }
+}
+
+async fn next_sample(
+    rx: &mut Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
+) -> Option<(usize, Sample)> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

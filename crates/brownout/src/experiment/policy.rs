@@ -1,0 +1,266 @@
+//! Guardrails: the operator's policy and the pure check that refuses an experiment before
+//! anything reaches its target.
+//!
+//! The built-in policy refuses production labels (`env`/`environment` ∈ {production, prod},
+//! `cluster: prod*`, `namespace: prod-*`), experiments without a numeric gate, blast radii off
+//! the 10 % → 25 % → 50 % → 100 % ladder (the first stage on the bottom rung, no rung
+//! skipped), more than 30 minutes in all, and process faults. `--policy FILE` replaces it.
+
+use super::gates;
+use super::load::Loaded;
+use super::spec::{Dur, Share};
+use brownout_core::plan::{load_document, PlanErrors};
+use brownout_core::select::Globs;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A guardrail policy (a file the operator owns; every key optional, defaults as below).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Labels that mark production: an experiment whose label matches is refused.
+    pub production_labels: Vec<LabelRule>,
+    /// The allowed blast radii, bottom rung first.
+    pub ladder: Vec<Share>,
+    /// The longest experiment: baseline plus every stage (default 30m).
+    pub max_duration: Dur,
+    /// The highest `probability` a fault may have (default 1, no cap).
+    #[schemars(range(min = 0, max = 1))]
+    pub max_probability: f64,
+    /// The most latency one `latency` fault may add (default 10s).
+    pub max_added_latency: Dur,
+    /// Whether `process` faults (killing, pausing servers) are allowed (default false).
+    pub allow_process_faults: bool,
+}
+
+/// A label that marks production: its key and the values (globs, any case) that do.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelRule {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        let rule = |key: &str, values: &[&str]| LabelRule {
+            key: key.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        Policy {
+            production_labels: vec![
+                rule("env", &["production", "prod"]),
+                rule("environment", &["production", "prod"]),
+                rule("cluster", &["prod*"]),
+                rule("namespace", &["prod-*"]),
+            ],
+            ladder: ["10%", "25%", "50%", "100%"]
+                .iter()
+                .map(|s| Share(s.to_string()))
+                .collect(),
+            max_duration: Dur("30m".into()),
+            max_probability: 1.0,
+            max_added_latency: Dur("10s".into()),
+            allow_process_faults: false,
+        }
+    }
+}
+
+impl Policy {
+    /// Load a policy file (the same `FILE:LINE:COL` errors as experiments).
+    pub fn from_str_named(text: &str, file: &str) -> Result<Policy, PlanErrors> {
+        load_document(text, file)
+    }
+}
+
+/// Why the guardrails refuse an experiment: the rule and the offending value.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema, thiserror::Error)]
+#[error("refused by guardrail `{rule}`: {detail}")]
+pub struct Refusal {
+    pub rule: String,
+    pub detail: String,
+}
+
+fn refuse(rule: &str, detail: String) -> Result<(), Refusal> {
+    Err(Refusal {
+        rule: rule.into(),
+        detail,
+    })
+}
+
+/// Check an experiment against a policy: the first rule it breaks, in the order of the
+/// policy's keys.
+pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
+    check_labels(&x.spec.labels, p)?;
+    if !x.gates.iter().any(gates::is_numeric) {
+        return refuse(
+            "numeric_gate",
+            "the experiment has no numeric gate; add one, e.g. `gates: [\"error_rate < 1% over 10s\"]`".into(),
+        );
+    }
+    let shares: Vec<f64> = x
+        .spec
+        .method
+        .iter()
+        .map(|s| s.sessions.fraction().unwrap_or(f64::NAN))
+        .collect();
+    check_ladder(&shares, p)?;
+    let total = x.spec.baseline.as_ref().map(Dur::get).unwrap_or_default()
+        + x.spec
+            .method
+            .iter()
+            .map(|s| s.duration.get())
+            .sum::<Duration>();
+    if total > p.max_duration.get() {
+        return refuse(
+            "max_duration",
+            format!(
+                "baseline and stages last {}, over the cap of {}",
+                human(total),
+                p.max_duration.0
+            ),
+        );
+    }
+    check_faults(&x.plan_doc, p)
+}
+
+fn check_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+    p: &Policy,
+) -> Result<(), Refusal> {
+    for rule in &p.production_labels {
+        let Some(v) = labels.get(&rule.key) else {
+            continue;
+        };
+        let patterns: Vec<String> = rule.values.iter().map(|s| s.to_lowercase()).collect();
+        let matches = Globs::new(&patterns)
+            .map(|g| g.is_match(&v.to_lowercase()))
+            .unwrap_or(true);
+        if matches {
+            return refuse(
+                "production_labels",
+                format!(
+                    "label `{}: {v}` marks production (matches {})",
+                    rule.key,
+                    rule.values.join(" | ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The stages' shares climb the ladder one rung at a time from the bottom.
+pub fn check_ladder(shares: &[f64], p: &Policy) -> Result<(), Refusal> {
+    let ladder: Vec<f64> = p.ladder.iter().filter_map(Share::fraction).collect();
+    let rung = |s: f64| ladder.iter().position(|r| (r - s).abs() < 1e-9);
+    let pct = |s: f64| format!("{}%", (s * 1000.0).round() / 10.0);
+    let rungs = ladder
+        .iter()
+        .map(|r| pct(*r))
+        .collect::<Vec<_>>()
+        .join(" → ");
+    let mut prev: Option<usize> = None;
+    for (i, s) in shares.iter().enumerate() {
+        let Some(r) = rung(*s) else {
+            return refuse(
+                "ladder",
+                format!(
+                    "stage {} reaches {}, not a rung of the ladder {rungs}",
+                    i + 1,
+                    pct(*s)
+                ),
+            );
+        };
+        let ok = match prev {
+            None => r == 0,
+            Some(q) => r == q || r == q + 1,
+        };
+        if !ok {
+            let detail = match prev {
+                None => format!(
+                    "the first stage reaches {}; it must start at the bottom rung, {}",
+                    pct(*s),
+                    pct(ladder[0])
+                ),
+                Some(q) => format!(
+                    "stage {} goes from {} to {}, skipping or going back a rung of {rungs}",
+                    i + 1,
+                    pct(ladder[q]),
+                    pct(*s)
+                ),
+            };
+            return refuse("ladder", detail);
+        }
+        prev = Some(r);
+    }
+    Ok(())
+}
+
+fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
+    let faults = doc["faults"].as_array().cloned().unwrap_or_default();
+    let cap = p.max_added_latency.get().as_secs_f64() * 1000.0;
+    for (i, f) in faults.iter().enumerate() {
+        let kind = f["kind"].as_str().or(f["type"].as_str()).unwrap_or("");
+        if kind == "process" && !p.allow_process_faults {
+            return refuse(
+                "allow_process_faults",
+                format!("faults[{i}] is a `process` fault; the policy does not allow them"),
+            );
+        }
+        let prob = f["probability"].as_f64().unwrap_or(1.0);
+        if prob > p.max_probability {
+            return refuse(
+                "max_probability",
+                format!(
+                    "faults[{i}] has probability {prob}, over the cap of {}",
+                    p.max_probability
+                ),
+            );
+        }
+        if kind == "latency" {
+            let added = added_latency_ms(f);
+            if added > cap {
+                return refuse(
+                    "max_added_latency",
+                    format!(
+                        "faults[{i}] adds up to {added} ms, over the cap of {}",
+                        p.max_added_latency.0
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The most a latency fault nominally adds: its largest bound or mean, plus its jitter.
+fn added_latency_ms(f: &Value) -> f64 {
+    let ms = |k: &str| match &f[k] {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        Value::String(s) => super::spec::parse_duration(s)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .unwrap_or(0.0),
+        _ => 0.0,
+    };
+    let base = ["added_ms", "max_ms", "mean_ms", "min_ms", "scale_ms"]
+        .iter()
+        .map(|k| ms(k))
+        .fold(0.0, f64::max);
+    base + ms("jitter_ms")
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 60.0 {
+        format!("{:.1}m", s / 60.0)
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

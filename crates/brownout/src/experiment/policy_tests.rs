@@ -1,0 +1,123 @@
+use super::*;
+use crate::experiment::load::load_text;
+
+const WORKLOAD: &str = "steps:\n  - calls: [{tool: echo}]\nservers:\n  - name: s\n    tools:\n      echo: {latency: {added_ms: 1}}\n";
+
+fn experiment(extra: &str, labels: &str, method: &str, gates: &str) -> Loaded {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("w.yaml"), WORKLOAD).expect("write");
+    let text = format!(
+        "title: t\nlabels: {labels}\ntarget: {{command: [brownout, fixture]}}\nload: {{workload: w.yaml}}\nmethod: {method}\nfaults:\n  - {{kind: error, tools: [\"echo\"], probability: 0.5}}\n{extra}gates: {gates}\n"
+    );
+    load_text(&text, "x.yaml", dir.path()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ok_method() -> &'static str {
+    "[{stage: a, duration: 1s, sessions: 10%}, {stage: b, duration: 1s, sessions: 25%}]"
+}
+
+#[test]
+fn a_staging_experiment_with_a_gate_passes() {
+    let x = experiment(
+        "",
+        "{env: staging}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    assert_eq!(check(&x, &Policy::default()), Ok(()));
+}
+
+#[test]
+fn production_labels_are_refused_by_name_and_value() {
+    for labels in [
+        "{env: prod}",
+        "{environment: Production}",
+        "{cluster: prod-eu}",
+        "{namespace: prod-payments}",
+    ] {
+        let x = experiment("", labels, ok_method(), "[\"error_rate < 1% over 10s\"]");
+        let r = check(&x, &Policy::default()).expect_err(labels);
+        assert_eq!(r.rule, "production_labels", "{labels}");
+    }
+    let x = experiment(
+        "",
+        "{namespace: production-like}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    assert_eq!(check(&x, &Policy::default()), Ok(()));
+}
+
+#[test]
+fn an_experiment_without_a_gate_is_refused() {
+    let x = experiment("", "{}", ok_method(), "[]");
+    assert_eq!(
+        check(&x, &Policy::default()).map_err(|r| r.rule),
+        Err("numeric_gate".into())
+    );
+}
+
+#[test]
+fn the_ladder_starts_at_the_bottom_and_skips_no_rung() {
+    let p = Policy::default();
+    assert!(check_ladder(&[0.1, 0.25, 0.25, 0.5, 1.0], &p).is_ok());
+    let r = check_ladder(&[0.25], &p).expect_err("first rung");
+    assert!(r.detail.contains("bottom rung"), "{r}");
+    let r = check_ladder(&[0.1, 0.5], &p).expect_err("skip");
+    assert!(r.detail.contains("from 10% to 50%"), "{r}");
+    let r = check_ladder(&[0.1, 0.3], &p).expect_err("off the ladder");
+    assert!(r.detail.contains("30%"), "{r}");
+    assert!(check_ladder(&[0.1, 0.25, 0.1], &p).is_err());
+}
+
+#[test]
+fn caps_on_duration_probability_latency_and_process_faults() {
+    let x = experiment(
+        "baseline: 31m\n",
+        "{}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    assert_eq!(
+        check(&x, &Policy::default()).map_err(|r| r.rule),
+        Err("max_duration".into())
+    );
+    let x = experiment("", "{}", ok_method(), "[\"error_rate < 1% over 10s\"]");
+    let strict = Policy {
+        max_probability: 0.1,
+        ..Policy::default()
+    };
+    let r = check(&x, &strict).expect_err("probability");
+    assert_eq!(r.rule, "max_probability");
+    assert!(r.detail.contains("0.5"), "{r}");
+    let mut doc = x.plan_doc.clone();
+    doc["faults"][0] = serde_json::json!({"kind": "latency", "added_ms": 20000});
+    assert_eq!(
+        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        Err("max_added_latency".into())
+    );
+    doc["faults"][0] = serde_json::json!({"kind": "process", "action": "kill"});
+    assert_eq!(
+        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        Err("allow_process_faults".into())
+    );
+    let lax = Policy {
+        allow_process_faults: true,
+        ..Policy::default()
+    };
+    assert_eq!(check_faults(&doc, &lax), Ok(()));
+}
+
+#[test]
+fn a_policy_file_is_checked_like_a_plan() {
+    let p = Policy::from_str_named(
+        "ladder: [\"5%\", \"100%\"]\nmax_probabilty: 0.2\n",
+        "p.yaml",
+    )
+    .expect_err("typo");
+    let text = p.to_string();
+    assert!(text.starts_with("p.yaml:2:"), "{text}");
+    assert!(text.contains("max_probabilty"), "{text}");
+    let p = Policy::from_str_named("ladder: [\"5%\", \"100%\"]\n", "p.yaml").expect("valid");
+    assert!(check_ladder(&[0.05, 1.0], &p).is_ok());
+}

@@ -1,0 +1,566 @@
+//! `brownout run`: guardrails, steady state before, baseline, stages under live gates,
+//! removal of the faults (always), rollbacks, recovery, steady state after, the journal.
+//!
+//! Whatever happens after the target is reached — completion, a breach, a signal, an error
+//! of brownout's own — the faults are removed before anything else, then the user's
+//! rollbacks run (a second signal may skip those, never the removal).
+
+use super::gates::{self, Watch};
+use super::journal::{
+    Breach, Journal, Phase, RecoveryRecord, RollbackRecord, StageRecord, Status, TargetRecord,
+};
+use super::load::{load_file, Loaded};
+use super::loadgen::LoadRun;
+use super::phase::{Collected, End, Live};
+use super::policy::{self, Policy};
+use super::rollback::{self, ms};
+use super::steady;
+use super::target::Target;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch};
+
+/// The longest wait for the load's first call before the baseline starts.
+const WARM_UP: Duration = Duration::from_secs(60);
+
+/// `brownout run`'s arguments.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub file: PathBuf,
+    pub policy: Option<PathBuf>,
+    pub journal: Option<PathBuf>,
+    pub json: bool,
+    pub seed: Option<u64>,
+    pub dry_run: bool,
+    /// The store and the reports (`--store`, `--no-store`, `--report`).
+    pub keep: crate::journal_cmd::KeepArgs,
+}
+
+/// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
+/// 3 refused, 4 failed or not run, 130 interrupted).
+pub fn run(a: RunArgs) -> anyhow::Result<i32> {
+    let mut x = match load_file(&a.file) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(2);
+        }
+    };
+    let policy = match &a.policy {
+        None => Policy::default(),
+        Some(p) => {
+            let text = match std::fs::read_to_string(p) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("{}: cannot read the policy: {e}", p.display());
+                    return Ok(2);
+                }
+            };
+            match Policy::from_str_named(&text, &p.display().to_string()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return Ok(2);
+                }
+            }
+        }
+    };
+    if let Some(seed) = a.seed {
+        x.plan_doc["seed"] = seed.into();
+        x.plan.seed = seed;
+    }
+    let mut j = new_journal(&x, a.dry_run);
+    if let Err(r) = policy::check(&x, &policy) {
+        j.reason = r.to_string();
+        j.refusal = Some(r);
+        return finish(j, Status::Refused, &a);
+    }
+    if a.dry_run {
+        print_plan(&x);
+        j.reason = "dry run: checked, nothing sent to the target".into();
+        return finish(j, Status::Completed, &a);
+    }
+    let progress = !a.json && std::io::stderr().is_terminal();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let status = rt.block_on(live(&x, &mut j, progress));
+    rt.shutdown_timeout(Duration::from_secs(2));
+    finish(j, status, &a)
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
+    Journal {
+        journal_version: 1,
+        brownout_version: env!("CARGO_PKG_VERSION").into(),
+        file: x.file.clone(),
+        experiment: serde_json::to_value(&x.spec).unwrap_or_default(),
+        plan: x.plan_doc.clone(),
+        seed: x.plan.seed,
+        started_unix_ms: unix_ms(),
+        ended_unix_ms: 0,
+        status: Status::Failed,
+        reason: String::new(),
+        dry_run,
+        refusal: None,
+        target: TargetRecord {
+            kind: match (&x.spec.target.command, &x.spec.target.admin) {
+                (Some(_), _) => "command",
+                (None, Some(_)) => "remote",
+                (None, None) => "url",
+            }
+            .into(),
+            url: x.spec.target.url.clone(),
+        },
+        steady_state_before: None,
+        steady_state_after: None,
+        baseline: None,
+        stages: Vec::new(),
+        breach: None,
+        rollbacks: Vec::new(),
+        recovery: None,
+        gates: Vec::new(),
+        series: Vec::new(),
+    }
+}
+
+fn print_plan(x: &Loaded) {
+    let s = &x.spec;
+    println!("experiment: {}", s.title);
+    println!("target: {}", super::describe_target(&s.target));
+    if let Some(b) = &s.baseline {
+        println!("baseline: {} of load without faults", b.0);
+    }
+    for st in &s.method {
+        println!(
+            "stage {}: {} with the faults on {} of the sessions",
+            st.stage, st.duration.0, st.sessions.0
+        );
+    }
+    println!(
+        "faults: {}",
+        x.plan
+            .faults
+            .iter()
+            .map(|f| format!("{} ({})", f.id, f.effect.kind()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "gates: {}",
+        x.gates
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    println!(
+        "rollbacks: {} command(s) after the faults are removed",
+        s.rollbacks.len()
+    );
+    println!("dry run: nothing was sent to the target");
+}
+
+fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
+    j.status = status;
+    j.ended_unix_ms = unix_ms();
+    let text = serde_json::to_string_pretty(&j)?;
+    let path = a
+        .journal
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("brownout-journal-{}.json", j.started_unix_ms)));
+    if !j.dry_run || a.journal.is_some() {
+        std::fs::write(&path, &text)
+            .map_err(|e| anyhow::anyhow!("cannot write the journal {}: {e}", path.display()))?;
+    }
+    if a.json {
+        println!("{text}");
+    } else {
+        super::summary::print(&j, &path);
+    }
+    a.keep
+        .after_run(&serde_json::to_value(&j)?, j.dry_run, a.json);
+    Ok(status.exit_code())
+}
+
+/// Count SIGINT/SIGTERM as they come.
+fn signals() -> watch::Receiver<u32> {
+    let (tx, rx) = watch::channel(0u32);
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tx.send_modify(|n| *n += 1);
+            eprintln!("brownout: signal: removing the faults, then rollbacks (again to skip the rollbacks)");
+        }
+    });
+    rx
+}
+
+/// The run from the target's start to its stop.
+async fn live(x: &Loaded, j: &mut Journal, progress: bool) -> Status {
+    let origin = Instant::now();
+    let mut sig = signals();
+    let target = match Target::start(x).await {
+        Ok(t) => t,
+        Err(e) => {
+            j.reason = format!("cannot reach the target: {e}");
+            return Status::Failed;
+        }
+    };
+    j.target.url = Some(target.url.clone());
+    let status = with_target(x, j, &target, origin, progress, &mut sig).await;
+    target.stop().await;
+    status
+}
+
+async fn with_target(
+    x: &Loaded,
+    j: &mut Journal,
+    target: &Target,
+    origin: Instant,
+    progress: bool,
+    sig: &mut watch::Receiver<u32>,
+) -> Status {
+    let before = tokio::select! {
+        r = steady::check(&x.spec.steady_state, &target.url) => r,
+        _ = sig.changed() => {
+            j.reason = "interrupted during the steady-state check; no fault was applied".into();
+            return Status::Interrupted;
+        }
+    };
+    match before {
+        Err(e) => {
+            j.reason = e;
+            return Status::Failed;
+        }
+        Ok(ss) if !ss.met => {
+            let misses: Vec<String> = ss.probes.iter().flat_map(|p| p.misses.clone()).collect();
+            j.reason = format!(
+                "steady state not met before: {}; no fault was injected",
+                misses.join("; ")
+            );
+            j.steady_state_before = Some(ss);
+            return Status::NotRun;
+        }
+        Ok(ss) => j.steady_state_before = Some(ss),
+    }
+    let sessions = x.spec.load.sessions.unwrap_or(16);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
+    let watch = Watch::new(x.gates.clone());
+    let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
+    let (ptx, prx) = mpsc::unbounded_channel();
+    live.probe_samples = Some(prx);
+    let probing = steady::continuous(&x.spec.steady_state, &target.url, ptx);
+    // The baseline starts once the load runs: its sessions may take a while to start.
+    let mut warm = Collected::default();
+    let mut removal = None;
+    let (end, stage) = match live
+        .phase("warm-up", WARM_UP, &mut warm, false, |_, _, _, calls| {
+            calls > 0
+        })
+        .await
+    {
+        End::Done if live.calls == 0 => (
+            End::Trouble(format!("the load made no call within {WARM_UP:?}")),
+            "warm-up".to_string(),
+        ),
+        End::Done => drive(x, j, target, &mut live, &mut removal).await,
+        other => (other, "warm-up".to_string()),
+    };
+    // The faults leave first, whatever happened.
+    let removal = match removal {
+        Some(r) => r,
+        None => Removal::now(target, origin).await,
+    };
+    let left_ms = removal.at_ms;
+    j.rollbacks.push(removal.record);
+    let mut status = match &end {
+        End::Done => Status::Completed,
+        End::Breach(b, window) => {
+            j.reason = format!(
+                "gate `{}` breached during `{stage}`: {} against {}; faults removed",
+                b.gate,
+                b.value.map_or("—".into(), |v| format!("{v:.4}")),
+                b.limit
+            );
+            j.breach = Some(Breach {
+                at_ms: b.since_ms,
+                gate: b.gate.clone(),
+                value: b.value,
+                limit: b.limit,
+                samples: b.samples,
+                stage: stage.clone(),
+                window: window.clone(),
+                last_fault_left_ms: left_ms,
+                abort_latency_ms: left_ms - b.since_ms,
+            });
+            Status::Aborted
+        }
+        End::Interrupted => {
+            j.reason = format!("interrupted during `{stage}`; faults removed");
+            Status::Interrupted
+        }
+        End::Trouble(t) => {
+            j.reason = t.clone();
+            Status::Failed
+        }
+        End::Deviated(why) => {
+            j.reason = why.clone();
+            Status::Deviated
+        }
+    };
+    // The user's rollbacks; a (further) signal skips what is left of them.
+    let seen = *sig.borrow_and_update();
+    for r in &x.spec.rollbacks {
+        let mut s = sig.clone();
+        let skip = async move {
+            let _ = s.wait_for(|n| *n > seen).await;
+        };
+        let rec = rollback::run_one(r, &x.dir, origin, skip).await;
+        let skipped = rec.detail.starts_with("skipped");
+        j.rollbacks.push(rec);
+        if skipped {
+            break;
+        }
+    }
+    if matches!(
+        status,
+        Status::Completed | Status::Aborted | Status::Deviated
+    ) {
+        recover(x, j, &mut live, left_ms, &mut status).await;
+    }
+    load.stop().await;
+    probing.iter().for_each(|p| p.abort());
+    j.gates = live.watch.summaries();
+    j.series = std::mem::take(&mut live.series);
+    if status == Status::Completed && !x.spec.steady_state.is_empty() {
+        match steady::check(&x.spec.steady_state, &target.url).await {
+            Ok(ss) => {
+                if !ss.met {
+                    j.reason = "steady state not met after the faults left".into();
+                    status = Status::Deviated;
+                }
+                j.steady_state_after = Some(ss);
+            }
+            Err(e) => {
+                j.reason = format!("steady state after: {e}");
+                status = Status::Failed;
+            }
+        }
+    }
+    if status == Status::Completed && j.reason.is_empty() {
+        j.reason = "every stage ran with every gate holding; recovered".into();
+    }
+    status
+}
+
+/// The baseline and the stages; the end and the phase it happened in.
+async fn drive(
+    x: &Loaded,
+    j: &mut Journal,
+    target: &Target,
+    live: &mut Live,
+    removal: &mut Option<Removal>,
+) -> (End, String) {
+    if let Some(b) = &x.spec.baseline {
+        let mut c = Collected::default();
+        let start_ms = live.now_ms();
+        let end = live
+            .phase("baseline", b.get(), &mut c, true, |_, _, _, _| false)
+            .await;
+        j.baseline = Some(Phase {
+            start_ms,
+            end_ms: live.now_ms(),
+            slis: c.acc.slis(),
+        });
+        if !matches!(end, End::Done) {
+            return (end, "baseline".into());
+        }
+    }
+    for st in &x.spec.method {
+        let share = st.sessions.fraction().unwrap_or(0.0);
+        let (doc, plan) = match x.stage_plan(share) {
+            Ok(p) => p,
+            Err(e) => return (End::Trouble(e.to_string()), st.stage.clone()),
+        };
+        let before = target.injections().await;
+        let start_ms = live.now_ms();
+        let first = target
+            .renew_every()
+            .map_or(st.duration.get(), |r| r.min(st.duration.get()));
+        if let Err(e) = target.apply(plan.clone(), &doc, first).await {
+            return (
+                End::Trouble(format!("cannot apply the faults: {e}")),
+                st.stage.clone(),
+            );
+        }
+        let mut c = Collected::default();
+        let mut left = st.duration.get();
+        let mut end = End::Done;
+        while !left.is_zero() {
+            let chunk = target.renew_every().map_or(left, |r| r.min(left));
+            end = live
+                .phase(&st.stage, chunk, &mut c, true, |_, _, _, _| false)
+                .await;
+            left = left.saturating_sub(chunk);
+            if !matches!(end, End::Done) {
+                // A breach, a signal, trouble: the faults leave before anything else.
+                *removal = Some(Removal::now(target, live.origin).await);
+                break;
+            }
+            if let (false, Some(r)) = (left.is_zero(), target.renew_every()) {
+                if let Err(e) = target.apply(plan.clone(), &doc, r.min(left)).await {
+                    end = End::Trouble(format!("cannot renew the faults: {e}"));
+                    break;
+                }
+            }
+        }
+        let after = target.injections().await;
+        let injections = after
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.saturating_sub(before.get(k).copied().unwrap_or(0)),
+                )
+            })
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        let probes: Vec<_> = c
+            .probes
+            .iter()
+            .filter_map(|(i, samples)| {
+                x.spec
+                    .steady_state
+                    .get(*i)
+                    .map(|p| steady::judge(p, samples.clone()))
+            })
+            .collect();
+        let missed: Vec<String> = probes
+            .iter()
+            .filter(|p| !p.met)
+            .map(|p| format!("probe `{}`: {}", p.tool, p.misses.join(", ")))
+            .collect();
+        if matches!(end, End::Done) && !missed.is_empty() {
+            end = End::Deviated(format!(
+                "during `{}`: {}; no wider stage",
+                st.stage,
+                missed.join("; ")
+            ));
+            *removal = Some(Removal::now(target, live.origin).await);
+        }
+        j.stages.push(StageRecord {
+            probes,
+            stage: st.stage.clone(),
+            share,
+            start_ms,
+            end_ms: live.now_ms(),
+            completed: matches!(end, End::Done),
+            injections,
+            slis: c.acc.slis(),
+            gate_changes: c.changes,
+        });
+        if !matches!(end, End::Done) {
+            return (end, st.stage.clone());
+        }
+    }
+    (End::Done, String::new())
+}
+
+/// Recovery: from the last fault leaving to every gate holding with the last second's
+/// error rate within the baseline's tolerance.
+async fn recover(x: &Loaded, j: &mut Journal, live: &mut Live, left_ms: f64, status: &mut Status) {
+    let within = x.spec.recovery.as_ref().map(|r| r.within.get());
+    let tol = x
+        .spec
+        .recovery
+        .as_ref()
+        .and_then(|r| r.tolerance.as_ref())
+        .and_then(|t| t.fraction())
+        .unwrap_or(0.01);
+    let base = j.baseline.as_ref().map_or(0.0, |b| b.slis.error_rate);
+    let mut c = Collected::default();
+    let limit = within.unwrap_or(Duration::from_secs(30));
+    let mut recovered_at = None;
+    let end = live
+        .phase(
+            "recovery",
+            limit,
+            &mut c,
+            false,
+            |states, now_ms, err, _| {
+                let ok = gates::all_hold(states) && err.is_none_or(|e| e <= base + tol);
+                if ok {
+                    recovered_at = Some(now_ms);
+                }
+                ok
+            },
+        )
+        .await;
+    let mttr_ms = recovered_at.map(|t| t - left_ms);
+    j.recovery = Some(RecoveryRecord {
+        faults_left_ms: left_ms,
+        mttr_ms,
+        within_ms: within.map(|w| w.as_secs_f64() * 1000.0),
+        recovered: mttr_ms.is_some(),
+    });
+    if matches!(end, End::Interrupted) {
+        *status = Status::Interrupted;
+        j.reason = "interrupted during recovery; faults had been removed".into();
+    } else if *status == Status::Completed && within.is_some() && mttr_ms.is_none() {
+        *status = Status::Deviated;
+        j.reason = format!(
+            "not recovered within {}",
+            x.spec
+                .recovery
+                .as_ref()
+                .map_or(String::new(), |r| r.within.0.clone())
+        );
+    }
+}
+
+/// The removal of every fault, and when it was done.
+struct Removal {
+    at_ms: f64,
+    record: RollbackRecord,
+}
+
+impl Removal {
+    async fn now(target: &Target, origin: Instant) -> Removal {
+        let start_ms = ms(origin);
+        let removed = target.remove_faults().await;
+        let at_ms = ms(origin);
+        Removal {
+            at_ms,
+            record: RollbackRecord {
+                action: "remove faults".into(),
+                start_ms,
+                end_ms: at_ms,
+                ok: removed.is_ok(),
+                detail: removed
+                    .as_ref()
+                    .err()
+                    .map_or_else(|| "every fault removed".into(), ToString::to_string),
+            },
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Where an experiment's load and faults go. For `command` and `url` targets the runner
+//! starts brownout's HTTP relay in this process (127.0.0.1, a free port) in front of the
+//! server, so removing the faults is a direct change of the engine's plan. For `url` with
+//! `admin` (a relay already running) faults go through its admin API with a TTL that the
+//! runner renews while it lives, so a runner killed with -9 leaves nothing behind for long.
+
+use super::load::Loaded;
+use crate::relay::child::ChildSpec;
+use crate::relay::child_back::ChildBack;
+use crate::relay::http_back::HttpBack;
+use crate::relay::http_front::{self, Back, Front, FrontOptions};
+use crate::relay::{Driver, Relay, RelayOptions};
+use brownout_core::Plan;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How much longer than its renewal period a remote fault lives.
+const TTL_MARGIN: Duration = Duration::from_secs(2);
+/// The longest a remote fault lives without renewal (before the margin).
+const TTL_MAX: Duration = Duration::from_secs(20);
+
+/// A target the runner drives.
+pub struct Target {
+    /// Where the load goes (the relay's MCP endpoint).
+    pub url: String,
+    pub kind: &'static str,
+    faults: Faults,
+    local: Option<Local>,
+}
+
+struct Local {
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    child: Option<Arc<ChildBack>>,
+}
+
+enum Faults {
+    Local(Arc<Relay>),
+    Remote(Remote),
+}
+
+struct Remote {
+    admin: String,
+    token: Option<String>,
+    http: reqwest::Client,
+    /// Ids posted and not yet deleted, with the plan's own id each stands for.
+    posted: Mutex<Vec<(String, String)>>,
+    generation: Mutex<u64>,
+}
+
+impl Target {
+    /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
+    pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
+        let t = &x.spec.target;
+        if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
+            let token = match &t.admin_token_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    anyhow::anyhow!("the admin token's variable `{var}` is not set")
+                })?),
+                None => None,
+            };
+            let remote = Remote {
+                admin: admin.trim_end_matches('/').to_string(),
+                token,
+                http: reqwest::Client::builder()
+                    .timeout(Duration::from_secs(5))
+                    .build()?,
+                posted: Mutex::new(Vec::new()),
+                generation: Mutex::new(0),
+            };
+            remote.send(reqwest::Method::GET, "/status", None).await?;
+            return Ok(Target {
+                url: url.clone(),
+                kind: "remote",
+                faults: Faults::Remote(remote),
+                local: None,
+            });
+        }
+        let driver = x.driver().unwrap_or_else(|| Driver::of(true, false));
+        let opts = RelayOptions {
+            idle_session_ttl: Some(Duration::from_secs(60)),
+            driver,
+            ..RelayOptions::default()
+        };
+        let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
+        let max_body = FrontOptions::default().max_body;
+        let (back, path, child, kind) = match (&t.command, &t.url) {
+            (Some(cmd), _) => {
+                let (program, args) = cmd
+                    .split_first()
+                    .ok_or_else(|| anyhow::anyhow!("the target's command is empty"))?;
+                let program = match crate::relay::child::which(program) {
+                    Some(_) => program.clone(),
+                    None => {
+                        let beside = x.dir.join(program);
+                        if !beside.exists() {
+                            anyhow::bail!("cannot run the target's command `{program}`: no such executable (on PATH or as a path)");
+                        }
+                        beside.display().to_string()
+                    }
+                };
+                let spec = ChildSpec {
+                    program,
+                    args: args.to_vec(),
+                };
+                let c = Arc::new(ChildBack::new(
+                    spec,
+                    Arc::clone(&relay),
+                    max_body,
+                    1024,
+                    Duration::from_secs(60),
+                ));
+                (
+                    Back::Child(Arc::clone(&c)),
+                    "/mcp".to_string(),
+                    Some(c),
+                    "command",
+                )
+            }
+            (None, Some(url)) => {
+                let back = Arc::new(HttpBack::new(url, max_body)?);
+                let path = back.path.clone();
+                (Back::Http(back), path, None, "url")
+            }
+            (None, None) => anyhow::bail!("the target has neither `command` nor `url`"),
+        };
+        let listen: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+        let front = Arc::new(Front::new(
+            Arc::clone(&relay),
+            back,
+            FrontOptions::default(),
+            &listen,
+        ));
+        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(http_front::serve(front, listen, bound_tx, async move {
+            let _ = stop_rx.await;
+        }));
+        let addr = bound_rx
+            .await
+            .map_err(|_| anyhow::anyhow!("the relay did not start"))?;
+        Ok(Target {
+            url: format!("http://{addr}{path}"),
+            kind,
+            faults: Faults::Local(relay),
+            local: Some(Local {
+                stop,
+                server,
+                child,
+            }),
+        })
+    }
+
+    /// How long a remote fault may live unrenewed (`None`: faults are in this process).
+    pub fn renew_every(&self) -> Option<Duration> {
+        matches!(self.faults, Faults::Remote(_)).then_some(TTL_MAX)
+    }
+
+    /// Apply a stage's plan: the relay's whole plan is replaced (or, remote, the faults
+    /// this runner posted are replaced by new ones with a TTL).
+    /// `period` is how long until the runner renews or changes them: a remote fault lives
+    /// that long plus a small margin.
+    pub async fn apply(&self, plan: Plan, doc: &Value, period: Duration) -> anyhow::Result<()> {
+        match &self.faults {
+            Faults::Local(relay) => {
+                relay
+                    .check_plan(&plan, "the experiment's plan")
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                relay.set_plan(plan);
+                Ok(())
+            }
+            Faults::Remote(r) => r.replace(doc, period + TTL_MARGIN).await,
+        }
+    }
+
+    /// Remove every fault this runner applied. Local: synchronous, the engine's plan is
+    /// empty when this returns.
+    pub async fn remove_faults(&self) -> anyhow::Result<()> {
+        match &self.faults {
+            Faults::Local(relay) => {
+                relay.set_plan(Plan::empty());
+                Ok(())
+            }
+            Faults::Remote(r) => r.remove_all().await,
+        }
+    }
+
+    /// Injections so far, by the plan's fault id.
+    pub async fn injections(&self) -> BTreeMap<String, u64> {
+        let status = match &self.faults {
+            Faults::Local(relay) => relay.status(),
+            Faults::Remote(r) => match r.send(reqwest::Method::GET, "/status", None).await {
+                Ok(v) => v,
+                Err(_) => return BTreeMap::new(),
+            },
+        };
+        let mut out = BTreeMap::new();
+        if let Some(m) = status["summary"]["injections"].as_object() {
+            for (id, v) in m {
+                let n = v["count"].as_u64().or(v.as_u64()).unwrap_or(0);
+                let base = id
+                    .split_once("--brownout-run")
+                    .map_or(id.as_str(), |(b, _)| b);
+                *out.entry(base.to_string()).or_insert(0) += n;
+            }
+        }
+        out
+    }
+
+    /// Stop the in-process relay and its server processes.
+    pub async fn stop(self) {
+        if let Some(l) = self.local {
+            let _ = l.stop.send(());
+            let _ = tokio::time::timeout(Duration::from_secs(15), l.server).await;
+            if let Some(c) = l.child {
+                c.stop_all().await;
+            }
+        }
+    }
+}
+
+impl Remote {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<String>,
+    ) -> anyhow::Result<Value> {
+        let mut req = self.http.request(method, format!("{}{path}", self.admin));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.header("Content-Type", "application/json").body(b);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("the relay's admin API at {}: {e}", self.admin))?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        if !status.is_success() && status != reqwest::StatusCode::NOT_FOUND {
+            anyhow::bail!("the relay's admin API answered {status}: {text}");
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Replace the posted faults with `doc`'s, each under a fresh id with a TTL.
+    async fn replace(&self, doc: &Value, ttl: Duration) -> anyhow::Result<()> {
+        self.remove_all().await?;
+        let generation = {
+            let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+            *g += 1;
+            *g
+        };
+        let ttl = ttl.as_millis();
+        let seed = doc["seed"].as_u64().unwrap_or(0);
+        for (i, f) in doc["faults"].as_array().into_iter().flatten().enumerate() {
+            let mut f = f.clone();
+            let own = f["id"]
+                .as_str()
+                .map_or_else(|| format!("fault-{i}"), str::to_string);
+            let id = format!(
+                "{own}--brownout-run-{}-{seed}-{generation}",
+                std::process::id()
+            );
+            f["id"] = Value::String(id.clone());
+            self.send(
+                reqwest::Method::POST,
+                &format!("/faults?ttl={ttl}ms"),
+                Some(f.to_string()),
+            )
+            .await?;
+            self.posted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((id, own));
+        }
+        Ok(())
+    }
+
+    async fn remove_all(&self) -> anyhow::Result<()> {
+        let ids: Vec<(String, String)> =
+            std::mem::take(&mut *self.posted.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut first_err = None;
+        for (id, _) in ids {
+            if let Err(e) = self
+                .send(reqwest::Method::DELETE, &format!("/faults/{id}"), None)
+                .await
+            {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,42 @@
+//! What `brownout run` does with its journal besides the `--journal` file: keep it in the
+//! store (`--store`, `--no-store`) and write reports (`--report FORMAT:FILE`).
+
+use super::ReportTarget;
+use clap::Args;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// `brownout run`'s store and report options.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KeepArgs {
+    /// Keep the journal in this store (default: $XDG_DATA_HOME/brownout/journal.sqlite, or
+    /// BROWNOUT_STORE); see `brownout journal --help`.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not keep the journal in the store (the --journal file is still written).
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// Write a report when the run ends: md, html, json or junit, to FILE (repeatable),
+    /// e.g. --report html:report.html --report junit:junit.xml.
+    #[arg(long, value_name = "FORMAT:FILE")]
+    pub report: Vec<ReportTarget>,
+}
+
+impl KeepArgs {
+    /// Called once the journal is written: store it (not a dry run) and write the reports.
+    /// Failures are warnings on stderr: the run's outcome and exit code stand.
+    pub fn after_run(&self, journal: &Value, dry_run: bool, quiet: bool) {
+        if !dry_run && !self.no_store {
+            match crate::store::keep_run_journal(self.store.as_deref(), journal) {
+                Ok(id) if !quiet => println!("store: run {id} (brownout journal show {id})"),
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("brownout run: warning: the journal was not kept in the store: {e}")
+                }
+            }
+        }
+        if !self.report.is_empty() {
+            let _ = super::write_reports(journal, &self.report);
+        }
+    }
+}

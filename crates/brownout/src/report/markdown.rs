@@ -1,0 +1,330 @@
+//! The Markdown report: verdict first, then the hypothesis, stages, gates, the breach,
+//! recovery (MTTD/MTTR), injections, rollbacks and what the client saw.
+
+use super::view::{self, arr, f, obj, s};
+use serde_json::Value;
+use std::fmt::Write;
+
+fn cell(x: &str) -> String {
+    x.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The report.
+pub fn render(j: &Value) -> String {
+    let mut o = String::new();
+    let (verdict, pass) = view::verdict(j);
+    let (start, length) = view::when(j);
+    let _ = writeln!(o, "# {} {}\n", if pass { "✓" } else { "✗" }, verdict);
+    let _ = writeln!(o, "**{}**\n", cell(&view::title(j)));
+    let reason = s(j, "reason");
+    if !reason.is_empty() {
+        let _ = writeln!(o, "> {}\n", reason.replace('\n', "\n> "));
+    }
+    let _ = writeln!(
+        o,
+        "Run `{}` · status `{}` · started {start} · {length} · file `{}` · seed {} · brownout {}\n",
+        crate::store::ingest::run_id(j),
+        s(j, "status"),
+        s(j, "file"),
+        j.get("seed").map_or_else(|| "—".into(), Value::to_string),
+        s(j, "brownout_version"),
+    );
+    if let Some(r) = obj(j, "refusal") {
+        let _ = writeln!(
+            o,
+            "## Refusal\n\n```json\n{}\n```\n",
+            serde_json::to_string_pretty(r).unwrap_or_default()
+        );
+    }
+    hypothesis(&mut o, j);
+    stages(&mut o, j);
+    gates(&mut o, j);
+    breach_and_recovery(&mut o, j);
+    injections(&mut o, j);
+    rollbacks(&mut o, j);
+    client(&mut o, j);
+    o
+}
+
+fn hypothesis(o: &mut String, j: &Value) {
+    let probes = view::probes(j);
+    if probes.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## Steady-state hypothesis\n");
+    let _ = writeln!(
+        o,
+        "| when | tool | tolerance | success | p95 | met | misses |\n|---|---|---|---|---|---|---|"
+    );
+    for (m, p) in probes {
+        let tol = p.get("tolerance").map(|t| {
+            t.as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        });
+        let misses: Vec<&str> = arr(p, "misses").iter().filter_map(Value::as_str).collect();
+        let _ = writeln!(
+            o,
+            "| {m} | `{}` | {} | {:.1} % of {} | {} | {} | {} |",
+            cell(s(p, "tool")),
+            cell(&tol.unwrap_or_default()),
+            f(p, "success_pct").unwrap_or(0.0),
+            arr(p, "samples").len(),
+            view::opt_ms(p.get("latency").and_then(|l| f(l, "p95_ms"))),
+            if p.get("met").and_then(Value::as_bool) == Some(true) {
+                "yes"
+            } else {
+                "**no**"
+            },
+            cell(&misses.join("; ")),
+        );
+    }
+    o.push('\n');
+}
+
+fn slis_row(x: &Value) -> String {
+    let z = Value::Null;
+    let l = x.get("slis").unwrap_or(&z);
+    format!(
+        "{} | {} | {} | {} | {}",
+        l.get("calls").map_or_else(|| "—".into(), Value::to_string),
+        view::pct(f(l, "error_rate")),
+        view::opt_ms(f(l, "p50_ms")),
+        view::opt_ms(f(l, "p95_ms")),
+        view::opt_ms(f(l, "p99_ms")),
+    )
+}
+
+fn stages(o: &mut String, j: &Value) {
+    let st = arr(j, "stages");
+    if st.is_empty() && obj(j, "baseline").is_none() {
+        return;
+    }
+    let _ = writeln!(o, "## Stages\n");
+    let _ = writeln!(o, "| stage | sessions | from | to | promoted | calls | errors | p50 | p95 | p99 |\n|---|---|---|---|---|---|---|---|---|---|");
+    if let Some(b) = obj(j, "baseline") {
+        let _ = writeln!(
+            o,
+            "| baseline | 0 % | {} | {} | — | {} |",
+            view::opt_ms(f(b, "start_ms")),
+            view::opt_ms(f(b, "end_ms")),
+            slis_row(b)
+        );
+    }
+    for x in st {
+        let _ = writeln!(
+            o,
+            "| {} | {:.0} % | {} | {} | {} | {} |",
+            cell(s(x, "stage")),
+            f(x, "share").unwrap_or(0.0) * 100.0,
+            view::opt_ms(f(x, "start_ms")),
+            view::opt_ms(f(x, "end_ms")),
+            if x.get("completed").and_then(Value::as_bool) == Some(true) {
+                "yes"
+            } else {
+                "**no**"
+            },
+            slis_row(x)
+        );
+    }
+    o.push('\n');
+}
+
+fn gates(o: &mut String, j: &Value) {
+    let g = arr(j, "gates");
+    if g.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## SLO gates\n");
+    let _ = writeln!(o, "| gate | held | worst | first breach | breaches | last status |\n|---|---|---|---|---|---|");
+    for x in g {
+        let gate = s(x, "gate");
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            cell(gate),
+            if x.get("breached").and_then(Value::as_bool) == Some(true) {
+                "❌"
+            } else {
+                "✅"
+            },
+            view::gate_value(gate, f(x, "worst")),
+            view::opt_ms(f(x, "first_breach_ms")),
+            x.get("breaches")
+                .map_or_else(|| "0".into(), Value::to_string),
+            s(x, "status"),
+        );
+    }
+    o.push('\n');
+}
+
+fn breach_and_recovery(o: &mut String, j: &Value) {
+    if let Some(b) = obj(j, "breach") {
+        let gate = s(b, "gate");
+        let _ = writeln!(o, "## Breach\n");
+        let _ = writeln!(
+            o,
+            "`{}` breached at {} in stage **{}**: {} against a limit of {} over {} samples. \
+             The last fault left at {} (abort latency **{}**).\n",
+            cell(gate),
+            view::opt_ms(f(b, "at_ms")),
+            cell(s(b, "stage")),
+            view::gate_value(gate, f(b, "value")),
+            view::gate_value(gate, f(b, "limit")),
+            b.get("samples")
+                .map_or_else(|| "—".into(), Value::to_string),
+            view::opt_ms(f(b, "last_fault_left_ms")),
+            view::opt_ms(f(b, "abort_latency_ms")),
+        );
+        let w = arr(b, "window");
+        if !w.is_empty() {
+            let _ = writeln!(
+                o,
+                "| gate at the breach | value | limit | samples | status |\n|---|---|---|---|---|"
+            );
+            for g in w {
+                let gate = s(g, "gate");
+                let _ = writeln!(
+                    o,
+                    "| `{}` | {} | {} | {} | {} |",
+                    cell(gate),
+                    view::gate_value(gate, f(g, "value")),
+                    view::gate_value(gate, f(g, "limit")),
+                    g.get("samples")
+                        .map_or_else(|| "—".into(), Value::to_string),
+                    s(g, "status")
+                );
+            }
+            o.push('\n');
+        }
+    }
+    if let Some(r) = obj(j, "recovery") {
+        let _ = writeln!(o, "## Recovery\n");
+        if let (Some(b), Some(first)) = (obj(j, "breach"), arr(j, "stages").last()) {
+            // MTTD: from the stage that broke starting to the gate's breach.
+            if let (Some(at), Some(st)) = (f(b, "at_ms"), f(first, "start_ms")) {
+                let _ = writeln!(
+                    o,
+                    "- MTTD (stage start → breach detected): **{}**",
+                    view::ms(at - st)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "- faults removed at {}",
+            view::opt_ms(f(r, "faults_left_ms"))
+        );
+        let _ = writeln!(
+            o,
+            "- MTTR: **{}**{}",
+            view::opt_ms(f(r, "mttr_ms")),
+            f(r, "within_ms").map_or_else(String::new, |w| format!(" (bound {})", view::ms(w)))
+        );
+        let _ = writeln!(
+            o,
+            "- recovered: {}\n",
+            if r.get("recovered").and_then(Value::as_bool) == Some(true) {
+                "yes"
+            } else {
+                "**no**"
+            }
+        );
+    }
+}
+
+fn injections(o: &mut String, j: &Value) {
+    let mut rows = Vec::new();
+    for x in arr(j, "stages") {
+        if let Some(m) = x.get("injections").and_then(Value::as_object) {
+            for (fault, n) in m {
+                rows.push(format!(
+                    "| {} | `{}` | {} |",
+                    cell(s(x, "stage")),
+                    cell(fault),
+                    n
+                ));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Injections\n\n| stage | fault | injected |\n|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
+}
+
+fn rollbacks(o: &mut String, j: &Value) {
+    let r = arr(j, "rollbacks");
+    if r.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Rollbacks\n\n| action | at | took | ok | detail |\n|---|---|---|---|---|"
+    );
+    for x in r {
+        let took = match (f(x, "start_ms"), f(x, "end_ms")) {
+            (Some(a), Some(b)) => view::ms(b - a),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {took} | {} | {} |",
+            cell(s(x, "action")),
+            view::opt_ms(f(x, "start_ms")),
+            if x.get("ok").and_then(Value::as_bool) == Some(true) {
+                "yes"
+            } else {
+                "**no**"
+            },
+            cell(s(x, "detail"))
+        );
+    }
+    o.push('\n');
+}
+
+fn client(o: &mut String, j: &Value) {
+    let series = arr(j, "series");
+    if series.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## What the client saw\n");
+    let _ = writeln!(o, "| phase | seconds | calls | errors | worst second's error rate | worst second's p99 |\n|---|---|---|---|---|---|");
+    let mut order: Vec<String> = Vec::new();
+    let mut acc: std::collections::HashMap<String, (u64, u64, u64, f64, f64)> = Default::default();
+    for x in series {
+        let ph = s(x, "phase").to_string();
+        let z = Value::Null;
+        let l = x.get("slis").unwrap_or(&z);
+        if !acc.contains_key(&ph) {
+            order.push(ph.clone());
+        }
+        let e = acc.entry(ph).or_default();
+        e.0 += 1;
+        e.1 += l.get("calls").and_then(Value::as_u64).unwrap_or(0);
+        e.2 += l.get("errors").and_then(Value::as_u64).unwrap_or(0);
+        e.3 = e.3.max(f(l, "error_rate").unwrap_or(0.0));
+        e.4 = e.4.max(f(l, "p99_ms").unwrap_or(0.0));
+    }
+    for ph in order {
+        let (n, c, e, er, p99) = acc[&ph];
+        let _ = writeln!(
+            o,
+            "| {} | {n} | {c} | {e} | {:.2} % | {} |",
+            cell(&ph),
+            er * 100.0,
+            view::ms(p99)
+        );
+    }
+    o.push('\n');
+}

@@ -1,0 +1,47 @@
+//! Reports from a journal (read as JSON): [`markdown`] for a pull request or a post-mortem,
+//! [`html`] (one self-contained file, charts drawn by [`charts`]), [`junit`] for CI, and the
+//! journal itself as JSON. [`view`] reads the journal's fields the reports share;
+//! [`trend_html`] is the HTML page of an experiment's trend across runs.
+
+pub mod charts;
+pub mod html;
+pub mod junit;
+pub mod markdown;
+pub mod trend_html;
+pub mod view;
+
+use serde_json::Value;
+
+/// A report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Markdown: verdict first, for a pull request or a post-mortem.
+    Md,
+    /// One self-contained HTML file with SVG charts.
+    Html,
+    /// The journal itself.
+    Json,
+    /// JUnit XML: a test case per gate, steady-state probe and stage.
+    Junit,
+}
+
+/// What can go wrong writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("drawing a chart: {0}")]
+    Chart(String),
+    #[error("writing XML: {0}")]
+    Xml(String),
+    #[error("writing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// A journal's report in a format.
+pub fn render(journal: &Value, format: Format) -> Result<String, ReportError> {
+    Ok(match format {
+        Format::Md => markdown::render(journal),
+        Format::Html => html::render(journal)?,
+        Format::Json => serde_json::to_string_pretty(journal)? + "\n",
+        Format::Junit => junit::render(journal)?,
+    })
+}

@@ -1,0 +1,159 @@
+//! `brownout run` and `brownout experiment`: guardrails that send the target nothing,
+//! files checked with FILE:LINE:COL, the journal's schema.
+
+mod common;
+#[path = "experiment_support/mod.rs"]
+mod support;
+
+use common::brownout;
+use std::process::Command;
+use support::*;
+
+#[test]
+fn the_committed_journal_schema_is_the_generated_one() {
+    let out = Command::new(brownout())
+        .args(["experiment", "journal-schema"])
+        .output()
+        .expect("run");
+    let generated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let committed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::repo().join("docs/journal.schema.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(
+        generated, committed,
+        "regenerate: brownout experiment journal-schema > docs/journal.schema.json"
+    );
+}
+
+#[test]
+fn a_bad_experiment_is_reported_with_file_line_column_and_key() {
+    let dir = common::tmp();
+    let text = experiment_yaml(&Exp {
+        extra: "retries: 3\n",
+        ..Exp::fixture_green()
+    });
+    let file = write(dir.path(), &text);
+    let out = Command::new(brownout())
+        .args(["experiment", "check", &file])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("retries"))
+        .expect("line")
+        + 1;
+    assert!(err.contains(&format!("exp.yaml:{line}:1")), "{err}");
+    assert!(err.contains("retries"), "{err}");
+    // A gate that does not parse and a fault with a typo are located too.
+    let text = experiment_yaml(&Exp {
+        gates: "[\"error_rate < 1% over ten seconds\"]",
+        faults: "[{kind: error, tools: [\"search_*\"], probabilty: 0.5}]",
+        ..Exp::fixture_green()
+    });
+    let file = write(dir.path(), &text);
+    let out = Command::new(brownout())
+        .args(["run", &file])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`gates[0]`"), "{err}");
+    assert!(err.contains("probabilty"), "{err}");
+    let gates_line = text
+        .lines()
+        .position(|l| l.starts_with("gates"))
+        .expect("l")
+        + 1;
+    assert!(err.contains(&format!("exp.yaml:{gates_line}:")), "{err}");
+}
+
+/// A refused experiment: exit 3, the rule named, journaled as `refused`, and the target
+/// never started (its command would create a file) nor reached (a URL target's listener
+/// sees no connection).
+#[test]
+fn production_labels_and_missing_gates_are_refused_with_nothing_sent() {
+    let dir = common::tmp();
+    let started = dir.path().join("started");
+    let command = format!(
+        "[sh, -c, \"touch {} && exec {} fixture\"]",
+        started.display(),
+        brownout()
+    );
+    for (labels, gates, rule) in [
+        (
+            "{env: prod, service: incidents}",
+            "[\"error_rate < 1% over 2s\"]",
+            "production_labels",
+        ),
+        ("{env: staging}", "[]", "numeric_gate"),
+    ] {
+        let e = Exp {
+            labels,
+            gates,
+            target: &format!("{{command: {command}}}"),
+            ..Exp::fixture_green()
+        };
+        let (code, j, err) = run_experiment(dir.path(), &e, &[]);
+        assert_eq!(code, 3, "{err}");
+        assert_eq!(j["status"], "refused");
+        assert_eq!(j["refusal"]["rule"], rule, "{j}");
+        assert!(err.is_empty() || !err.contains("panicked"), "{err}");
+        assert!(!started.exists(), "the target's command ran");
+        valid_journal(&j);
+    }
+    // A URL target: the listener is never connected to.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let e = Exp {
+        labels: "{cluster: prod-eu-1}",
+        target: &format!("{{url: \"{url}\"}}"),
+        ..Exp::fixture_green()
+    };
+    let (code, j, out) = run_experiment(dir.path(), &e, &[]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cluster: prod-eu-1"),
+        "{j}"
+    );
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the target was contacted"
+    );
+}
+
+#[test]
+fn a_stage_that_skips_a_rung_is_refused_and_a_policy_file_can_allow_it() {
+    let dir = common::tmp();
+    let e = Exp {
+        method:
+            "[{stage: a, duration: 1s, sessions: 10%}, {stage: b, duration: 1s, sessions: 50%}]",
+        ..Exp::fixture_green()
+    };
+    let (code, j, _) = run_experiment(dir.path(), &e, &["--dry-run"]);
+    assert_eq!(code, 3);
+    assert_eq!(j["refusal"]["rule"], "ladder");
+    assert!(
+        j["refusal"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("10% to 50%"),
+        "{j}"
+    );
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "ladder: [\"10%\", \"50%\", \"100%\"]\n").expect("write");
+    let (code, j, out) = run_experiment(
+        dir.path(),
+        &e,
+        &["--dry-run", "--policy", &policy.display().to_string()],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(j["dry_run"], true);
+    valid_journal(&j);
+}

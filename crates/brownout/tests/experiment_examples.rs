@@ -1,0 +1,103 @@
+//! The experiments in examples/experiments/ check, and run as they are (with `brownout` on
+//! PATH, from the repository root).
+
+mod common;
+#[path = "experiment_support/mod.rs"]
+mod support;
+
+use common::{brownout, repo};
+use std::process::Command;
+
+fn path_with_brownout() -> String {
+    let bin = std::path::Path::new(brownout()).parent().expect("bin dir");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The experiment files of examples/experiments (not workloads or policies).
+fn experiments() -> Vec<std::path::PathBuf> {
+    let mut out: Vec<_> = std::fs::read_dir(repo().join("examples/experiments"))
+        .expect("examples/experiments")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.starts_with("title:")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_example_experiment_checks() {
+    let files = experiments();
+    assert!(files.len() >= 2, "{files:?}");
+    let out = Command::new(brownout())
+        .args(["experiment", "check"])
+        .args(&files)
+        .env("PATH", path_with_brownout())
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let policy = repo().join("examples/experiments/policy.yaml");
+    let out = Command::new(brownout())
+        .args(["run", "--dry-run", "--policy"])
+        .arg(&policy)
+        .arg(repo().join("examples/experiments/green.yaml"))
+        .env("PATH", path_with_brownout())
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn run_example(name: &str) -> (i32, serde_json::Value) {
+    let dir = common::tmp();
+    let journal = dir.path().join("journal.json");
+    let out = Command::new(brownout())
+        .arg("run")
+        .arg(format!("examples/experiments/{name}"))
+        .arg("--journal")
+        .arg(&journal)
+        .env("PATH", path_with_brownout())
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&journal).expect("journal")).expect("json");
+    support::valid_journal(&j);
+    (out.status.code().unwrap_or(-1), j)
+}
+
+#[test]
+fn the_green_example_completes_and_the_breach_example_is_aborted() {
+    let (code, j) = run_example("green.yaml");
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["status"], "completed");
+    let (code, j) = run_example("breach.yaml");
+    assert_eq!(code, 1, "{j}");
+    assert_eq!(j["status"], "aborted");
+    assert_stages_widened_only_while_gates_held(&j);
+}
+
+/// Every stage before the last ran whole; the last one was stopped by the breach.
+pub fn assert_stages_widened_only_while_gates_held(j: &serde_json::Value) {
+    let stages = j["stages"].as_array().expect("stages");
+    let (last, before) = stages.split_last().expect("a stage ran");
+    assert!(before.iter().all(|s| s["completed"] == true), "{j}");
+    assert_eq!(last["completed"], false, "{j}");
+    assert_eq!(j["breach"]["stage"], last["stage"], "{j}");
+}

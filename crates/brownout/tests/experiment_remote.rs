@@ -1,0 +1,131 @@
+//! `brownout run` with a relay already running (`url` + `admin`): faults go through the
+//! admin API with a TTL; SIGINT deletes them, and a runner killed with -9 leaves them only
+//! until the TTL passes.
+
+mod common;
+#[path = "experiment_support/mod.rs"]
+mod support;
+
+use common::brownout;
+use std::time::{Duration, Instant};
+use support::*;
+
+fn remote_relay() -> (common::http::Guard, String, String) {
+    let (g, url) =
+        common::http::brownout_http(&["--admin", "127.0.0.1:0", "--", brownout(), "fixture"]);
+    let admin = common::http::admin_url(&g);
+    (g, url, admin)
+}
+
+/// Every search fails while the fault is on, for every session (the policy allows 100 %).
+fn experiment<'a>(target: &'a str, stage: &'a str) -> Exp<'a> {
+    Exp {
+        target,
+        baseline: "500ms",
+        method: stage,
+        faults: "[{id: search-down, kind: error, tools: [\"search_*\"], probability: 1.0}]",
+        gates: "[\"p99 < 10s over 2s\"]",
+        rollbacks: "[{command: [touch, rolled-back]}]",
+        ..Exp::fixture_green()
+    }
+}
+
+fn policy(dir: &std::path::Path) -> String {
+    let p = dir.join("policy.yaml");
+    std::fs::write(&p, "ladder: [\"100%\"]\n").expect("write policy");
+    p.display().to_string()
+}
+
+fn wait_for_faults(admin: &str) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ids = remote_faults(admin);
+        if !ids.is_empty() {
+            return ids;
+        }
+        assert!(
+            Instant::now() < until,
+            "the runner never applied its faults"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigint_with_a_remote_relay_deletes_its_faults() {
+    let (_g, url, admin) = remote_relay();
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(&target, "[{stage: all, duration: 60s, sessions: 100%}]");
+    let mut child = spawn_run(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    let ids = wait_for_faults(&admin);
+    assert!(ids[0].starts_with("search-down"), "{ids:?}");
+    assert!(!call_once(
+        &url,
+        "search_incidents",
+        serde_json::json!({"query": "db"})
+    ));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, 60), 130);
+    assert!(remote_faults(&admin).is_empty(), "a fault is left behind");
+    assert!(call_once(
+        &url,
+        "search_incidents",
+        serde_json::json!({"query": "db"})
+    ));
+    let j = journal(dir.path());
+    valid_journal(&j);
+    assert_eq!(j["status"], "interrupted");
+    assert_eq!(j["target"]["kind"], "remote");
+    assert!(dir.path().join("rolled-back").exists());
+}
+
+#[test]
+fn a_runner_killed_with_sigkill_leaves_no_fault_once_the_ttl_passes() {
+    let (_g, url, admin) = remote_relay();
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(&target, "[{stage: all, duration: 3s, sessions: 100%}]");
+    let mut child = spawn_run(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    wait_for_faults(&admin);
+    signal(&child, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    let killed = Instant::now();
+    assert!(
+        !remote_faults(&admin).is_empty(),
+        "the fault lives until its TTL"
+    );
+    // The TTL is the stage (3 s) plus a 2 s margin.
+    let until = killed + Duration::from_secs(20);
+    while !remote_faults(&admin).is_empty() {
+        assert!(Instant::now() < until, "the fault outlived its TTL");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(call_once(
+        &url,
+        "search_incidents",
+        serde_json::json!({"query": "db"})
+    ));
+}
+
+/// After an abort, a client calling the same target right away sees no fault.
+#[test]
+fn after_an_abort_the_next_call_through_the_relay_sees_no_fault() {
+    let (_g, url, admin) = remote_relay();
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = Exp {
+        gates: "[\"error_rate < 1% over 2s min 5 calls\"]",
+        ..experiment(&target, "[{stage: all, duration: 30s, sessions: 100%}]")
+    };
+    let (code, j, out) = run_experiment(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    assert_eq!(code, 1, "{out}\n{j}");
+    assert_eq!(j["status"], "aborted");
+    valid_journal(&j);
+    assert!(remote_faults(&admin).is_empty());
+    assert!(call_once(
+        &url,
+        "search_incidents",
+        serde_json::json!({"query": "db"})
+    ));
+}
