@@ -5,6 +5,9 @@
 
 use super::gates::{self, ParsedGate};
 use super::spec::{Experiment, Faults};
+use crate::relay::child_back::ChildBack;
+use crate::relay::http_front;
+use crate::relay::url_back::UrlBack;
 use crate::relay::Driver;
 use brownout_core::plan::source::{parse, Format, Node};
 use brownout_core::plan::{display_path, load_document, PlanError, PlanErrors};
@@ -49,8 +52,8 @@ impl Loaded {
         let t = &self.spec.target;
         match (&t.command, &t.admin) {
             (_, Some(_)) => None,
-            (Some(_), None) => Some(Driver::of(true, true)),
-            (None, None) => Some(Driver::of(true, false)),
+            (Some(_), None) => Some(http_front::driver::<ChildBack>()),
+            (None, None) => Some(http_front::driver::<UrlBack>()),
         }
     }
 }
@@ -188,7 +191,7 @@ pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanError
     if let Some(d) = loaded.driver() {
         // The widest stage's plan is the one that must run on the driver.
         let (_, widest) = loaded.stage_plan(1.0)?;
-        widest.check_driver(d.name, d.can, file)?;
+        widest.check_driver(&d.name(), d.can, file)?;
     }
     loaded.plan.seed = loaded.plan_doc["seed"].as_u64().unwrap_or(0);
     Ok(loaded)

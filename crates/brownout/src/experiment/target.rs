@@ -7,9 +7,10 @@
 use super::load::Loaded;
 use crate::relay::child::ChildSpec;
 use crate::relay::child_back::ChildBack;
-use crate::relay::http_back::HttpBack;
-use crate::relay::http_front::{self, Back, Front, FrontOptions};
-use crate::relay::{Driver, Relay, RelayOptions};
+use crate::relay::http_back::Upstream;
+use crate::relay::http_front::{self, Front, FrontOptions, Running};
+use crate::relay::url_back::UrlBack;
+use crate::relay::{Relay, RelayOptions};
 use brownout_core::Plan;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -30,10 +31,9 @@ pub struct Target {
     local: Option<Local>,
 }
 
+/// The in-process relay; stopping it stops the back's server processes too.
 struct Local {
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
-    child: Option<Arc<ChildBack>>,
+    running: Running,
 }
 
 enum Faults {
@@ -78,7 +78,7 @@ impl Target {
                 local: None,
             });
         }
-        let driver = x.driver().unwrap_or_else(|| Driver::of(true, false));
+        let driver = x.driver().unwrap_or_else(http_front::driver::<UrlBack>);
         let opts = RelayOptions {
             idle_session_ttl: Some(Duration::from_secs(60)),
             driver,
@@ -86,7 +86,10 @@ impl Target {
         };
         let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
         let max_body = FrontOptions::default().max_body;
-        let (back, path, child, kind) = match (&t.command, &t.url) {
+        let listen: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let bound = listener.local_addr()?;
+        let (running, path, kind) = match (&t.command, &t.url) {
             (Some(cmd), _) => {
                 let (program, args) = cmd
                     .split_first()
@@ -105,51 +108,35 @@ impl Target {
                     program,
                     args: args.to_vec(),
                 };
-                let c = Arc::new(ChildBack::new(
+                let back = Arc::new(ChildBack::new(
                     spec,
                     Arc::clone(&relay),
                     max_body,
                     1024,
                     Duration::from_secs(60),
                 ));
+                let front = Front::new(Arc::clone(&relay), back, FrontOptions::default(), &bound);
                 (
-                    Back::Child(Arc::clone(&c)),
+                    http_front::start(Arc::new(front), listener)?,
                     "/mcp".to_string(),
-                    Some(c),
                     "command",
                 )
             }
             (None, Some(url)) => {
-                let back = Arc::new(HttpBack::new(url, max_body)?);
-                let path = back.path.clone();
-                (Back::Http(back), path, None, "url")
+                let upstream = Arc::new(Upstream::new(url, max_body)?);
+                let path = upstream.path.clone();
+                let back = Arc::new(UrlBack::new(Arc::clone(&relay), upstream, 1024));
+                let front = Front::new(Arc::clone(&relay), back, FrontOptions::default(), &bound);
+                (http_front::start(Arc::new(front), listener)?, path, "url")
             }
             (None, None) => anyhow::bail!("the target has neither `command` nor `url`"),
         };
-        let listen: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
-        let front = Arc::new(Front::new(
-            Arc::clone(&relay),
-            back,
-            FrontOptions::default(),
-            &listen,
-        ));
-        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
-        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(http_front::serve(front, listen, bound_tx, async move {
-            let _ = stop_rx.await;
-        }));
-        let addr = bound_rx
-            .await
-            .map_err(|_| anyhow::anyhow!("the relay did not start"))?;
+        let addr = running.addr();
         Ok(Target {
             url: format!("http://{addr}{path}"),
             kind,
             faults: Faults::Local(relay),
-            local: Some(Local {
-                stop,
-                server,
-                child,
-            }),
+            local: Some(Local { running }),
         })
     }
 
@@ -212,11 +199,7 @@ impl Target {
     /// Stop the in-process relay and its server processes.
     pub async fn stop(self) {
         if let Some(l) = self.local {
-            let _ = l.stop.send(());
-            let _ = tokio::time::timeout(Duration::from_secs(15), l.server).await;
-            if let Some(c) = l.child {
-                c.stop_all().await;
-            }
+            let _ = tokio::time::timeout(Duration::from_secs(15), l.running.stop()).await;
         }
     }
 }
