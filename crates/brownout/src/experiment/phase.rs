@@ -95,6 +95,11 @@ impl Live {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // Checked here too: under a steady stream of calls the event branch is always
+            // ready, and a biased select would never reach the deadline's.
+            if tokio::time::Instant::now() >= deadline {
+                return End::Done;
+            }
             tokio::select! {
                 biased;
                 _ = self.signals.changed() => return End::Interrupted,

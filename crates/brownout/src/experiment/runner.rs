@@ -292,6 +292,7 @@ async fn with_target(
         None => Removal::now(target, origin).await,
     };
     let left_ms = removal.at_ms;
+    let removal_failed = (!removal.record.ok).then(|| removal.record.detail.clone());
     j.rollbacks.push(removal.record);
     let mut status = match &end {
         End::Done => Status::Completed,
@@ -328,6 +329,10 @@ async fn with_target(
             Status::Deviated
         }
     };
+    if let Some(why) = removal_failed {
+        j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay's expire with their TTL)", j.reason);
+        status = Status::Failed;
+    }
     // The user's rollbacks; a (further) signal skips what is left of them.
     let seen = *sig.borrow_and_update();
     for r in &x.spec.rollbacks {
