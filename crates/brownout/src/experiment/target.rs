@@ -50,6 +50,25 @@ struct Remote {
     generation: Mutex<u64>,
 }
 
+/// The program a target's command names: on PATH, else beside the experiment file, else —
+/// for `brownout` itself (the examples' `[brownout, fixture]`) — this very executable, so an
+/// example runs from a checkout (`cargo run -- run …`) where brownout is not installed.
+fn program_path(program: &str, dir: &std::path::Path) -> Option<String> {
+    if crate::relay::child::which(program).is_some() {
+        return Some(program.to_string());
+    }
+    let beside = dir.join(program);
+    if beside.exists() {
+        return Some(beside.display().to_string());
+    }
+    if program == "brownout" {
+        return std::env::current_exe()
+            .ok()
+            .map(|p| p.display().to_string());
+    }
+    None
+}
+
 impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
     pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
@@ -94,16 +113,9 @@ impl Target {
                 let (program, args) = cmd
                     .split_first()
                     .ok_or_else(|| anyhow::anyhow!("the target's command is empty"))?;
-                let program = match crate::relay::child::which(program) {
-                    Some(_) => program.clone(),
-                    None => {
-                        let beside = x.dir.join(program);
-                        if !beside.exists() {
-                            anyhow::bail!("cannot run the target's command `{program}`: no such executable (on PATH or as a path)");
-                        }
-                        beside.display().to_string()
-                    }
-                };
+                let program = program_path(program, &x.dir).ok_or_else(|| {
+                    anyhow::anyhow!("cannot run the target's command `{program}`: no such executable (on PATH or as a path)")
+                })?;
                 let spec = ChildSpec {
                     program,
                     args: args.to_vec(),
@@ -277,5 +289,22 @@ impl Remote {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::program_path;
+
+    #[test]
+    fn brownout_itself_runs_even_when_it_is_not_installed() {
+        let dir = std::path::Path::new("/nonexistent");
+        assert_eq!(program_path("no-such-program-xyz", dir), None);
+        let found = program_path("brownout", dir).expect("brownout resolves");
+        if crate::relay::child::which("brownout").is_none() {
+            let me = std::env::current_exe().expect("current exe");
+            assert_eq!(found, me.display().to_string());
+        }
+        assert_eq!(program_path("sh", dir).as_deref(), Some("sh"));
     }
 }
