@@ -157,3 +157,31 @@ fn a_stage_that_skips_a_rung_is_refused_and_a_policy_file_can_allow_it() {
     assert_eq!(j["dry_run"], true);
     valid_journal(&j);
 }
+
+/// The load is live: its workload needs no simulated `servers:` (a workload that has them
+/// runs in `brownout sim` too, but one written for live load alone must not be refused).
+#[test]
+fn a_workload_without_simulated_servers_is_accepted() {
+    let dir = common::tmp();
+    std::fs::write(
+        dir.path().join("live.yaml"),
+        "arrival: {mode: closed, concurrency: 2}\nsteps:\n  - calls: [{tool: echo, arguments: {message: hi}}]\n",
+    )
+    .expect("write");
+    let text =
+        "title: live workload\nlabels: {env: test}\ntarget: {command: [brownout, fixture]}\n\
+load: {workload: live.yaml, sessions: 2}\nbaseline: 1s\n\
+method:\n  - {stage: a, duration: 1s, sessions: 10%}\n\
+faults:\n  - {kind: error, tools: [echo], probability: 0.1}\n\
+gates:\n  - error_rate < 50% over 1s\n";
+    let file = dir.path().join("exp.yaml");
+    std::fs::write(&file, text).expect("write");
+    let out = Command::new(brownout())
+        .args(["experiment", "check"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("servers"), "{err}");
+}

@@ -201,7 +201,7 @@ fn read_workload(dir: &Path, p: &str) -> Result<Workload, Result<PlanErrors, Str
     let path = resolve(dir, p);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Err(format!("cannot read workload {}: {e}", path.display())))?;
-    Workload::from_str_named(&text, &path.display().to_string()).map_err(Ok)
+    Workload::from_str_live(&text, &path.display().to_string()).map_err(Ok)
 }
 
 /// `faults[2].added_ms` → `/faults/2/added_ms`.
