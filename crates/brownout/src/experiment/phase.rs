@@ -150,8 +150,7 @@ impl Live {
 
     /// The error rate of the second in progress (`None` without calls).
     pub fn current_second_error_rate(&self) -> Option<f64> {
-        let s = self.second.slis();
-        (s.calls > 0).then_some(s.error_rate)
+        self.second.error_rate()
     }
 
     fn roll_second(&mut self, phase: &str, now_ms: f64) {
