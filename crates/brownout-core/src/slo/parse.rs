@@ -266,7 +266,7 @@ impl Parser {
                 ))
             }
             (Kind::Latency, u) => match span_factor(u) {
-                Some(f) => v * f,
+                Some(f) => to_ms(v, &num, f),
                 None if u.is_empty() => {
                     return Err(GateError::new(
                         t.col,
@@ -308,7 +308,7 @@ impl Parser {
                 suggest(&unit, ["ms", "s", "m", "h"])
             }));
         };
-        let ms = v * f;
+        let ms = to_ms(v, &num, f);
         if ms <= 0.0 || ms > MAX_SPAN_MS {
             return Err(GateError::new(
                 t.col,
@@ -414,6 +414,18 @@ impl Parser {
         self.noun(sli, false)?;
         Ok(n)
     }
+}
+
+/// `v` (written `num`) of a unit worth `f` milliseconds, in milliseconds. Seconds are read
+/// from the decimal text shifted by three places, so `8.024s` is exactly 8024 ms rather than
+/// `8.024 × 1000` = 8023.999…; other units multiply.
+fn to_ms(v: f64, num: &str, f: f64) -> f64 {
+    if f == 1000.0 {
+        if let Ok(ms) = format!("{num}e3").parse::<f64>() {
+            return ms;
+        }
+    }
+    v * f
 }
 
 /// Milliseconds per unit of a span.

@@ -288,3 +288,13 @@ fn the_issue_yaml_lists_gates_unquoted() {
         ]
     );
 }
+
+/// A limit or span in seconds is its exact milliseconds: `8.024s` is 8024 ms, not
+/// 8023.999… (8.024 × 1000 in floating point).
+#[test]
+fn seconds_are_exact_milliseconds() {
+    let g = parse("p99 < 8.024s over 1.001s for 0.3s");
+    assert_eq!(g.limit(), 8024.0);
+    assert_eq!(g.sustain_ms(), 300.0);
+    assert_eq!(parse("p50 < 0.1m over 10s").limit(), 6000.0);
+}
