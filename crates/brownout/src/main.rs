@@ -22,6 +22,7 @@ use std::sync::Arc;
 ///   brownout demo                                  see it work, nothing to install
 ///   brownout plan check examples/demo-plan.yaml    validate a plan
 ///   brownout proxy stdio --plan PLAN -- CMD ARGS   put brownout in front of a server
+///   brownout run examples/experiments/green.yaml   an experiment: staged faults, live SLO gates
 #[derive(Parser)]
 #[command(
     name = "brownout",
