@@ -25,6 +25,21 @@ impl Drop for Guard {
 }
 
 impl Guard {
+    /// Stop it as a user would (SIGTERM: what is in flight finishes, the event log is
+    /// flushed) and wait up to 20 s for it to exit; killed after that.
+    pub fn stop(mut self) -> Option<std::process::ExitStatus> {
+        let pid = nix::unistd::Pid::from_raw(self.pid());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     pub fn stderr_text(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
