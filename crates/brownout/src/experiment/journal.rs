@@ -48,6 +48,8 @@ impl Status {
 pub struct Journal {
     /// The journal format's version.
     pub journal_version: u32,
+    /// The run's id, also its id in the store (`brownout journal show RUN`).
+    pub run_id: String,
     pub brownout_version: String,
     /// The experiment file, as given.
     pub file: String,
@@ -77,6 +79,8 @@ pub struct Journal {
     pub gates: Vec<GateSummary>,
     /// SLIs second by second (times are run-clock milliseconds since the start).
     pub series: Vec<Second>,
+    /// Tolerances taken from history (`from_baseline`), with the runs they came from.
+    pub baselines: Vec<super::baseline::BaselineRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -143,6 +143,11 @@ pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanError
             ));
         }
     }
+    for (i, p) in spec.steady_state.iter().enumerate() {
+        for (key, why) in super::baseline::check(&p.tolerance) {
+            errors.push(at(&format!("/steady_state/{i}/tolerance/{key}"), why));
+        }
+    }
     let mut parsed = Vec::new();
     for (i, g) in spec.gates.iter().enumerate() {
         match gates::parse(g) {

@@ -8,6 +8,7 @@
 //!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`rollback`];
 //! - [`journal`]: the record of a run, and [`summary`]: its printed form.
 
+pub mod baseline;
 pub mod cli;
 pub mod cmd;
 pub mod gates;

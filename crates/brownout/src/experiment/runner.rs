@@ -71,13 +71,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         x.plan.seed = seed;
     }
     let mut j = new_journal(&x, a.dry_run);
+    let store = if a.keep.no_store {
+        Err("no store (--no-store)")
+    } else {
+        Ok(a.keep.store.as_deref())
+    };
+    j.baselines = super::baseline::resolve(&mut x, store);
+    if !a.json {
+        for r in &j.baselines {
+            println!("tolerance: {}", super::baseline::describe(r));
+        }
+    }
     if let Err(r) = policy::check(&x, &policy) {
         j.reason = r.to_string();
         j.refusal = Some(r);
         return finish(j, Status::Refused, &a);
     }
     if a.dry_run {
-        print_plan(&x);
+        // With --json, stdout carries the journal alone.
+        if !a.json {
+            print_plan(&x);
+        }
         j.reason = "dry run: checked, nothing sent to the target".into();
         return finish(j, Status::Completed, &a);
     }
@@ -98,14 +112,16 @@ fn unix_ms() -> u64 {
 }
 
 fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
+    let started_unix_ms = unix_ms();
     Journal {
         journal_version: 1,
+        run_id: crate::store::ingest::fresh_run_id(started_unix_ms),
         brownout_version: env!("CARGO_PKG_VERSION").into(),
         file: x.file.clone(),
         experiment: serde_json::to_value(&x.spec).unwrap_or_default(),
         plan: x.plan_doc.clone(),
         seed: x.plan.seed,
-        started_unix_ms: unix_ms(),
+        started_unix_ms,
         ended_unix_ms: 0,
         status: Status::Failed,
         reason: String::new(),
@@ -129,6 +145,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         recovery: None,
         gates: Vec::new(),
         series: Vec::new(),
+        baselines: Vec::new(),
     }
 }
 

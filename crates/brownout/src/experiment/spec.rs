@@ -133,6 +133,51 @@ pub struct Tolerance {
     #[serde(default)]
     #[schemars(regex(pattern = r"^\s*(<=|<)\s*[0-9]+(\.[0-9]+)?\s*(ms|s)\s*$"))]
     pub p99: Option<String>,
+    /// Take one bound from the store's history instead of guessing it: this statistic of
+    /// the probe's steady state before the faults, over the last `runs` completed runs of
+    /// the same experiment (see docs/experiments.md, "Tolerances from history").
+    #[serde(default)]
+    pub from_baseline: Option<BaselineStat>,
+    /// With `from_baseline`: the bound is the history's mean plus (latency) or minus
+    /// (success) this many standard deviations (default 3).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub sigma: Option<f64>,
+    /// With `from_baseline`, instead of `sigma`: the bound is this percentile of the
+    /// history's values (`100`: the worst seen), e.g. `99`.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub percentile: Option<f64>,
+    /// With `from_baseline`: how many of the latest completed runs to learn from (default 10).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub runs: Option<u32>,
+    /// With `from_baseline`: the fewest runs a bound is taken from (default 3); with fewer,
+    /// the statistic's own bound in this tolerance applies, if it has one.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub min_runs: Option<u32>,
+}
+
+/// A statistic a tolerance can take from history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineStat {
+    P50,
+    P95,
+    P99,
+    Success,
+}
+
+impl BaselineStat {
+    pub fn name(self) -> &'static str {
+        match self {
+            BaselineStat::P50 => "p50",
+            BaselineStat::P95 => "p95",
+            BaselineStat::P99 => "p99",
+            BaselineStat::Success => "success",
+        }
+    }
 }
 
 /// The live load.

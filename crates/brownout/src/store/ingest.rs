@@ -43,6 +43,18 @@ pub fn run_id(j: &Value) -> String {
     format!("{stamp}-{:08x}", (h >> 32) as u32 ^ h as u32)
 }
 
+/// A new run's id, `<start, UTC>-<8 random hex>`, the form [`run_id`] derives for journals
+/// written before runs carried one.
+pub fn fresh_run_id(start_unix_ms: u64) -> String {
+    let stamp = chrono::DateTime::from_timestamp_millis(start_unix_ms as i64)
+        .map(|t| t.format("%Y%m%dT%H%M%SZ").to_string())
+        .unwrap_or_else(|| "00000000T000000Z".into());
+    let mut b = [0u8; 4];
+    // No entropy (never seen on Linux) still gives a usable id: the store keeps the first.
+    let _ = getrandom::fill(&mut b);
+    format!("{stamp}-{:08x}", u32::from_le_bytes(b))
+}
+
 /// The experiment's name: its title, else its file.
 pub fn experiment_name(j: &Value) -> String {
     j.pointer("/experiment/title")

@@ -1,0 +1,232 @@
+//! Tolerances from history (`from_baseline`): the bound comes from the store's completed
+//! runs of the same experiment, the journal names those runs, and a bad use is located.
+
+mod common;
+#[path = "experiment_support/mod.rs"]
+mod support;
+
+use common::brownout;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use support::*;
+
+const PROBE_FROM_HISTORY: &str = "[{probe: mcp, call: {tool: search_incidents, arguments: {query: db}}, tolerance: {success: \">= 99%\", from_baseline: p95, sigma: 3, runs: 5, min_runs: 3}, samples: 5}]";
+
+/// A past run's journal, as far as the store and the history read it.
+fn past(title: &str, status: &str, start: u64, p95: f64) -> Value {
+    json!({
+        "journal_version": 1,
+        "status": status,
+        "reason": "",
+        "file": "exp.yaml",
+        "seed": 1,
+        "dry_run": false,
+        "started_unix_ms": start,
+        "ended_unix_ms": start + 1000,
+        "experiment": {"title": title},
+        "steady_state_before": {"met": true, "probes": [
+            {"tool": "search_incidents", "success_pct": 100.0, "latency": {"p95_ms": p95}}
+        ]},
+    })
+}
+
+fn import(store: &Path, dir: &Path, journals: &[Value]) -> Vec<String> {
+    let mut files = Vec::new();
+    for (i, j) in journals.iter().enumerate() {
+        let f = dir.join(format!("past-{i}.json"));
+        std::fs::write(&f, j.to_string()).expect("write");
+        files.push(f.display().to_string());
+    }
+    let out = Command::new(brownout())
+        .args(["journal", "import", "--store"])
+        .arg(store)
+        .args(&files)
+        .output()
+        .expect("import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(brownout())
+        .args(["journal", "list", "--json", "--store"])
+        .arg(store)
+        .output()
+        .expect("list");
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("list json");
+    listed
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|r| r["run_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn dry_run(dir: &Path, store: &Path, probes: &str) -> (i32, Value, String) {
+    let file = write(
+        dir,
+        &experiment_yaml(&Exp {
+            probes,
+            ..Exp::fixture_green()
+        }),
+    );
+    let out = Command::new(brownout())
+        .args(["run", &file, "--dry-run", "--json", "--store"])
+        .arg(store)
+        .current_dir(dir)
+        .output()
+        .expect("run");
+    let j = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        j,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_bound_is_mean_plus_sigma_of_the_latest_completed_runs_and_names_them() {
+    let dir = common::tmp();
+    let store = dir.path().join("store.sqlite");
+    let t0 = 1_790_000_000_000u64;
+    let title = "a test experiment";
+    import(
+        &store,
+        dir.path(),
+        &[
+            // Oldest first; only the latest 5 completed runs of this title count.
+            past(title, "completed", t0, 1000.0),
+            past(title, "completed", t0 + 10_000, 100.0),
+            past(title, "completed", t0 + 20_000, 110.0),
+            past(title, "aborted", t0 + 25_000, 5000.0),
+            past("another experiment", "completed", t0 + 26_000, 9000.0),
+            past(title, "completed", t0 + 30_000, 120.0),
+            past(title, "completed", t0 + 40_000, 110.0),
+            past(title, "completed", t0 + 50_000, 110.0),
+        ],
+    );
+    let (code, j, err) = dry_run(dir.path(), &store, PROBE_FROM_HISTORY);
+    assert_eq!(code, 0, "{err}");
+    let b = &j["baselines"][0];
+    assert_eq!(b["stat"], "p95", "{j:#}");
+    // 110, 110, 120, 110, 100 (newest first): mean 110, sample sd √50 ≈ 7.071.
+    let values: Vec<f64> = serde_json::from_value(b["values"].clone()).expect("values");
+    assert_eq!(values, vec![110.0, 110.0, 120.0, 110.0, 100.0]);
+    assert_eq!(b["runs"].as_array().map(Vec::len), Some(5));
+    assert!(
+        b["runs"][0].as_str().unwrap_or("").starts_with("2026"),
+        "{b}"
+    );
+    assert_eq!(b["bound"], "<= 131.2ms", "{b}");
+    assert!(b["note"].is_null(), "{b}");
+    support::valid_journal(&j);
+}
+
+#[test]
+fn too_short_a_history_falls_back_to_the_written_bound_and_says_so() {
+    let dir = common::tmp();
+    let store = dir.path().join("store.sqlite");
+    import(
+        &store,
+        dir.path(),
+        &[past(
+            "a test experiment",
+            "completed",
+            1_790_000_000_000,
+            50.0,
+        )],
+    );
+    let with_own = PROBE_FROM_HISTORY.replace("sigma: 3,", "sigma: 3, p95: \"< 2s\",");
+    let (code, j, err) = dry_run(dir.path(), &store, &with_own);
+    assert_eq!(code, 0, "{err}");
+    let b = &j["baselines"][0];
+    assert_eq!(b["bound"], "< 2s", "{b}");
+    assert!(
+        b["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1 completed run(s)"),
+        "{b}"
+    );
+    // Without a store there is no history at all.
+    let file = dir.path().join("exp.yaml");
+    let out = Command::new(brownout())
+        .args(["run", "--dry-run", "--no-store"])
+        .arg(&file)
+        .current_dir(dir.path())
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no store (--no-store)"), "{text}");
+}
+
+#[test]
+fn history_keys_without_from_baseline_or_both_rules_are_located() {
+    let dir = common::tmp();
+    let bad = PROBE_FROM_HISTORY.replace("from_baseline: p95, ", "");
+    let file = write(
+        dir.path(),
+        &experiment_yaml(&Exp {
+            probes: &bad,
+            ..Exp::fixture_green()
+        }),
+    );
+    let out = Command::new(brownout())
+        .args(["experiment", "check", &file])
+        .output()
+        .expect("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exp.yaml:4:"), "{err}");
+    assert!(
+        err.contains("sigma") && err.contains("from_baseline"),
+        "{err}"
+    );
+    let both = PROBE_FROM_HISTORY.replace("sigma: 3,", "sigma: 3, percentile: 99,");
+    let file = write(
+        dir.path(),
+        &experiment_yaml(&Exp {
+            probes: &both,
+            ..Exp::fixture_green()
+        }),
+    );
+    let out = Command::new(brownout())
+        .args(["experiment", "check", &file])
+        .output()
+        .expect("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not both"), "{err}");
+}
+
+/// Two live runs against the fixture: the second takes its bound from the first, and its
+/// probe is judged by that bound.
+#[test]
+fn a_live_run_learns_its_bound_from_the_run_before() {
+    let dir = common::tmp();
+    let store = dir.path().join("store.sqlite");
+    let store_arg = store.display().to_string();
+    let probes = PROBE_FROM_HISTORY.replace("min_runs: 3", "min_runs: 1");
+    let e = Exp {
+        probes: &probes,
+        ..Exp::fixture_green()
+    };
+    let (code, first, out) = run_experiment(dir.path(), &e, &["--store", &store_arg]);
+    assert_eq!(code, 0, "{out}");
+    assert!(first["baselines"][0]["bound"].is_null(), "{first:#}");
+    let first_p95 = first["steady_state_before"]["probes"][0]["latency"]["p95_ms"]
+        .as_f64()
+        .expect("p95");
+    let (_, second, out) = run_experiment(dir.path(), &e, &["--store", &store_arg]);
+    let b = &second["baselines"][0];
+    assert_eq!(b["runs"][0], first["run_id"], "{out}\n{b}");
+    assert_eq!(b["values"][0].as_f64(), Some(first_p95));
+    let bound = b["bound"].as_str().expect("a bound");
+    assert_eq!(
+        second["steady_state_before"]["probes"][0]["tolerance"]["p95"].as_str(),
+        Some(bound),
+        "the probe is judged by the bound from history"
+    );
+    assert!(out.contains("from history"), "{out}");
+}
