@@ -121,6 +121,19 @@ fn the_bound_is_mean_plus_sigma_of_the_latest_completed_runs_and_names_them() {
     assert_eq!(b["bound"], "<= 131.2ms", "{b}");
     assert!(b["note"].is_null(), "{b}");
     support::valid_journal(&j);
+    // The report says where the bound came from.
+    let jf = dir.path().join("dry.json");
+    std::fs::write(&jf, j.to_string()).expect("write");
+    let out = Command::new(brownout())
+        .args(["journal", "report", "--format", "md"])
+        .arg(&jf)
+        .output()
+        .expect("report");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("p95 **<= 131.2ms** from history (mean + 3σ, 5 run(s)"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -37,6 +37,7 @@ pub fn render(j: &Value) -> String {
         );
     }
     hypothesis(&mut o, j);
+    baselines(&mut o, j);
     stages(&mut o, j);
     gates(&mut o, j);
     breach_and_recovery(&mut o, j);
@@ -62,7 +63,10 @@ fn hypothesis(o: &mut String, j: &Value) {
                 .map(|m| {
                     m.iter()
                         .filter(|(_, v)| !v.is_null())
-                        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                        .map(|(k, v)| match v.as_str() {
+                            Some(t) => format!("{k} {t}"),
+                            None => format!("{k} {v}"),
+                        })
                         .collect::<Vec<_>>()
                         .join(", ")
                 })
@@ -84,6 +88,40 @@ fn hypothesis(o: &mut String, j: &Value) {
             },
             cell(&misses.join("; ")),
         );
+    }
+    o.push('\n');
+}
+
+/// Tolerances learnt from past runs, and the runs they came from.
+fn baselines(o: &mut String, j: &Value) {
+    if arr(j, "baselines").is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## Tolerances from history\n");
+    for b in arr(j, "baselines") {
+        let runs: Vec<&str> = arr(b, "runs").iter().filter_map(Value::as_str).collect();
+        let _ = match (
+            b.get("bound").and_then(Value::as_str),
+            b.get("note").and_then(Value::as_str),
+        ) {
+            (Some(bound), None) => writeln!(
+                o,
+                "- `{}` {} **{bound}** from history ({}, {} run(s): {})",
+                cell(s(b, "tool")),
+                s(b, "stat"),
+                s(b, "rule"),
+                runs.len(),
+                runs.join(", ")
+            ),
+            (bound, note) => writeln!(
+                o,
+                "- `{}` {}: no bound from history ({}); {}",
+                cell(s(b, "tool")),
+                s(b, "stat"),
+                note.unwrap_or("none"),
+                bound.map_or("not checked".to_string(), |b| format!("{b} as written"))
+            ),
+        };
     }
     o.push('\n');
 }
