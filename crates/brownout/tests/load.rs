@@ -163,6 +163,57 @@ async fn http_through_the_relay_with_four_sessions() {
     drop(relay);
 }
 
+/// Through a relay, session number `i` is `label:load-i` to the engine, so the blast radius
+/// (`sessions: 50%`) picks the same sessions every run of a seed, whatever order the
+/// sessions happened to open in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sessions_are_labelled_so_a_seed_picks_the_same_sessions() {
+    let dir = tmp();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "seed: 7\nfaults:\n  - {id: half, kind: error, tools: [echo], sessions: 0.5}\n",
+    )
+    .expect("plan");
+    let log = dir.path().join("events.jsonl");
+    let (plan_s, log_s) = (plan.display().to_string(), log.display().to_string());
+    let (relay, url) = common::http::brownout_http(&[
+        "--quiet",
+        "--plan",
+        &plan_s,
+        "--events",
+        &log_s,
+        "--",
+        brownout(),
+        "fixture",
+    ]);
+    let w = workload(&ARGS.replace("concurrency: 4", "concurrency: 8"));
+    let target = LoadTarget::Http {
+        url,
+        headers: vec![],
+    };
+    let (s, _) = play(&w, target, opts(8, None)).await;
+    assert!(s.calls > 0, "{s:?}");
+    relay.stop(); // SIGTERM: the event log is written out before the relay exits
+    let faulted: std::collections::BTreeSet<String> = events(dir.path())
+        .iter()
+        .filter(|e| e["type"] == "fault")
+        .filter_map(|e| e["session"].as_str().map(str::to_string))
+        .collect();
+    let expected: std::collections::BTreeSet<String> = (0..8)
+        .map(|i| format!("label:load-{i}"))
+        .filter(|k| brownout_core::select::session_selected(7, k, 0.5))
+        .collect();
+    assert!(!expected.is_empty(), "seed 7 picks some of 8 sessions");
+    let seen: std::collections::BTreeSet<String> = events(dir.path())
+        .iter()
+        .filter(|e| e["type"] == "call" && e["tool"] == "echo")
+        .filter_map(|e| e["session"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(seen.len(), 8, "every session called echo: {seen:?}");
+    assert_eq!(faulted, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_server_over_stdio() {
     let w = workload(

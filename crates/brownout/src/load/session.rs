@@ -7,6 +7,7 @@ use super::http::{self, HttpSession};
 use super::stdio::StdioSession;
 use super::wire::{self, Answer};
 use super::{LoadError, LoadTarget};
+use crate::relay::http_sessions::LABEL_HEADER;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,7 +145,17 @@ async fn open(
 ) -> Result<Session, LoadError> {
     match (target, url) {
         (LoadTarget::Http { headers, .. }, Some(url)) => {
-            let s = HttpSession::new(http::client(headers)?, url);
+            // Session number `i` is labelled `load-i` for a brownout relay on the way, which
+            // then draws its blast radius from the label, not the order sessions happened to
+            // arrive in: the same seed puts the same sessions under the faults every run.
+            let mut headers = headers.clone();
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(LABEL_HEADER))
+            {
+                headers.push((LABEL_HEADER.to_string(), format!("load-{i}")));
+            }
+            let s = HttpSession::new(http::client(&headers)?, url);
             s.initialize(INIT_TIMEOUT)
                 .await
                 .map_err(|reason| LoadError::Initialize { session: i, reason })?;
