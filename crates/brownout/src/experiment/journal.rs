@@ -79,6 +79,10 @@ pub struct Journal {
     pub gates: Vec<GateSummary>,
     /// SLIs second by second (times are run-clock milliseconds since the start).
     pub series: Vec<Second>,
+    /// MTTD/MTTR over the run, from the `during: true` probes: the first stage's faults to
+    /// the first failing sample and alert; the faults' removal (or the target coming back)
+    /// to the first passing sample and recovery notice (`null` without such probes).
+    pub detection: Option<super::detect::Detection>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
     pub baselines: Vec<super::baseline::BaselineRecord>,
 }
@@ -117,6 +121,12 @@ pub struct Sample {
     pub ok: bool,
     pub latency_ms: f64,
     pub error: Option<String>,
+    /// Why it failed, in the probe taxonomy (`process_exited`, `timeout`, …; docs/probes.md).
+    pub reason: Option<String>,
+    /// When it ended, run-clock milliseconds (`during: true` samples).
+    pub at_ms: Option<f64>,
+    /// `alert` or `recovery` when this sample opened or closed an incident.
+    pub notice: Option<String>,
 }
 
 /// SLIs over some calls.
@@ -155,6 +165,9 @@ pub struct StageRecord {
     pub gate_changes: Vec<GateView>,
     /// The `during: true` probes' samples in this stage, judged by their tolerance.
     pub probes: Vec<ProbeRecord>,
+    /// When those samples saw this stage's faults, and recovery within the stage
+    /// (`null` without `during: true` probes).
+    pub detection: Option<super::detect::Detection>,
 }
 
 /// The gate breach that aborted the run.

@@ -147,6 +147,9 @@ pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanError
         for (key, why) in super::baseline::check(&p.tolerance) {
             errors.push(at(&format!("/steady_state/{i}/tolerance/{key}"), why));
         }
+        for (key, why) in during_keys(p) {
+            errors.push(at(&format!("/steady_state/{i}/{key}"), why));
+        }
     }
     let mut parsed = Vec::new();
     for (i, g) in spec.gates.iter().enumerate() {
@@ -200,6 +203,48 @@ pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanError
     }
     loaded.plan.seed = loaded.plan_doc["seed"].as_u64().unwrap_or(0);
     Ok(loaded)
+}
+
+/// What a schema cannot say about a probe's `during: true` keys: (key, why) per misuse.
+fn during_keys(p: &super::spec::Probe) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if !p.during {
+        for (key, set) in [
+            ("interval", p.interval.is_some()),
+            ("alert_after", p.alert_after.is_some()),
+            ("alert_p95", p.alert_p95.is_some()),
+            ("window", p.window.is_some()),
+            ("webhook", p.webhook.is_some()),
+        ] {
+            if set {
+                out.push((
+                    key,
+                    format!(
+                        "`{key}` goes with `during: true` (samples taken while the faults run)"
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(t) = &p.alert_p95 {
+        match brownout_core::slo::tolerance::Tolerance::parse(t) {
+            Ok(tol) if tol.check_number(0.0) && !tol.check_number(1e12) => {}
+            Ok(_) => out.push((
+                "alert_p95",
+                format!("`{t}` never breaks for a slow P95: write an upper limit, e.g. `< 500ms`"),
+            )),
+            Err(e) => out.push(("alert_p95", format!("`{t}`: {e}"))),
+        }
+    }
+    if let Some(w) = &p.webhook {
+        if !(w.starts_with("http://") || w.starts_with("https://")) {
+            out.push((
+                "webhook",
+                "the webhook is an http:// or https:// URL".to_string(),
+            ));
+        }
+    }
+    out
 }
 
 fn read_workload(dir: &Path, p: &str) -> Result<Workload, Result<PlanErrors, String>> {

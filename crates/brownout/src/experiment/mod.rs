@@ -11,11 +11,11 @@
 pub mod baseline;
 pub mod cli;
 pub mod cmd;
+pub mod detect;
 pub mod gates;
 pub mod journal;
 pub mod load;
 pub mod loadgen;
-pub mod mcp_http;
 pub mod phase;
 pub mod policy;
 pub mod rollback;

@@ -33,6 +33,8 @@ pub struct Live {
     pub events: mpsc::UnboundedReceiver<Event>,
     /// Samples of the `during: true` probes.
     pub probe_samples: Option<mpsc::UnboundedReceiver<(usize, Sample)>>,
+    /// Every sample of the `during: true` probes so far, whatever the phase.
+    pub all_samples: Vec<Sample>,
     pub signals: watch::Receiver<u32>,
     pub series: Vec<Second>,
     second: Acc,
@@ -66,6 +68,7 @@ impl Live {
             watch,
             events,
             probe_samples: None,
+            all_samples: Vec::new(),
             signals,
             series: Vec::new(),
             second: Acc::default(),
@@ -122,6 +125,7 @@ impl Live {
                     }
                 },
                 Some((i, sample)) = next_sample(&mut self.probe_samples) => {
+                    self.all_samples.push(sample.clone());
                     out.probes.entry(i).or_default().push(sample);
                     continue;
                 }

@@ -5,6 +5,7 @@
 //! of brownout's own — the faults are removed before anything else, then the user's
 //! rollbacks run (a second signal may skip those, never the removal).
 
+use super::detect::detect;
 use super::gates::{self, Watch};
 use super::journal::{
     Breach, Journal, Phase, RecoveryRecord, RollbackRecord, StageRecord, Status, TargetRecord,
@@ -145,6 +146,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         recovery: None,
         gates: Vec::new(),
         series: Vec::new(),
+        detection: None,
         baselines: Vec::new(),
     }
 }
@@ -286,7 +288,11 @@ async fn with_target(
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     let (ptx, prx) = mpsc::unbounded_channel();
     live.probe_samples = Some(prx);
-    let probing = steady::continuous(&x.spec.steady_state, &target.url, ptx);
+    let during = steady::During {
+        origin,
+        seed: x.plan.seed,
+    };
+    let probing = steady::continuous(&x.spec.steady_state, &target.url, &during, ptx);
     // The baseline starts once the load runs: its sessions may take a while to start.
     let mut warm = Collected::default();
     let mut removal = None;
@@ -372,6 +378,10 @@ async fn with_target(
     }
     load.stop().await;
     probing.iter().for_each(|p| p.abort());
+    if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
+        let samples: Vec<_> = live.all_samples.iter().collect();
+        j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));
+    }
     j.gates = live.watch.summaries();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
@@ -490,7 +500,13 @@ async fn drive(
             ));
             *removal = Some(Removal::now(target, live.origin).await);
         }
+        // Within the stage: its faults from its start; removed when it ended the run.
+        let detection = (!c.probes.is_empty()).then(|| {
+            let samples: Vec<_> = c.probes.values().flatten().collect();
+            detect(&samples, start_ms, removal.as_ref().map(|r| r.at_ms))
+        });
         j.stages.push(StageRecord {
+            detection,
             probes,
             stage: st.stage.clone(),
             share,

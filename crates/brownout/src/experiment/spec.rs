@@ -91,10 +91,34 @@ pub struct Probe {
     #[serde(default)]
     #[schemars(range(min = 1, max = 10000))]
     pub samples: Option<u32>,
-    /// Also sample once a second while the baseline and the stages run; a stage whose
-    /// samples miss the tolerance is not promoted (the run ends `deviated`).
+    /// Also sample while the baseline and the stages run (every `interval`), through a
+    /// session kept open; a stage whose samples miss the tolerance is not promoted (the run
+    /// ends `deviated`). The journal records when these samples detected the faults and
+    /// saw recovery (MTTD/MTTR).
     #[serde(default)]
     pub during: bool,
+    /// `during: true`: time between samples (default `1s`), jittered ±10 % from the seed.
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    /// `during: true`: samples failing in a row that fire an alert (default 2).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub alert_after: Option<u32>,
+    /// `during: true`: a limit on the rolling P95 of the last `window` samples that fires
+    /// an alert when broken, e.g. `"< 500ms"`.
+    #[serde(default)]
+    pub alert_p95: Option<String>,
+    /// `during: true`: samples in the rolling window (default 10).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 10000))]
+    pub window: Option<u32>,
+    /// `during: true`: POST each alert and recovery notice here (the body `brownout probe
+    /// --webhook` sends; the URL is never printed or journaled).
+    #[serde(default, skip_serializing)]
+    pub webhook: Option<String>,
+    /// One sample's time budget (default `10s`).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -10,7 +10,8 @@
 //! - [`spec`]: what a probe is; [`reason`]: why it failed;
 //! - [`mcp`], [`wire`], [`wire_http`], [`wire_stdio`]: the MCP session and its two wires;
 //! - [`kinds`]: the `http`, `command` and `sli` probes;
-//! - [`steady`]: a probe run `samples` times, judged by its tolerance;
+//! - [`steady`]: a probe run `samples` times, judged by its tolerance; [`session`]: a
+//!   session kept open between samples (the runner's `during: true` probes);
 //! - [`monitor`], [`rolling`], [`alert`], [`metrics`], [`targets`]: monitor mode;
 //! - [`cli`]: the command line.
 
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod reason;
 pub mod rolling;
+pub mod session;
 pub mod spec;
 pub mod steady;
 pub mod targets;

@@ -151,15 +151,16 @@ pub fn call_once(url: &str, tool: &str, args: Value) -> bool {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(async {
-        let mut s =
-            brownout::experiment::mcp_http::Session::open(url, std::time::Duration::from_secs(10))
-                .await
-                .expect("session");
-        let a = s.call_tool(tool, &args).await.expect("call");
-        s.close().await;
-        a.ok
-    })
+    use brownout::probe::spec::{McpProbe, ProbeCall};
+    let spec = brownout::probe::ProbeSpec::Mcp(McpProbe {
+        url: Some(url.to_string()),
+        call: Some(ProbeCall {
+            tool: tool.to_string(),
+            arguments: args.as_object().cloned().unwrap_or_default(),
+        }),
+        ..McpProbe::default()
+    });
+    rt.block_on(brownout::probe::run_once(&spec)).ok
 }
 
 /// Start `brownout run` in the background.

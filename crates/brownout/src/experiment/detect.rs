@@ -1,0 +1,175 @@
+//! Detection and recovery times (MTTD/MTTR) from the `during: true` probes' samples: when
+//! the faults were applied, the first failing sample and the first alert after that; when
+//! they were removed (or the target came back by itself), the first passing sample and the
+//! recovery notice; the failure reasons seen. Pure: the runner passes the samples and the
+//! times (run-clock milliseconds).
+
+use super::journal::Sample;
+use schemars::JsonSchema;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Detection and recovery, over an experiment or one stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Detection {
+    /// When the faults were applied.
+    pub faults_applied_ms: f64,
+    /// When they were removed (`null`: still applied at the end of the span).
+    pub faults_removed_ms: Option<f64>,
+    /// Samples taken from the faults' application on, and how many failed.
+    pub samples: u64,
+    pub failures: u64,
+    /// The first failing sample at or after the faults were applied.
+    pub first_failure_ms: Option<f64>,
+    /// Time to detect: first_failure_ms − faults_applied_ms.
+    pub ttd_ms: Option<f64>,
+    /// The first alert (N failures in a row, or the rolling P95 broken).
+    pub first_alert_ms: Option<f64>,
+    /// Time to alert: first_alert_ms − faults_applied_ms.
+    pub tta_ms: Option<f64>,
+    /// What recovery is measured from: the faults' removal when the failures lasted until
+    /// then, else the start of the last failing run of samples (the target came back while
+    /// the faults were still applied, e.g. a restarted server).
+    pub recovery_from_ms: Option<f64>,
+    /// The first passing sample after the last failing one.
+    pub first_pass_ms: Option<f64>,
+    /// Time to recover: first_pass_ms − recovery_from_ms.
+    pub ttr_ms: Option<f64>,
+    /// The recovery notice that closed the last incident.
+    pub recovery_notice_ms: Option<f64>,
+    /// Time to the recovery notice: recovery_notice_ms − recovery_from_ms.
+    pub ttrn_ms: Option<f64>,
+    /// Failure reasons seen, with how many samples had each.
+    pub reasons: BTreeMap<String, u64>,
+}
+
+/// Detection over `samples` (every probe's, in any order) for faults applied at `applied`
+/// and removed at `removed`.
+pub fn detect(samples: &[&Sample], applied: f64, removed: Option<f64>) -> Detection {
+    let mut s: Vec<(f64, &Sample)> = samples
+        .iter()
+        .filter_map(|x| x.at_ms.map(|t| (t, *x)))
+        .filter(|(t, _)| *t >= applied)
+        .collect();
+    s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut d = Detection {
+        faults_applied_ms: applied,
+        faults_removed_ms: removed,
+        samples: s.len() as u64,
+        ..Detection::default()
+    };
+    let mut last_failure: Option<f64> = None;
+    let mut run_start: Option<f64> = None;
+    for (t, x) in &s {
+        if x.ok {
+            run_start = None;
+        } else {
+            d.failures += 1;
+            *d.reasons
+                .entry(x.reason.clone().unwrap_or_else(|| "failed".into()))
+                .or_default() += 1;
+            d.first_failure_ms.get_or_insert(*t);
+            run_start.get_or_insert(*t);
+            last_failure = Some(*t);
+        }
+        if x.notice.as_deref() == Some("alert") {
+            d.first_alert_ms.get_or_insert(*t);
+        }
+    }
+    d.ttd_ms = d.first_failure_ms.map(|t| t - applied);
+    d.tta_ms = d.first_alert_ms.map(|t| t - applied);
+    let Some(last) = last_failure else {
+        return d;
+    };
+    // The failing run that ended last started at `start`: recovery is measured from the
+    // removal if that run was still going when the faults left, else from its start.
+    let start = s
+        .iter()
+        .rev()
+        .skip_while(|(t, _)| *t > last)
+        .take_while(|(_, x)| !x.ok)
+        .last()
+        .map_or(last, |(t, _)| *t);
+    d.first_pass_ms = s.iter().find(|(t, x)| *t > last && x.ok).map(|(t, _)| *t);
+    let from = match (removed, d.first_pass_ms) {
+        // Back before the faults left (a restart): the outage is measured from its start.
+        (Some(r), Some(pass)) if pass < r => start,
+        (Some(r), _) if r >= start => r,
+        _ => start,
+    };
+    d.recovery_from_ms = Some(from);
+    d.ttr_ms = d.first_pass_ms.map(|t| (t - from).max(0.0));
+    d.recovery_notice_ms = s
+        .iter()
+        .find(|(t, x)| *t > last && x.notice.as_deref() == Some("recovery"))
+        .map(|(t, _)| *t);
+    d.ttrn_ms = d.recovery_notice_ms.map(|t| (t - from).max(0.0));
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t: f64, ok: bool, notice: Option<&str>) -> Sample {
+        Sample {
+            ok,
+            latency_ms: 1.0,
+            error: None,
+            reason: (!ok).then(|| "process_exited".to_string()),
+            at_ms: Some(t),
+            notice: notice.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_server_down_until_the_faults_leave() {
+        let xs = [
+            at(900.0, true, None),
+            at(1200.0, true, None),
+            at(1700.0, false, None),
+            at(2200.0, false, Some("alert")),
+            at(2700.0, false, None),
+            at(3300.0, true, Some("recovery")),
+        ];
+        let refs: Vec<&Sample> = xs.iter().collect();
+        let d = detect(&refs, 1000.0, Some(3000.0));
+        assert_eq!(d.samples, 5);
+        assert_eq!(d.failures, 3);
+        assert_eq!(d.ttd_ms, Some(700.0));
+        assert_eq!(d.tta_ms, Some(1200.0));
+        assert_eq!(d.recovery_from_ms, Some(3000.0));
+        assert_eq!(d.ttr_ms, Some(300.0));
+        assert_eq!(d.ttrn_ms, Some(300.0));
+        assert_eq!(d.reasons.get("process_exited"), Some(&3));
+    }
+
+    #[test]
+    fn a_server_that_comes_back_while_the_faults_stay() {
+        let xs = [
+            at(1500.0, false, None),
+            at(2000.0, false, Some("alert")),
+            at(2500.0, true, Some("recovery")),
+            at(3000.0, true, None),
+        ];
+        let refs: Vec<&Sample> = xs.iter().collect();
+        let d = detect(&refs, 1000.0, Some(5000.0));
+        assert_eq!(d.ttd_ms, Some(500.0));
+        // Measured from the outage's first failure, not the (later) removal.
+        assert_eq!(d.recovery_from_ms, Some(1500.0));
+        assert_eq!(d.ttr_ms, Some(1000.0));
+    }
+
+    #[test]
+    fn nothing_failed_nothing_detected_and_no_recovery_yet_is_null() {
+        let ok = [at(1500.0, true, None)];
+        let refs: Vec<&Sample> = ok.iter().collect();
+        let d = detect(&refs, 1000.0, None);
+        assert_eq!((d.ttd_ms, d.ttr_ms, d.failures), (None, None, 0));
+        let down = [at(1500.0, false, None)];
+        let refs: Vec<&Sample> = down.iter().collect();
+        let d = detect(&refs, 1000.0, Some(2000.0));
+        assert_eq!(d.ttd_ms, Some(500.0));
+        assert_eq!((d.recovery_from_ms, d.first_pass_ms), (Some(2000.0), None));
+    }
+}
