@@ -310,3 +310,43 @@ async fn an_id_the_server_rewrites_still_reaches_its_caller() {
         a.messages
     );
 }
+
+/// An `initialize` a fault refuses never reached its server: the session it would have made
+/// ends at once, so refused clients cannot pile up processes until `--max-sessions`.
+#[tokio::test]
+async fn a_refused_initialize_leaves_no_process_behind() {
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "faults:\n  - {id: refuse, kind: connection, mode: refuse, methods: [\"*\"]}\n",
+    );
+    let (_relay, url, admin) =
+        child::relay_with_admin(&args(Some(plan), fixture(), &["--max-sessions", "3"]));
+    let http = reqwest::Client::new();
+    for _ in 0..6 {
+        let r = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(child::initialize(0).to_string())
+            .send()
+            .await;
+        assert!(
+            r.is_err(),
+            "refused: the connection closes unanswered: {r:?}"
+        );
+    }
+    // The processes end a moment later (SIGTERM, then the grace period).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = child::status(&admin).await;
+        if status["back"]["processes"] == 0 && status["sessions"] == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "refused sessions still hold processes: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

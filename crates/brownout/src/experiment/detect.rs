@@ -16,10 +16,11 @@ pub struct Detection {
     pub faults_applied_ms: f64,
     /// When they were removed (`null`: still applied at the end of the span).
     pub faults_removed_ms: Option<f64>,
-    /// Samples taken from the faults' application on, and how many failed.
+    /// Samples taken from the faults' application on, and how many were bad.
     pub samples: u64,
     pub failures: u64,
-    /// The first failing sample at or after the faults were applied.
+    /// The first bad sample at or after the faults were applied: one that failed, or one
+    /// taken while an alert was open (a slow P95: each sample answered, only too slowly).
     pub first_failure_ms: Option<f64>,
     /// Time to detect: first_failure_ms − faults_applied_ms.
     pub ttd_ms: Option<f64>,
@@ -39,7 +40,8 @@ pub struct Detection {
     pub recovery_notice_ms: Option<f64>,
     /// Time to the recovery notice: recovery_notice_ms − recovery_from_ms.
     pub ttrn_ms: Option<f64>,
-    /// Failure reasons seen, with how many samples had each.
+    /// Failure reasons seen, with how many samples had each (`latency`: answered, inside an
+    /// open P95 incident).
     pub reasons: BTreeMap<String, u64>,
 }
 
@@ -58,18 +60,31 @@ pub fn detect(samples: &[&Sample], applied: f64, removed: Option<f64>) -> Detect
         samples: s.len() as u64,
         ..Detection::default()
     };
+    // A sample is bad when it failed, or while an incident is open (from an alert to its
+    // recovery notice: a P95 alert over samples that each answered, only slowly).
+    let mut open = false;
+    let bad: Vec<bool> = s
+        .iter()
+        .map(|(_, x)| {
+            match x.notice.as_deref() {
+                Some("alert") => open = true,
+                Some("recovery") => open = false,
+                _ => {}
+            }
+            !x.ok || open
+        })
+        .collect();
     let mut last_failure: Option<f64> = None;
-    let mut run_start: Option<f64> = None;
-    for (t, x) in &s {
-        if x.ok {
-            run_start = None;
-        } else {
+    for ((t, x), bad) in s.iter().zip(&bad) {
+        if *bad {
             d.failures += 1;
-            *d.reasons
-                .entry(x.reason.clone().unwrap_or_else(|| "failed".into()))
-                .or_default() += 1;
+            let reason = match (&x.reason, x.ok) {
+                (Some(r), _) => r.clone(),
+                (None, true) => "latency".into(),
+                (None, false) => "failed".into(),
+            };
+            *d.reasons.entry(reason).or_default() += 1;
             d.first_failure_ms.get_or_insert(*t);
-            run_start.get_or_insert(*t);
             last_failure = Some(*t);
         }
         if x.notice.as_deref() == Some("alert") {
@@ -85,12 +100,17 @@ pub fn detect(samples: &[&Sample], applied: f64, removed: Option<f64>) -> Detect
     // removal if that run was still going when the faults left, else from its start.
     let start = s
         .iter()
+        .zip(&bad)
         .rev()
-        .skip_while(|(t, _)| *t > last)
-        .take_while(|(_, x)| !x.ok)
+        .skip_while(|((t, _), _)| *t > last)
+        .take_while(|(_, b)| **b)
         .last()
-        .map_or(last, |(t, _)| *t);
-    d.first_pass_ms = s.iter().find(|(t, x)| *t > last && x.ok).map(|(t, _)| *t);
+        .map_or(last, |((t, _), _)| *t);
+    d.first_pass_ms = s
+        .iter()
+        .zip(&bad)
+        .find(|((t, _), b)| *t > last && !**b)
+        .map(|((t, _), _)| *t);
     let from = match (removed, d.first_pass_ms) {
         // Back before the faults left (a restart): the outage is measured from its start.
         (Some(r), Some(pass)) if pass < r => start,
@@ -105,6 +125,26 @@ pub fn detect(samples: &[&Sample], applied: f64, removed: Option<f64>) -> Detect
         .map(|(t, _)| *t);
     d.ttrn_ms = d.recovery_notice_ms.map(|t| (t - from).max(0.0));
     d
+}
+
+/// `detected in 700 ms (alert 1.2 s; process_exited ×3), recovered in 300 ms (notice 300 ms)`.
+pub fn one_line(d: &Detection) -> String {
+    let ms = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.0} ms"));
+    if d.failures == 0 {
+        return format!(
+            "{} sample(s) under the faults, none failed: not detected",
+            d.samples
+        );
+    }
+    let reasons: Vec<String> = d.reasons.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+    format!(
+        "detected in {} (alert {}; {}), recovered in {} (notice {})",
+        ms(d.ttd_ms),
+        ms(d.tta_ms),
+        reasons.join(", "),
+        ms(d.ttr_ms),
+        ms(d.ttrn_ms)
+    )
 }
 
 #[cfg(test)]
@@ -158,6 +198,22 @@ mod tests {
         // Measured from the outage's first failure, not the (later) removal.
         assert_eq!(d.recovery_from_ms, Some(1500.0));
         assert_eq!(d.ttr_ms, Some(1000.0));
+    }
+
+    #[test]
+    fn a_p95_incident_over_samples_that_answered_is_detected_and_recovers() {
+        let xs = [
+            at(1500.0, true, None),
+            at(3000.0, true, Some("alert")),
+            at(4000.0, true, None),
+            at(6500.0, true, Some("recovery")),
+        ];
+        let refs: Vec<&Sample> = xs.iter().collect();
+        let d = detect(&refs, 1000.0, Some(5000.0));
+        assert_eq!((d.ttd_ms, d.tta_ms), (Some(2000.0), Some(2000.0)));
+        assert_eq!(d.reasons.get("latency"), Some(&2));
+        assert_eq!(d.recovery_from_ms, Some(5000.0));
+        assert_eq!((d.ttr_ms, d.ttrn_ms), (Some(1500.0), Some(1500.0)));
     }
 
     #[test]

@@ -152,6 +152,38 @@ impl Live {
         }
     }
 
+    /// After the faults left at `left_ms`, keep the run (and its `during: true` probes)
+    /// going until a probe passes and no alert is left open, at most `limit`: the journal
+    /// then has the probes' time to recover and the recovery notice.
+    pub async fn until_probes_back(&mut self, left_ms: f64, limit: Duration) {
+        let until = Instant::now() + limit;
+        let mut c = Collected::default();
+        while !self.probes_back(left_ms) && Instant::now() < until {
+            let step = self
+                .phase("recovery", TICK * 2, &mut c, false, |_, _, _, _| false)
+                .await;
+            if !matches!(step, End::Done) {
+                break;
+            }
+        }
+    }
+
+    fn probes_back(&self, left_ms: f64) -> bool {
+        let after = || {
+            self.all_samples
+                .iter()
+                .filter(|s| s.at_ms.is_some_and(|t| t > left_ms))
+        };
+        let passed = after().any(|s| s.ok);
+        let open = self
+            .all_samples
+            .iter()
+            .rev()
+            .find_map(|s| s.notice.as_deref())
+            == Some("alert");
+        passed && !open
+    }
+
     /// The error rate of the second in progress (`None` without calls).
     pub fn current_second_error_rate(&self) -> Option<f64> {
         self.second.error_rate()

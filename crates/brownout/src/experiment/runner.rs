@@ -375,6 +375,14 @@ async fn with_target(
         Status::Completed | Status::Aborted | Status::Deviated
     ) {
         recover(x, j, &mut live, left_ms, &mut status).await;
+        if !probing.is_empty() {
+            let limit = x
+                .spec
+                .recovery
+                .as_ref()
+                .map_or(Duration::from_secs(30), |r| r.within.get());
+            live.until_probes_back(left_ms, limit).await;
+        }
     }
     load.stop().await;
     probing.iter().for_each(|p| p.abort());

@@ -46,6 +46,9 @@ pub fn print(j: &Journal, journal: &Path) {
             None => println!("recovery: not recovered"),
         }
     }
+    if let Some(d) = &j.detection {
+        println!("probes: {}", super::detect::one_line(d));
+    }
     if !j.dry_run || journal.exists() {
         println!("journal: {}", journal.display());
     }

@@ -77,6 +77,13 @@ impl Drop for Joined {
     fn drop(&mut self) {
         if !self.opened {
             self.session.unreserve(self.post);
+            // The `initialize` that made this session never reached its server (a fault
+            // refused or answered it): the client has no session id, so nobody could ever
+            // end it. End it now, or each refused `initialize` holds a process until
+            // `--session-idle` and fills `--max-sessions`.
+            if self.new {
+                self.session.stop.notify_one();
+            }
         }
     }
 }

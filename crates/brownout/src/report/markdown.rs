@@ -41,6 +41,7 @@ pub fn render(j: &Value) -> String {
     stages(&mut o, j);
     gates(&mut o, j);
     breach_and_recovery(&mut o, j);
+    detection(&mut o, j);
     injections(&mut o, j);
     rollbacks(&mut o, j);
     client(&mut o, j);
@@ -275,6 +276,45 @@ fn breach_and_recovery(o: &mut String, j: &Value) {
             }
         );
     }
+}
+
+/// MTTD/MTTR from the `during: true` probes, over the run and per stage.
+fn detection(o: &mut String, j: &Value) {
+    let rows: Vec<(String, &Value)> = obj(j, "detection")
+        .map(|_| ("whole run".to_string(), &j["detection"]))
+        .into_iter()
+        .chain(arr(j, "stages").iter().filter_map(|st| {
+            obj(st, "detection").map(|_| (format!("stage {}", s(st, "stage")), &st["detection"]))
+        }))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Detection and recovery (probes)\n\n| span | samples | failed | time to detect | time to alert | time to recover | to recovery notice | reasons |\n|---|---|---|---|---|---|---|---|"
+    );
+    for (span, d) in rows {
+        let reasons: Vec<String> = d
+            .get("reasons")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| format!("{k} ×{v}")).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "| {span} | {} | {} | {} | {} | {} | {} | {} |",
+            d.get("samples")
+                .map_or_else(|| "—".into(), Value::to_string),
+            d.get("failures")
+                .map_or_else(|| "—".into(), Value::to_string),
+            view::opt_ms(f(d, "ttd_ms")),
+            view::opt_ms(f(d, "tta_ms")),
+            view::opt_ms(f(d, "ttr_ms")),
+            view::opt_ms(f(d, "ttrn_ms")),
+            cell(&reasons.join(", ")),
+        );
+    }
+    o.push('\n');
 }
 
 fn injections(o: &mut String, j: &Value) {
