@@ -98,6 +98,25 @@ fn marks(j: &Value) -> (Option<f64>, Option<f64>, Option<f64>) {
     (breach, left, back)
 }
 
+/// The probes' detection and recovery spans, in seconds: (label, from, to, colour).
+fn probe_spans(j: &Value) -> Vec<(&'static str, f64, f64, RGBColor)> {
+    let Some(d) = obj(j, "detection") else {
+        return Vec::new();
+    };
+    let span = |a: &str, z: &str| match (f(d, a), f(d, z)) {
+        (Some(a), Some(z)) if z >= a => Some((a / 1000.0, z / 1000.0)),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    if let Some((a, z)) = span("faults_applied_ms", "first_failure_ms") {
+        out.push(("probes: time to detect (MTTD)", a, z, GATE));
+    }
+    if let Some((a, z)) = span("recovery_from_ms", "first_pass_ms") {
+        out.push(("probes: time to recover", a, z, FIXED));
+    }
+    out
+}
+
 struct Line<'a> {
     label: &'a str,
     color: RGBColor,
@@ -161,6 +180,18 @@ fn chart(
             .label("recovery (MTTR)")
             .legend(|(x, y)| {
                 Rectangle::new([(x, y - 4), (x + 16, y + 4)], FIXED.mix(0.35).filled())
+            });
+        }
+        // The probes' time to detect and to recover (docs/journal.md, `detection`).
+        for (label, a, z, color) in probe_spans(j) {
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(a, y_end * 0.07), (z, y_end * 0.12)],
+                color.mix(0.45).filled(),
+            )))
+            .map_err(e)?
+            .label(label)
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.mix(0.45).filled())
             });
         }
         c.configure_mesh()

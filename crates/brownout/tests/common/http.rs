@@ -56,7 +56,7 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-fn wait_port(port: u16, guard: &mut Guard) {
+pub fn wait_port(port: u16, guard: &mut Guard) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     while Instant::now() < deadline {
@@ -77,7 +77,7 @@ fn wait_port(port: u16, guard: &mut Guard) {
     );
 }
 
-fn spawn(mut cmd: Command) -> Guard {
+pub fn spawn(mut cmd: Command) -> Guard {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
