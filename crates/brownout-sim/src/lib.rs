@@ -8,6 +8,7 @@
 //! replays exactly.
 
 pub mod metrics;
+pub mod search;
 pub mod sim;
 pub mod workload;
 

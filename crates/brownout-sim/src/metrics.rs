@@ -164,6 +164,17 @@ pub struct Report {
     /// The SLO gates of the run (`--gate`), each with whether and when it breached.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<brownout_core::slo::GateSummary>,
+    /// Robustness ρ over the gates: the smallest normalised margin (> 0 every gate held
+    /// with room, < 0 one breached; `null` without gates or samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<f64>,
+}
+
+impl Report {
+    /// ρ from the gate summaries.
+    pub fn robustness_of(gates: &[brownout_core::slo::GateSummary]) -> Option<f64> {
+        gates.iter().filter_map(|g| g.robustness).reduce(f64::min)
+    }
 }
 
 impl Report {
@@ -225,6 +236,7 @@ impl Report {
                 Vec::new()
             },
             gates: Vec::new(),
+            robustness: None,
         }
     }
 }

@@ -45,6 +45,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
         seed: a.seed,
         keep_series: a.series.is_some(),
         gates: a.gates.clone(),
+        stop_at_breach: false,
     };
     let started = std::time::Instant::now();
     let report = simulate(&w, plan, &opts);
@@ -96,9 +97,24 @@ pub fn gates_table(gates: &[Gate], summaries: &[GateSummary]) -> String {
             (None, _) => "held".into(),
         };
         s.push_str(&format!(
-            "gate {}  {verdict}  worst {}\n",
+            "gate {}  {verdict}  worst {}  ρ {}\n",
             g.gate,
-            show(g.worst)
+            show(g.worst),
+            g.robustness.map_or("—".into(), |r| format!("{r:+.3}"))
+        ));
+    }
+    if let Some(r) = summaries
+        .iter()
+        .filter_map(|g| g.robustness)
+        .reduce(f64::min)
+    {
+        s.push_str(&format!(
+            "robustness ρ {r:+.3} ({})\n",
+            if r > 0.0 {
+                "every gate held, with room"
+            } else {
+                "a gate's window broke its limit"
+            }
         ));
     }
     s

@@ -15,6 +15,7 @@ mod measure;
 mod parse;
 #[cfg(test)]
 mod proptests;
+pub mod robustness;
 #[cfg(test)]
 mod tests;
 pub mod tolerance;
@@ -106,6 +107,9 @@ pub struct GateSummary {
     pub breach_value: Option<f64>,
     /// The value furthest on the failing side among evaluations with enough samples.
     pub worst: Option<f64>,
+    /// The gate's robustness: its margin at `worst`, normalised (> 0 held with room, < 0
+    /// breached; see `slo::robustness`).
+    pub robustness: Option<f64>,
     /// Times it went into `breached`.
     pub breaches: u64,
     /// Its status at the last evaluation.

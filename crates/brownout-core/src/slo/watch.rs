@@ -124,10 +124,20 @@ impl GateWatch {
                 first_breach_ms: w.first_breach_ms,
                 breach_value: w.breach_value,
                 worst: w.worst,
+                robustness: w.worst.map(|v| super::robustness::margin(&w.gate, v)),
                 breaches: w.breaches,
                 status: w.status,
             })
             .collect()
+    }
+
+    /// Robustness ρ so far: the smallest margin over every gate and every evaluation with
+    /// enough samples (`None` before any); see [`super::robustness`].
+    pub fn robustness(&self) -> Option<f64> {
+        self.gates
+            .iter()
+            .filter_map(|w| w.worst.map(|v| super::robustness::margin(&w.gate, v)))
+            .reduce(f64::min)
     }
 }
 

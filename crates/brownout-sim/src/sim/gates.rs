@@ -37,6 +37,10 @@ impl Sim<'_> {
         }
     }
 
+    pub(super) fn gates_breached(&self) -> bool {
+        self.gates.as_ref().is_some_and(|g| g.breached)
+    }
+
     #[inline(never)]
     pub(super) fn gates_task(&mut self, ok: bool) {
         let now = self.now;
@@ -54,6 +58,8 @@ pub(super) struct SimGates {
     next_tick_us: u64,
     /// One observation per tool, reused call after call (no allocation per call).
     calls: Vec<CallObservation>,
+    /// Some gate has breached.
+    pub(super) breached: bool,
 }
 
 impl SimGates {
@@ -61,6 +67,7 @@ impl SimGates {
         SimGates {
             watch: GateWatch::new(gates),
             next_tick_us: 0,
+            breached: false,
             calls: tools
                 .iter()
                 .map(|t| CallObservation {
@@ -80,7 +87,7 @@ impl SimGates {
     /// Evaluate at every tick boundary up to `now_us`.
     fn until(&mut self, now_us: u64) {
         while self.next_tick_us <= now_us {
-            self.watch.tick(self.next_tick_us as f64 / 1000.0);
+            self.breached |= self.watch.tick(self.next_tick_us as f64 / 1000.0);
             self.next_tick_us += TICK_US;
         }
     }
@@ -107,13 +114,13 @@ impl SimGates {
             CallEnd::Fail | CallEnd::Skipped => (Outcome::Error, false, false),
         };
         self.watch.observe_call(c);
-        self.watch.tick(c.at_ms);
+        self.breached |= self.watch.tick(c.at_ms);
     }
 
     fn task(&mut self, now_us: u64, ok: bool) {
         let at_ms = now_us as f64 / 1000.0;
         self.watch.observe_task(&TaskObservation { at_ms, ok });
-        self.watch.tick(at_ms);
+        self.breached |= self.watch.tick(at_ms);
     }
 
     /// The last evaluation, at the end of the run, and every gate's summary.

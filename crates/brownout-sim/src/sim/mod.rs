@@ -46,6 +46,9 @@ pub struct SimOptions {
     /// SLO gates to evaluate in virtual time (`docs/gates.md`); the report says whether
     /// and when each breached.
     pub gates: Vec<brownout_core::slo::Gate>,
+    /// End the run at the first gate breach (a search needs only the verdict's sign; the
+    /// report then covers the run up to the breach).
+    pub stop_at_breach: bool,
 }
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
@@ -176,6 +179,7 @@ struct Sim<'w> {
     timeout_us: u64,
     /// The gates, when the run has any.
     gates: Option<gates::SimGates>,
+    stop_at_breach: bool,
     /// The reply being handled is the client's timeout firing.
     timing_out: bool,
 }
@@ -200,6 +204,9 @@ impl Sim<'_> {
                 Due::Event(at, ev) => {
                     if self.gates.is_some() {
                         self.gates_until(at);
+                        if self.stop_at_breach && self.gates_breached() {
+                            break;
+                        }
                     }
                     self.now = at;
                     self.handle(ev);
@@ -380,6 +387,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
         gates: None,
+        stop_at_breach: opts.stop_at_breach,
         timing_out: false,
     };
     if !opts.gates.is_empty() {
@@ -406,5 +414,6 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         opts.keep_series,
     );
     report.gates = gates.unwrap_or_default();
+    report.robustness = Report::robustness_of(&report.gates);
     report
 }

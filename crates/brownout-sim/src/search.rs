@@ -1,0 +1,337 @@
+//! The search for the barely-violating setting: where, along a segment of the searched
+//! space, robustness ρ crosses 0 — the faults that take an SLO just past its boundary.
+//!
+//! brownout's draws are threshold-coupled: for a fixed seed, a higher probability or a wider
+//! share of sessions fires on a superset of the calls. So for one seed (common random
+//! numbers) ρ is, in the usual case, monotone along a segment that strengthens the faults,
+//! and plain bisection finds that seed's boundary in a handful of runs. The search bisects
+//! per seed, aggregates the seeds' boundaries (median, and a 95 % interval for their mean),
+//! checks monotonicity on the way (extra points on both sides of each seed's boundary), and
+//! where it fails falls back to a noise-aware **majority bisection**: at each point every
+//! seed votes hold/break, and the bisection follows the majority (the point where half the
+//! seeds break).
+//!
+//! Pure: the caller's [`Objective`] runs the simulator; points are parameters `t` in [0, 1]
+//! along the segment, mapped by the caller.
+
+use std::time::Instant;
+
+/// ρ at a point `t` along the segment for one seed. `full`: run to the end (the exact ρ);
+/// otherwise the run may stop at the first breach (only the sign is used).
+pub trait Objective {
+    fn rho(&mut self, t: f64, seed: u64, full: bool) -> f64;
+}
+
+impl<F: FnMut(f64, u64, bool) -> f64> Objective for F {
+    fn rho(&mut self, t: f64, seed: u64, full: bool) -> f64 {
+        self(t, seed, full)
+    }
+}
+
+/// How far a search may go.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub max_evals: u64,
+    pub deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn spent(&self, evals: u64) -> bool {
+        evals >= self.max_evals || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// One seed's crossing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SeedCrossing {
+    pub seed: u64,
+    /// The last point found holding and the first found breaking (`None`: no crossing in
+    /// the segment — it holds everywhere, or breaks already at its start).
+    pub hold: Option<f64>,
+    pub brk: Option<f64>,
+    /// ρ at the segment's ends.
+    pub rho_start: f64,
+    pub rho_end: f64,
+    /// The extra points agreed with a single crossing.
+    pub monotone: bool,
+}
+
+impl SeedCrossing {
+    pub fn boundary(&self) -> Option<f64> {
+        match (self.hold, self.brk) {
+            (Some(a), Some(b)) => Some((a + b) / 2.0),
+            _ => None,
+        }
+    }
+}
+
+/// A segment's result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Crossing {
+    /// `per-seed bisection` or `majority bisection` (the fallback).
+    pub method: &'static str,
+    pub seeds: Vec<SeedCrossing>,
+    /// The boundary (median of the seeds' boundaries, or the majority's), in t.
+    pub boundary: Option<f64>,
+    /// A 95 % interval for the boundary, in t.
+    pub interval: Option<(f64, f64)>,
+    /// Every seed's extra points agreed with one crossing.
+    pub monotone: bool,
+    /// Seeds that hold over the whole segment, and that break at its start.
+    pub always_hold: usize,
+    pub always_break: usize,
+    /// The barely-violating point: just past the boundary, where most seeds break.
+    pub barely: Option<f64>,
+    pub evals: u64,
+    /// The budget ran out before the tolerance was reached.
+    pub cut_short: bool,
+}
+
+/// Student's t at 97.5 % for n − 1 degrees of freedom (n seeds), else 1.96.
+fn t975(n: usize) -> f64 {
+    const T: [f64; 10] = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23];
+    match n {
+        0 | 1 => f64::NAN,
+        n if n - 2 < T.len() => T[n - 2],
+        _ => 1.96,
+    }
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Find where ρ crosses 0 along the segment, to within `tol` (in t), for `seeds`.
+pub fn crossing(
+    obj: &mut dyn Objective,
+    seeds: &[u64],
+    tol: f64,
+    budget: Budget,
+    progress: &mut dyn FnMut(&str),
+) -> Crossing {
+    let tol = tol.clamp(1e-9, 0.5);
+    let mut evals = 0u64;
+    let mut cut_short = false;
+    let mut per_seed = Vec::new();
+    for (k, &seed) in seeds.iter().enumerate() {
+        let mut f = |t: f64, evals: &mut u64| {
+            *evals += 1;
+            obj.rho(t, seed, false)
+        };
+        let (r0, r1) = (f(0.0, &mut evals), f(1.0, &mut evals));
+        let mut c = SeedCrossing {
+            seed,
+            hold: None,
+            brk: None,
+            rho_start: r0,
+            rho_end: r1,
+            monotone: true,
+        };
+        if r0 >= 0.0 && r1 < 0.0 {
+            let (mut a, mut b) = (0.0, 1.0);
+            while b - a > tol {
+                if budget.spent(evals) {
+                    cut_short = true;
+                    break;
+                }
+                let m = (a + b) / 2.0;
+                if f(m, &mut evals) >= 0.0 {
+                    a = m;
+                } else {
+                    b = m;
+                }
+            }
+            // Monotone: a quarter and a half of the way below the hold still hold, the
+            // same above the break still break.
+            for t in [a * 0.5, a * 0.75] {
+                if t > 0.0 && !budget.spent(evals) && f(t, &mut evals) < 0.0 {
+                    c.monotone = false;
+                }
+            }
+            for t in [b + (1.0 - b) * 0.25, b + (1.0 - b) * 0.5] {
+                if t < 1.0 && !budget.spent(evals) && f(t, &mut evals) >= 0.0 {
+                    c.monotone = false;
+                }
+            }
+            c.hold = Some(a);
+            c.brk = Some(b);
+        } else if r0 >= 0.0 && r1 >= 0.0 {
+            // Holds at both ends: a crossing in between would need two (not monotone).
+            if !budget.spent(evals) && f(0.5, &mut evals) < 0.0 {
+                c.monotone = false;
+            }
+        }
+        progress(&format!(
+            "seed {}/{}: {}",
+            k + 1,
+            seeds.len(),
+            c.boundary()
+                .map_or("no crossing".into(), |b| format!("boundary at t={b:.4}"))
+        ));
+        per_seed.push(c);
+        if budget.spent(evals) {
+            cut_short = true;
+            break;
+        }
+    }
+    let monotone = per_seed.iter().all(|c| c.monotone);
+    let always_hold = per_seed
+        .iter()
+        .filter(|c| c.rho_start >= 0.0 && c.rho_end >= 0.0)
+        .count();
+    let always_break = per_seed.iter().filter(|c| c.rho_start < 0.0).count();
+    let mut out = Crossing {
+        method: "per-seed bisection",
+        seeds: per_seed,
+        boundary: None,
+        interval: None,
+        monotone,
+        always_hold,
+        always_break,
+        barely: None,
+        evals,
+        cut_short,
+    };
+    if monotone {
+        let mut bs: Vec<f64> = out
+            .seeds
+            .iter()
+            .filter_map(SeedCrossing::boundary)
+            .collect();
+        let mut brks: Vec<f64> = out.seeds.iter().filter_map(|c| c.brk).collect();
+        let n = bs.len();
+        if n > 0 {
+            let mean = bs.iter().sum::<f64>() / n as f64;
+            let sd = if n > 1 {
+                (bs.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+            } else {
+                0.0
+            };
+            let half = if n > 1 {
+                t975(n) * sd / (n as f64).sqrt()
+            } else {
+                tol
+            };
+            out.interval = Some(((mean - half).max(0.0), (mean + half).min(1.0)));
+            out.boundary = median(&mut bs);
+            out.barely = median(&mut brks);
+        }
+    } else {
+        majority(obj, seeds, tol, budget, &mut out, progress);
+    }
+    out
+}
+
+/// The fallback: bisection on the share of seeds that break (the majority's boundary).
+fn majority(
+    obj: &mut dyn Objective,
+    seeds: &[u64],
+    tol: f64,
+    budget: Budget,
+    out: &mut Crossing,
+    progress: &mut dyn FnMut(&str),
+) {
+    out.method = "majority bisection";
+    let mut breaking = |t: f64, evals: &mut u64| -> f64 {
+        let n = seeds
+            .iter()
+            .filter(|&&s| {
+                *evals += 1;
+                obj.rho(t, s, false) < 0.0
+            })
+            .count();
+        n as f64 / seeds.len().max(1) as f64
+    };
+    let mut evals = out.evals;
+    if breaking(1.0, &mut evals) < 0.5 || breaking(0.0, &mut evals) >= 0.5 {
+        out.evals = evals;
+        return;
+    }
+    let (mut a, mut b) = (0.0, 1.0);
+    while b - a > tol {
+        if budget.spent(evals) {
+            out.cut_short = true;
+            break;
+        }
+        let m = (a + b) / 2.0;
+        if breaking(m, &mut evals) >= 0.5 {
+            b = m;
+        } else {
+            a = m;
+        }
+        progress(&format!("majority: between t={a:.4} and t={b:.4}"));
+    }
+    out.boundary = Some((a + b) / 2.0);
+    out.interval = Some((a, b));
+    out.barely = Some(b);
+    out.evals = evals;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget() -> Budget {
+        Budget {
+            max_evals: 10_000,
+            deadline: None,
+        }
+    }
+
+    #[test]
+    fn per_seed_bisection_finds_each_seeds_threshold() {
+        // Seed s breaks above 0.3 + s/100: a monotone, threshold-coupled objective.
+        let mut obj = |t: f64, s: u64, _full: bool| 0.3 + s as f64 / 100.0 - t;
+        let seeds: Vec<u64> = (0..5).collect();
+        let c = crossing(&mut obj, &seeds, 1.0 / 256.0, budget(), &mut |_| {});
+        assert!(c.monotone);
+        assert_eq!(c.method, "per-seed bisection");
+        let b = c.boundary.expect("a boundary");
+        assert!((b - 0.32).abs() < 0.01, "{b}");
+        let (lo, hi) = c.interval.expect("interval");
+        assert!(lo < 0.32 && 0.32 < hi, "{lo} {hi}");
+        let barely = c.barely.expect("barely");
+        assert!(barely >= b && barely - b < 0.01, "{barely} {b}");
+        assert!(c.evals < 5 * 20, "{}", c.evals);
+    }
+
+    #[test]
+    fn a_non_monotone_objective_is_caught_and_the_majority_decides() {
+        // Breaks in a band (0.2, 0.4) and again above 0.7: two crossings.
+        let mut obj = |t: f64, _s: u64, _full: bool| {
+            if (0.2..0.4).contains(&t) || t > 0.7 {
+                -0.1
+            } else {
+                0.1
+            }
+        };
+        let c = crossing(&mut obj, &[1, 2, 3], 1.0 / 128.0, budget(), &mut |_| {});
+        assert!(!c.monotone, "{c:?}");
+        assert_eq!(c.method, "majority bisection");
+        assert!(c.boundary.is_some());
+    }
+
+    #[test]
+    fn no_crossing_is_said_and_the_budget_is_kept() {
+        let mut hold = |_t: f64, _s: u64, _f: bool| 0.5;
+        let c = crossing(&mut hold, &[1, 2], 0.01, budget(), &mut |_| {});
+        assert_eq!((c.boundary, c.always_hold), (None, 2));
+        let mut obj = |t: f64, _s: u64, _f: bool| 0.5 - t;
+        let tight = Budget {
+            max_evals: 6,
+            deadline: None,
+        };
+        let c = crossing(&mut obj, &[1, 2, 3], 1e-6, tight, &mut |_| {});
+        assert!(c.cut_short);
+        assert!(c.evals <= 8, "{}", c.evals);
+    }
+}
