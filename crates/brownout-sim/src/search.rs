@@ -14,16 +14,18 @@
 //! Pure: the caller's [`Objective`] runs the simulator; points are parameters `t` in [0, 1]
 //! along the segment, mapped by the caller.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// ρ at a point `t` along the segment for one seed. `full`: run to the end (the exact ρ);
-/// otherwise the run may stop at the first breach (only the sign is used).
-pub trait Objective {
-    fn rho(&mut self, t: f64, seed: u64, full: bool) -> f64;
+/// otherwise the run may stop at the first breach (only the sign is used). Shared by the
+/// threads that search seeds in parallel.
+pub trait Objective: Sync {
+    fn rho(&self, t: f64, seed: u64, full: bool) -> f64;
 }
 
-impl<F: FnMut(f64, u64, bool) -> f64> Objective for F {
-    fn rho(&mut self, t: f64, seed: u64, full: bool) -> f64 {
+impl<F: Fn(f64, u64, bool) -> f64 + Sync> Objective for F {
+    fn rho(&self, t: f64, seed: u64, full: bool) -> f64 {
         self(t, seed, full)
     }
 }
@@ -38,6 +40,23 @@ pub struct Budget {
 impl Budget {
     fn spent(&self, evals: u64) -> bool {
         evals >= self.max_evals || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Evaluations counted across threads.
+struct Counter<'a> {
+    n: AtomicU64,
+    budget: &'a Budget,
+}
+
+impl Counter<'_> {
+    fn eval(&self, obj: &dyn Objective, t: f64, seed: u64) -> f64 {
+        self.n.fetch_add(1, Ordering::Relaxed);
+        obj.rho(t, seed, false)
+    }
+
+    fn spent(&self) -> bool {
+        self.budget.spent(self.n.load(Ordering::Relaxed))
     }
 }
 
@@ -110,79 +129,99 @@ fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// Find where ρ crosses 0 along the segment, to within `tol` (in t), for `seeds`.
+/// One seed: bisection between a holding and a breaking end, then the monotonicity check.
+fn one_seed(obj: &dyn Objective, seed: u64, tol: f64, count: &Counter) -> (SeedCrossing, bool) {
+    let f = |t: f64| count.eval(obj, t, seed);
+    let (r0, r1) = (f(0.0), f(1.0));
+    let mut c = SeedCrossing {
+        seed,
+        hold: None,
+        brk: None,
+        rho_start: r0,
+        rho_end: r1,
+        monotone: true,
+    };
+    let mut cut = false;
+    if r0 >= 0.0 && r1 < 0.0 {
+        let (mut a, mut b) = (0.0, 1.0);
+        while b - a > tol {
+            if count.spent() {
+                cut = true;
+                break;
+            }
+            let m = (a + b) / 2.0;
+            if f(m) >= 0.0 {
+                a = m;
+            } else {
+                b = m;
+            }
+        }
+        // Monotone: halfway below the hold still holds, halfway above the break breaks.
+        if a > 0.0 && !count.spent() && f(a * 0.5) < 0.0 {
+            c.monotone = false;
+        }
+        if b < 1.0 && !count.spent() && f(b + (1.0 - b) * 0.5) >= 0.0 {
+            c.monotone = false;
+        }
+        c.hold = Some(a);
+        c.brk = Some(b);
+    } else if r0 >= 0.0 && r1 >= 0.0 {
+        // Holds at both ends: a crossing in between would need two (not monotone).
+        if !count.spent() && f(0.5) < 0.0 {
+            c.monotone = false;
+        }
+    }
+    (c, cut)
+}
+
+/// Find where ρ crosses 0 along the segment, to within `tol` (in t), for `seeds`, the
+/// seeds spread over `threads` threads.
 pub fn crossing(
-    obj: &mut dyn Objective,
+    obj: &dyn Objective,
     seeds: &[u64],
     tol: f64,
     budget: Budget,
-    progress: &mut dyn FnMut(&str),
+    threads: usize,
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Crossing {
     let tol = tol.clamp(1e-9, 0.5);
-    let mut evals = 0u64;
-    let mut cut_short = false;
-    let mut per_seed = Vec::new();
-    for (k, &seed) in seeds.iter().enumerate() {
-        let mut f = |t: f64, evals: &mut u64| {
-            *evals += 1;
-            obj.rho(t, seed, false)
-        };
-        let (r0, r1) = (f(0.0, &mut evals), f(1.0, &mut evals));
-        let mut c = SeedCrossing {
-            seed,
-            hold: None,
-            brk: None,
-            rho_start: r0,
-            rho_end: r1,
-            monotone: true,
-        };
-        if r0 >= 0.0 && r1 < 0.0 {
-            let (mut a, mut b) = (0.0, 1.0);
-            while b - a > tol {
-                if budget.spent(evals) {
-                    cut_short = true;
-                    break;
-                }
-                let m = (a + b) / 2.0;
-                if f(m, &mut evals) >= 0.0 {
-                    a = m;
-                } else {
-                    b = m;
-                }
-            }
-            // Monotone: a quarter and a half of the way below the hold still hold, the
-            // same above the break still break.
-            for t in [a * 0.5, a * 0.75] {
-                if t > 0.0 && !budget.spent(evals) && f(t, &mut evals) < 0.0 {
-                    c.monotone = false;
-                }
-            }
-            for t in [b + (1.0 - b) * 0.25, b + (1.0 - b) * 0.5] {
-                if t < 1.0 && !budget.spent(evals) && f(t, &mut evals) >= 0.0 {
-                    c.monotone = false;
-                }
-            }
-            c.hold = Some(a);
-            c.brk = Some(b);
-        } else if r0 >= 0.0 && r1 >= 0.0 {
-            // Holds at both ends: a crossing in between would need two (not monotone).
-            if !budget.spent(evals) && f(0.5, &mut evals) < 0.0 {
-                c.monotone = false;
-            }
-        }
-        progress(&format!(
-            "seed {}/{}: {}",
-            k + 1,
-            seeds.len(),
-            c.boundary()
-                .map_or("no crossing".into(), |b| format!("boundary at t={b:.4}"))
-        ));
-        per_seed.push(c);
-        if budget.spent(evals) {
-            cut_short = true;
-            break;
-        }
-    }
+    let count = Counter {
+        n: AtomicU64::new(0),
+        budget: &budget,
+    };
+    let threads = threads.clamp(1, seeds.len().max(1));
+    let chunks: Vec<&[u64]> = seeds.chunks(seeds.len().div_ceil(threads).max(1)).collect();
+    let results: Vec<(SeedCrossing, bool)> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let count = &count;
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .take_while(|_| !count.spent())
+                        .map(|&seed| {
+                            let r = one_seed(obj, seed, tol, count);
+                            progress(&format!(
+                                "seed {seed}: {}",
+                                r.0.boundary().map_or("no crossing".into(), |b| format!(
+                                    "boundary at t={b:.4}"
+                                ))
+                            ));
+                            r
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let cut_short = results.iter().any(|r| r.1) || count.spent();
+    let per_seed: Vec<SeedCrossing> = results.into_iter().map(|r| r.0).collect();
+    let evals = count.n.load(Ordering::Relaxed);
     let monotone = per_seed.iter().all(|c| c.monotone);
     let always_hold = per_seed
         .iter()
@@ -226,44 +265,58 @@ pub fn crossing(
             out.barely = median(&mut brks);
         }
     } else {
-        majority(obj, seeds, tol, budget, &mut out, progress);
+        majority(obj, seeds, tol, budget, threads, &mut out, progress);
     }
     out
 }
 
-/// The fallback: bisection on the share of seeds that break (the majority's boundary).
+/// The fallback: bisection on the share of seeds that break (the majority's boundary),
+/// each point's seeds evaluated in parallel.
 fn majority(
-    obj: &mut dyn Objective,
+    obj: &dyn Objective,
     seeds: &[u64],
     tol: f64,
     budget: Budget,
+    threads: usize,
     out: &mut Crossing,
-    progress: &mut dyn FnMut(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) {
     out.method = "majority bisection";
-    let mut breaking = |t: f64, evals: &mut u64| -> f64 {
-        let n = seeds
-            .iter()
-            .filter(|&&s| {
-                *evals += 1;
-                obj.rho(t, s, false) < 0.0
-            })
-            .count();
+    let count = Counter {
+        n: AtomicU64::new(out.evals),
+        budget: &budget,
+    };
+    let threads = threads.clamp(1, seeds.len().max(1));
+    let breaking = |t: f64| -> f64 {
+        let chunk = seeds.len().div_ceil(threads).max(1);
+        let n: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = seeds
+                .chunks(chunk)
+                .map(|c| {
+                    let count = &count;
+                    s.spawn(move || {
+                        c.iter()
+                            .filter(|&&seed| count.eval(obj, t, seed) < 0.0)
+                            .count()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        });
         n as f64 / seeds.len().max(1) as f64
     };
-    let mut evals = out.evals;
-    if breaking(1.0, &mut evals) < 0.5 || breaking(0.0, &mut evals) >= 0.5 {
-        out.evals = evals;
+    if breaking(1.0) < 0.5 || breaking(0.0) >= 0.5 {
+        out.evals = count.n.load(Ordering::Relaxed);
         return;
     }
     let (mut a, mut b) = (0.0, 1.0);
     while b - a > tol {
-        if budget.spent(evals) {
+        if count.spent() {
             out.cut_short = true;
             break;
         }
         let m = (a + b) / 2.0;
-        if breaking(m, &mut evals) >= 0.5 {
+        if breaking(m) >= 0.5 {
             b = m;
         } else {
             a = m;
@@ -273,7 +326,7 @@ fn majority(
     out.boundary = Some((a + b) / 2.0);
     out.interval = Some((a, b));
     out.barely = Some(b);
-    out.evals = evals;
+    out.evals = count.n.load(Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -290,9 +343,9 @@ mod tests {
     #[test]
     fn per_seed_bisection_finds_each_seeds_threshold() {
         // Seed s breaks above 0.3 + s/100: a monotone, threshold-coupled objective.
-        let mut obj = |t: f64, s: u64, _full: bool| 0.3 + s as f64 / 100.0 - t;
+        let obj = |t: f64, s: u64, _full: bool| 0.3 + s as f64 / 100.0 - t;
         let seeds: Vec<u64> = (0..5).collect();
-        let c = crossing(&mut obj, &seeds, 1.0 / 256.0, budget(), &mut |_| {});
+        let c = crossing(&obj, &seeds, 1.0 / 256.0, budget(), 2, &|_| {});
         assert!(c.monotone);
         assert_eq!(c.method, "per-seed bisection");
         let b = c.boundary.expect("a boundary");
@@ -307,14 +360,14 @@ mod tests {
     #[test]
     fn a_non_monotone_objective_is_caught_and_the_majority_decides() {
         // Breaks in a band (0.2, 0.4) and again above 0.7: two crossings.
-        let mut obj = |t: f64, _s: u64, _full: bool| {
+        let obj = |t: f64, _s: u64, _full: bool| {
             if (0.2..0.4).contains(&t) || t > 0.7 {
                 -0.1
             } else {
                 0.1
             }
         };
-        let c = crossing(&mut obj, &[1, 2, 3], 1.0 / 128.0, budget(), &mut |_| {});
+        let c = crossing(&obj, &[1, 2, 3], 1.0 / 128.0, budget(), 2, &|_| {});
         assert!(!c.monotone, "{c:?}");
         assert_eq!(c.method, "majority bisection");
         assert!(c.boundary.is_some());
@@ -322,15 +375,15 @@ mod tests {
 
     #[test]
     fn no_crossing_is_said_and_the_budget_is_kept() {
-        let mut hold = |_t: f64, _s: u64, _f: bool| 0.5;
-        let c = crossing(&mut hold, &[1, 2], 0.01, budget(), &mut |_| {});
+        let hold = |_t: f64, _s: u64, _f: bool| 0.5;
+        let c = crossing(&hold, &[1, 2], 0.01, budget(), 2, &|_| {});
         assert_eq!((c.boundary, c.always_hold), (None, 2));
-        let mut obj = |t: f64, _s: u64, _f: bool| 0.5 - t;
+        let obj = |t: f64, _s: u64, _f: bool| 0.5 - t;
         let tight = Budget {
             max_evals: 6,
             deadline: None,
         };
-        let c = crossing(&mut obj, &[1, 2, 3], 1e-6, tight, &mut |_| {});
+        let c = crossing(&obj, &[1, 2, 3], 1e-6, tight, 1, &|_| {});
         assert!(c.cut_short);
         assert!(c.evals <= 8, "{}", c.evals);
     }

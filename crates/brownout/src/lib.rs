@@ -27,5 +27,6 @@ pub mod plan_cmd;
 pub mod probe;
 pub mod relay;
 pub mod report;
+pub mod search;
 pub mod sim_cmd;
 pub mod store;

@@ -1,0 +1,194 @@
+//! `brownout search`: the boundary it reports is checked independently with `brownout sim`
+//! (below it most seeds hold, above it most breach), the barely-violating experiment it
+//! writes passes `experiment check`, and bad marks are located.
+
+mod common;
+
+use common::{brownout, repo, tmp};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// A plain workload with no retries: the error rate follows the fault's probability.
+const WORKLOAD: &str = "name: plain\nseed: 5\ntasks: 3000\narrival: {mode: open, rate_per_s: 200}\nsteps:\n  - calls: [{tool: lookup}]\nservers:\n  - name: s\n    concurrency: 64\n    tools:\n      lookup: {latency: {added_ms: 5}}\n";
+const PLAN: &str = "seed: 1\nfaults:\n  - {id: flaky, kind: error, tools: [lookup], probability: {search: [0, 0.2]}}\n";
+const GATE: &str = "error_rate < 5% over 5s min 500 calls";
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.display().to_string()
+}
+
+/// `brownout sim` of `plan` with the plan's seed and the simulation's set to `seed`: held?
+fn holds(dir: &Path, plan_text: &str, seed: u64) -> bool {
+    let plan = write(
+        dir,
+        "at.yaml",
+        &plan_text.replace("seed: 1\n", &format!("seed: {seed}\n")),
+    );
+    let out = Command::new(brownout())
+        .args(["sim", "--plan", &plan, "--workload"])
+        .arg(dir.join("w.yaml"))
+        .args(["--seed", &seed.to_string(), "--gate", GATE])
+        .output()
+        .expect("sim");
+    match out.status.code() {
+        Some(0) => true,
+        Some(1) => false,
+        other => panic!("sim: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn the_boundary_holds_below_and_breaches_above_on_most_seeds() {
+    let dir = tmp();
+    write(dir.path(), "w.yaml", WORKLOAD);
+    let plan = write(dir.path(), "plan.yaml", PLAN);
+    let barely = dir.path().join("barely.yaml");
+    let out = Command::new(brownout())
+        .args(["search", "--plan", &plan, "--workload"])
+        .arg(dir.path().join("w.yaml"))
+        .args(["--gate", GATE, "--seeds", "6", "--json", "-o"])
+        .arg(&barely)
+        .output()
+        .expect("search");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let seg = &r["segments"][0];
+    let b = seg["boundary"][0].as_f64().expect("a boundary");
+    // An error rate of 5 % needs a probability near 0.05 (no retries).
+    assert!((0.03..0.08).contains(&b), "{b}: {r:#}");
+    assert_eq!(seg["method"], "per-seed bisection", "{r:#}");
+    assert!(r["evals"].as_u64().expect("evals") <= 500);
+    let (lo, hi) = (
+        seg["interval"][0][0].as_f64().expect("lo"),
+        seg["interval"][1][0].as_f64().expect("hi"),
+    );
+    assert!(lo <= b && b <= hi, "{lo} {b} {hi}");
+    // Independently, with `brownout sim` on other seeds: δ below holds, δ above breaches.
+    let delta = 0.02;
+    let at = |v: f64| PLAN.replace("{search: [0, 0.2]}", &format!("{v}"));
+    let seeds = 101..109u64;
+    let below = seeds
+        .clone()
+        .filter(|&s| holds(dir.path(), &at(b - delta), s))
+        .count();
+    let above = seeds
+        .clone()
+        .filter(|&s| !holds(dir.path(), &at(b + delta), s))
+        .count();
+    assert!(
+        below >= 6 && above >= 6,
+        "below held {below}/8, above breached {above}/8"
+    );
+    // The file written back is a plan at the barely-violating value.
+    let text = std::fs::read_to_string(&barely).expect("barely.yaml");
+    assert!(!text.contains("search"), "{text}");
+    let check = Command::new(brownout())
+        .args(["plan", "check"])
+        .arg(&barely)
+        .output()
+        .expect("check");
+    assert!(check.status.success(), "{text}");
+}
+
+#[test]
+fn an_experiment_is_written_back_barely_violating_and_checks() {
+    let dir = tmp();
+    let out_file = dir.path().join("barely.yaml");
+    let out = Command::new(brownout())
+        .arg("search")
+        .arg(repo().join("examples/search/green-search.yaml"))
+        .args(["--seeds", "3", "--json", "-o"])
+        .arg(&out_file)
+        .output()
+        .expect("search");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(r["barely"]["rho"].as_f64().expect("rho") < 0.0, "{r:#}");
+    // Beside the experiment's own directory, so its workload path resolves.
+    let beside = repo().join("examples/search/.barely-test.yaml");
+    std::fs::copy(&out_file, &beside).expect("copy");
+    let check = Command::new(brownout())
+        .args(["experiment", "check"])
+        .arg(&beside)
+        .env("PATH", path_with_brownout())
+        .output()
+        .expect("check");
+    let _ = std::fs::remove_file(&beside);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+fn path_with_brownout() -> String {
+    let bin = Path::new(brownout()).parent().expect("bin dir");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn bad_marks_and_missing_inputs_are_clear_errors() {
+    let dir = tmp();
+    write(dir.path(), "w.yaml", WORKLOAD);
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "faults:\n  - {kind: error, probability: {search: [0.3, 0.1]}}\n",
+    );
+    let run = |args: &[&str]| {
+        let out = Command::new(brownout())
+            .arg("search")
+            .args(args)
+            .output()
+            .expect("search");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let w = dir.path().join("w.yaml").display().to_string();
+    let (code, err) = run(&["--plan", &bad, "--workload", &w, "--gate", GATE]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("bad.yaml:2:") && err.contains("LO must be below HI"),
+        "{err}"
+    );
+    let plain = write(
+        dir.path(),
+        "plain.yaml",
+        "faults:\n  - {kind: error, probability: 0.1}\n",
+    );
+    let (code, err) = run(&["--plan", &plain, "--workload", &w, "--gate", GATE]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no search mark"), "{err}");
+    let plan = write(dir.path(), "plan.yaml", PLAN);
+    let (code, err) = run(&["--plan", &plan, "--workload", &w]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--gate"), "{err}");
+    // A value the plan refuses at an end of the range is named before any search.
+    let over = write(
+        dir.path(),
+        "over.yaml",
+        "faults:\n  - {kind: error, probability: {search: [0, 2]}}\n",
+    );
+    let (code, err) = run(&["--plan", &over, "--workload", &w, "--gate", GATE]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("probability"), "{err}");
+}
