@@ -242,4 +242,11 @@ fn a_live_run_learns_its_bound_from_the_run_before() {
         "the probe is judged by the bound from history"
     );
     assert!(out.contains("from history"), "{out}");
+    // The run's robustness: the fixture holds the 5 % gate with room (ρ in (0, 1]), per
+    // stage too, and the summary says so.
+    let rho = second["robustness"].as_f64().expect("robustness");
+    assert!(rho > 0.0 && rho <= 1.0, "{rho}");
+    let stage_rho = second["stages"][1]["robustness"].as_f64().expect("stage ρ");
+    assert!(stage_rho >= rho, "{stage_rho} {rho}");
+    assert!(out.contains("robustness ρ +"), "{out}");
 }

@@ -83,6 +83,8 @@ pub struct Journal {
     /// the first failing sample and alert; the faults' removal (or the target coming back)
     /// to the first passing sample and recovery notice (`null` without such probes).
     pub detection: Option<super::detect::Detection>,
+    /// Robustness ρ over the whole run (docs/gates.md#robustness).
+    pub robustness: Option<f64>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
     pub baselines: Vec<super::baseline::BaselineRecord>,
 }
@@ -168,6 +170,9 @@ pub struct StageRecord {
     /// When those samples saw this stage's faults, and recovery within the stage
     /// (`null` without `during: true` probes).
     pub detection: Option<super::detect::Detection>,
+    /// Robustness ρ over the stage: the gates' smallest normalised margin (> 0 held with
+    /// room, < 0 breached; docs/gates.md); `null` before any window had enough samples.
+    pub robustness: Option<f64>,
 }
 
 /// The gate breach that aborted the run.

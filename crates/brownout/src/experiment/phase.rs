@@ -1,7 +1,7 @@
 //! The live part of a run: load events in, gates evaluated on every completed call and at
 //! least every 100 ms, SLIs kept per phase and per second, a progress line per second.
 
-use super::gates::{self, GateView, Watch};
+use super::gates::{self, GateStatus, GateView, Watch};
 use super::journal::{Acc, Sample, Second};
 use super::loadgen::Event;
 use brownout_core::event::Outcome;
@@ -53,6 +53,8 @@ pub struct Collected {
     pub changes: Vec<GateView>,
     /// Samples of the `during: true` probes, by probe index.
     pub probes: std::collections::BTreeMap<usize, Vec<Sample>>,
+    /// Robustness ρ over the phase's evaluations with enough samples.
+    pub robustness: Option<f64>,
 }
 
 impl Live {
@@ -136,6 +138,15 @@ impl Live {
             let states = self.watch.evaluate(now_ms);
             out.changes
                 .extend(states.iter().filter(|s| s.changed).cloned());
+            for st in states
+                .iter()
+                .filter(|s| s.status != GateStatus::Insufficient)
+            {
+                if let (Some(v), Some(g)) = (st.value, self.watch.gates().nth(st.index)) {
+                    let m = brownout_core::slo::robustness::margin(g, v);
+                    out.robustness = Some(out.robustness.map_or(m, |r: f64| r.min(m)));
+                }
+            }
             self.roll_second(name, now_ms);
             self.show(name, deadline, &states);
             if let Some(b) = gates::any_breached(&states).filter(|_| breach_ends) {

@@ -147,6 +147,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         gates: Vec::new(),
         series: Vec::new(),
         detection: None,
+        robustness: None,
         baselines: Vec::new(),
     }
 }
@@ -391,6 +392,7 @@ async fn with_target(
         j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));
     }
     j.gates = live.watch.summaries();
+    j.robustness = live.watch.robustness();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
         match steady::check(&x.spec.steady_state, &target.url).await {
@@ -514,6 +516,7 @@ async fn drive(
             detect(&samples, start_ms, removal.as_ref().map(|r| r.at_ms))
         });
         j.stages.push(StageRecord {
+            robustness: c.robustness,
             detection,
             probes,
             stage: st.stage.clone(),

@@ -46,6 +46,16 @@ pub fn print(j: &Journal, journal: &Path) {
             None => println!("recovery: not recovered"),
         }
     }
+    if let Some(r) = j.robustness {
+        println!(
+            "robustness ρ {r:+.3} ({})",
+            if r > 0.0 {
+                "every gate held, with room"
+            } else {
+                "a gate's window broke its limit"
+            }
+        );
+    }
     if let Some(d) = &j.detection {
         println!("probes: {}", super::detect::one_line(d));
     }

@@ -262,9 +262,12 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut evals = 0u64;
     let mut out = Vec::new();
-    for (k, seg) in segments(p, a.rays).into_iter().enumerate() {
+    let segs = segments(p, a.rays);
+    let n = segs.len() as u64;
+    for (k, seg) in segs.into_iter().enumerate() {
+        // Each segment gets its share of what is left of the budget.
         let budget = Budget {
-            max_evals: a.max_evals.saturating_sub(evals),
+            max_evals: a.max_evals.saturating_sub(evals) / (n - k as u64).max(1),
             deadline: a.time.map(|t| started + t),
         };
         progress(&format!("segment {}: {:?} → {:?}", k + 1, seg.from, seg.to));
