@@ -92,8 +92,12 @@ pub struct Crossing {
     pub seeds: Vec<SeedCrossing>,
     /// The boundary (median of the seeds' boundaries, or the majority's), in t.
     pub boundary: Option<f64>,
-    /// A 95 % interval for the boundary, in t.
+    /// A 95 % interval for the boundary over seeds (Student's t over the seeds' crossings),
+    /// in t; the majority's last bracket when no seed crossed.
     pub interval: Option<(f64, f64)>,
+    /// The seeds' crossings' standard deviation, in t: how much the boundary itself moves
+    /// from seed to seed.
+    pub spread: Option<f64>,
     /// Every seed's extra points agreed with one crossing.
     pub monotone: bool,
     /// Seeds that hold over the whole segment, and that break at its start.
@@ -233,6 +237,7 @@ pub fn crossing(
         seeds: per_seed,
         boundary: None,
         interval: None,
+        spread: None,
         monotone,
         always_hold,
         always_break,
@@ -240,30 +245,33 @@ pub fn crossing(
         evals,
         cut_short,
     };
+    // The interval is over the seeds' crossings (each bracketed, monotone or not): how
+    // much the boundary moves from one seed to the next, not the bisection's precision.
+    let mut bs: Vec<f64> = out
+        .seeds
+        .iter()
+        .filter_map(SeedCrossing::boundary)
+        .collect();
+    let n = bs.len();
+    if n > 0 {
+        let mean = bs.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            (bs.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let half = if n > 1 {
+            t975(n) * sd / (n as f64).sqrt()
+        } else {
+            tol
+        };
+        out.interval = Some(((mean - half).max(0.0), (mean + half).min(1.0)));
+        out.spread = Some(sd);
+    }
     if monotone {
-        let mut bs: Vec<f64> = out
-            .seeds
-            .iter()
-            .filter_map(SeedCrossing::boundary)
-            .collect();
         let mut brks: Vec<f64> = out.seeds.iter().filter_map(|c| c.brk).collect();
-        let n = bs.len();
-        if n > 0 {
-            let mean = bs.iter().sum::<f64>() / n as f64;
-            let sd = if n > 1 {
-                (bs.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-            } else {
-                0.0
-            };
-            let half = if n > 1 {
-                t975(n) * sd / (n as f64).sqrt()
-            } else {
-                tol
-            };
-            out.interval = Some(((mean - half).max(0.0), (mean + half).min(1.0)));
-            out.boundary = median(&mut bs);
-            out.barely = median(&mut brks);
-        }
+        out.boundary = median(&mut bs);
+        out.barely = median(&mut brks);
     } else {
         majority(obj, seeds, tol, budget, threads, &mut out, progress);
     }
@@ -324,7 +332,9 @@ fn majority(
         progress(&format!("majority: between t={a:.4} and t={b:.4}"));
     }
     out.boundary = Some((a + b) / 2.0);
-    out.interval = Some((a, b));
+    if out.interval.is_none() {
+        out.interval = Some((a, b));
+    }
     out.barely = Some(b);
     out.evals = count.n.load(Ordering::Relaxed);
 }

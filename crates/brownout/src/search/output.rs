@@ -34,6 +34,7 @@ pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
                 "monotone": c.monotone,
                 "boundary": c.boundary.map(|t| seg.at(t)),
                 "interval": c.interval.map(|(x, y)| [seg.at(x), seg.at(y)]),
+                "spread": c.spread.map(|sd| seg.from.iter().zip(&seg.to).map(|(a, b)| (b - a).abs() * sd).collect::<Vec<_>>()),
                 "barely": c.barely.map(|t| seg.at(t)),
                 "always_hold": c.always_hold,
                 "always_break": c.always_break,
@@ -93,10 +94,11 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
             };
             match (c.boundary, c.interval) {
                 (Some(b), Some((x, y))) => println!(
-                    "{head}boundary {} (95% interval {} … {}; {}{})",
+                    "{head}boundary {} (95% interval over seeds {} … {}; seed-to-seed sd {:.1}% of the range; {}{})",
                     fmt_values(p, &seg.at(b)),
                     fmt_values(p, &seg.at(x)),
                     fmt_values(p, &seg.at(y)),
+                    c.spread.unwrap_or(0.0) * 100.0,
                     c.method,
                     if c.monotone { "" } else { ": NOT monotone, the majority of seeds decides" }
                 ),
