@@ -12,6 +12,7 @@
 //! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
 //!   (`brownout journal`).
 
+pub mod calibrate;
 pub mod client;
 pub mod control;
 pub mod demo;

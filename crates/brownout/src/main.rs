@@ -101,6 +101,8 @@ enum Command {
     },
     // Its help (short and long) is the doc comment of `LoadArgs`.
     Load(Box<brownout::load::cli::LoadArgs>),
+    // Its help (about, examples, exit codes) is CalibrateArgs's doc comment.
+    Calibrate(Box<brownout::calibrate::CalibrateArgs>),
     // Its help (about, examples, exit codes) is SearchArgs's doc comment.
     Search(Box<brownout::search::SearchArgs>),
     /// Probe an MCP server (or HTTP endpoint, or command): why it fails, phase times,
@@ -201,6 +203,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Load(a) => brownout::load::cli::run(*a),
         Command::Search(a) => brownout::search::run(*a),
+        Command::Calibrate(a) => brownout::calibrate::run(*a),
         Command::Probe(a) => brownout::probe::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),

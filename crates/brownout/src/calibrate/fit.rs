@@ -21,9 +21,20 @@ use std::fmt::Write;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "distribution", rename_all = "snake_case")]
 pub enum Model {
-    Fixed { added_ms: f64, jitter_ms: f64 },
-    Normal { mean_ms: f64, stddev_ms: f64, max_ms: f64 },
-    Pareto { scale_ms: f64, shape: f64, max_ms: f64 },
+    Fixed {
+        added_ms: f64,
+        jitter_ms: f64,
+    },
+    Normal {
+        mean_ms: f64,
+        stddev_ms: f64,
+        max_ms: f64,
+    },
+    Pareto {
+        scale_ms: f64,
+        shape: f64,
+        max_ms: f64,
+    },
 }
 
 /// One tool, measured and fitted.
@@ -194,7 +205,10 @@ pub fn servers_yaml(f: &Fit, name: &str) -> String {
 }
 
 fn yaml_key(k: &str) -> String {
-    if k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && !k.is_empty() {
+    if k.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !k.is_empty()
+    {
         k.to_string()
     } else {
         format!("{k:?}")
@@ -238,12 +252,20 @@ mod tests {
 
     #[test]
     fn a_steady_tool_is_fixed_a_spread_one_normal_a_heavy_tail_pareto() {
-        let steady: Vec<_> = (0..100).map(|i| call("a", i as f64 * 10.0, 20.0 + (i % 3) as f64 * 0.5, true)).collect();
+        let steady: Vec<_> = (0..100)
+            .map(|i| call("a", i as f64 * 10.0, 20.0 + (i % 3) as f64 * 0.5, true))
+            .collect();
         let f = fit(&steady);
-        assert!(matches!(f.tools[0].model, Model::Fixed { added_ms, .. } if (added_ms - 20.5).abs() < 0.6));
-        let spread: Vec<_> = (0..100).map(|i| call("b", i as f64 * 10.0, 10.0 + (i % 10) as f64 * 2.0, true)).collect();
+        assert!(
+            matches!(f.tools[0].model, Model::Fixed { added_ms, .. } if (added_ms - 20.5).abs() < 0.6)
+        );
+        let spread: Vec<_> = (0..100)
+            .map(|i| call("b", i as f64 * 10.0, 10.0 + (i % 10) as f64 * 2.0, true))
+            .collect();
         assert!(matches!(fit(&spread).tools[0].model, Model::Normal { .. }));
-        let mut tail: Vec<_> = (0..100).map(|i| call("c", i as f64 * 10.0, 5.0 + (i % 5) as f64, true)).collect();
+        let mut tail: Vec<_> = (0..100)
+            .map(|i| call("c", i as f64 * 10.0, 5.0 + (i % 5) as f64, true))
+            .collect();
         tail.extend((0..3).map(|i| call("c", 2000.0 + i as f64, 100.0, true)));
         assert!(matches!(fit(&tail).tools[0].model, Model::Pareto { .. }));
     }
@@ -262,14 +284,20 @@ mod tests {
         assert!((f.tools[0].error_rate - 0.25).abs() < 1e-12);
         assert!((f.span_s - 0.35).abs() < 1e-9);
         let y = servers_yaml(&f, "s");
-        assert!(y.contains("concurrency: 2") && y.contains("error_rate: 0.250000"), "{y}");
+        assert!(
+            y.contains("concurrency: 2") && y.contains("error_rate: 0.250000"),
+            "{y}"
+        );
     }
 
     #[test]
     fn the_servers_section_is_replaced_not_duplicated() {
         let w = "name: w\nsteps:\n  - calls: [{tool: a}]\nservers:\n  - name: old\n    tools:\n      a: {latency: {added_ms: 1}}\nclient: {timeout_ms: 100}\n";
         let out = with_servers(w, "servers:\n  - name: new\n");
-        assert!(!out.contains("old") && out.contains("name: new") && out.contains("client:"), "{out}");
+        assert!(
+            !out.contains("old") && out.contains("name: new") && out.contains("client:"),
+            "{out}"
+        );
         assert_eq!(out.matches("servers:").count(), 1);
     }
 }

@@ -87,7 +87,7 @@ pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
     Workload::from_str_live(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-fn target(a: &LoadArgs) -> anyhow::Result<LoadTarget> {
+pub fn target(a: &LoadArgs) -> anyhow::Result<LoadTarget> {
     match &a.url {
         Some(url) => {
             let mut headers = Vec::new();
