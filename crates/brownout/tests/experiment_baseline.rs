@@ -220,7 +220,11 @@ fn a_live_run_learns_its_bound_from_the_run_before() {
     let dir = common::tmp();
     let store = dir.path().join("store.sqlite");
     let store_arg = store.display().to_string();
-    let probes = PROBE_FROM_HISTORY.replace("min_runs: 3", "min_runs: 1");
+    // One run of history has no spread: σ is its floor (1 % of the mean, at least 0.1 ms);
+    // 100 of them leave the second run room for the noise of five samples.
+    let probes = PROBE_FROM_HISTORY
+        .replace("min_runs: 3", "min_runs: 1")
+        .replace("sigma: 3", "sigma: 100");
     let e = Exp {
         probes: &probes,
         ..Exp::fixture_green()
@@ -249,4 +253,20 @@ fn a_live_run_learns_its_bound_from_the_run_before() {
     let stage_rho = second["stages"][1]["robustness"].as_f64().expect("stage ρ");
     assert!(stage_rho >= rho, "{stage_rho} {rho}");
     assert!(out.contains("robustness ρ +"), "{out}");
+    // Estimate before, actual after: the simulator, calibrated on the baseline, predicted
+    // each stage; its error is recorded, and the verdict (the gates held) was right.
+    assert!(
+        second["calibration"]["calls"].as_u64().unwrap_or(0) >= 20,
+        "{second:#}"
+    );
+    for st in second["stages"].as_array().expect("stages") {
+        let p = &st["prediction"];
+        assert_eq!(p["verdict"], "holds", "{st:#}");
+        assert_eq!(p["error"]["verdict_right"], true, "{st:#}");
+        let err = p["error"]["error_rate"].as_f64().expect("error");
+        assert!(err.abs() < 0.05, "{st:#}");
+        let predicted_p95 = p["slis"]["p95_ms"].as_f64().expect("p95");
+        assert!(predicted_p95 > 0.0, "{st:#}");
+    }
+    assert!(out.contains("predicted"), "{out}");
 }

@@ -204,6 +204,28 @@ pub fn servers_yaml(f: &Fit, name: &str) -> String {
     s
 }
 
+/// The fitted server as the simulator's `servers` value (JSON), for a workload in memory.
+pub fn servers_json(f: &Fit, name: &str) -> serde_json::Value {
+    let tools: serde_json::Map<String, serde_json::Value> = f
+        .tools
+        .iter()
+        .map(|t| {
+            let mut lat = serde_json::to_value(&t.model).unwrap_or_default();
+            if let Model::Fixed { .. } = t.model {
+                if let Some(o) = lat.as_object_mut() {
+                    o.remove("distribution");
+                }
+            }
+            let mut m = serde_json::json!({"latency": lat});
+            if t.error_rate > 0.0 {
+                m["error_rate"] = t.error_rate.into();
+            }
+            (t.tool.clone(), m)
+        })
+        .collect();
+    serde_json::json!([{"name": name, "concurrency": f.concurrency, "tools": tools}])
+}
+
 fn yaml_key(k: &str) -> String {
     if k.chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')

@@ -85,6 +85,9 @@ pub struct Journal {
     pub detection: Option<super::detect::Detection>,
     /// Robustness ρ over the whole run (docs/gates.md#robustness).
     pub robustness: Option<f64>,
+    /// The simulator's model of the target, fitted to the baseline's calls (the stages'
+    /// predictions run on it); `null` without a baseline.
+    pub calibration: Option<super::predict::Calibration>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
     pub baselines: Vec<super::baseline::BaselineRecord>,
 }
@@ -173,6 +176,9 @@ pub struct StageRecord {
     /// Robustness ρ over the stage: the gates' smallest normalised margin (> 0 held with
     /// room, < 0 breached; docs/gates.md); `null` before any window had enough samples.
     pub robustness: Option<f64>,
+    /// The simulator's estimate of the stage, made before it ran, with its error after
+    /// (`null` when none could be made: see the journal's `calibration.note`).
+    pub prediction: Option<super::predict::Prediction>,
 }
 
 /// The gate breach that aborted the run.

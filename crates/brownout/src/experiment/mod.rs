@@ -18,6 +18,7 @@ pub mod load;
 pub mod loadgen;
 pub mod phase;
 pub mod policy;
+pub mod predict;
 pub mod rollback;
 pub mod runner;
 pub mod spec;

@@ -55,6 +55,10 @@ pub struct Collected {
     pub probes: std::collections::BTreeMap<usize, Vec<Sample>>,
     /// Robustness ρ over the phase's evaluations with enough samples.
     pub robustness: Option<f64>,
+    /// Keep every call and count tasks (the baseline: the simulator is calibrated on it).
+    pub keep_calls: bool,
+    pub calls: Vec<brownout_core::slo::CallObservation>,
+    pub tasks: u64,
 }
 
 impl Live {
@@ -116,9 +120,13 @@ impl Live {
                         out.acc.add(ok, c.latency_ms);
                         self.second.add(ok, c.latency_ms);
                         self.watch.observe_call(&c);
+                        if out.keep_calls {
+                            out.calls.push(c);
+                        }
                     }
                     Some(Event::Task(mut t)) => {
                         t.at_ms = self.now_ms();
+                        out.tasks += 1;
                         self.watch.observe_task(&t);
                     }
                     Some(Event::Trouble(t)) => return End::Trouble(t),

@@ -148,6 +148,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         series: Vec::new(),
         detection: None,
         robustness: None,
+        calibration: None,
         baselines: Vec::new(),
     }
 }
@@ -423,8 +424,12 @@ async fn drive(
     live: &mut Live,
     removal: &mut Option<Removal>,
 ) -> (End, String) {
+    let mut predictions = Vec::new();
     if let Some(b) = &x.spec.baseline {
-        let mut c = Collected::default();
+        let mut c = Collected {
+            keep_calls: true,
+            ..Collected::default()
+        };
         let start_ms = live.now_ms();
         let end = live
             .phase("baseline", b.get(), &mut c, true, |_, _, _, _| false)
@@ -437,8 +442,11 @@ async fn drive(
         if !matches!(end, End::Done) {
             return (end, "baseline".into());
         }
+        let secs = (live.now_ms() - start_ms) / 1000.0;
+        let (cal, p) = super::predict::before_stages(x, &c.calls, c.tasks, secs);
+        (j.calibration, predictions) = (Some(cal), p);
     }
-    for st in &x.spec.method {
+    for (i, st) in x.spec.method.iter().enumerate() {
         let share = st.sessions.fraction().unwrap_or(0.0);
         let (doc, plan) = match x.stage_plan(share) {
             Ok(p) => p,
@@ -515,7 +523,8 @@ async fn drive(
             let samples: Vec<_> = c.probes.values().flatten().collect();
             detect(&samples, start_ms, removal.as_ref().map(|r| r.at_ms))
         });
-        j.stages.push(StageRecord {
+        let mut record = StageRecord {
+            prediction: None,
             robustness: c.robustness,
             detection,
             probes,
@@ -527,7 +536,9 @@ async fn drive(
             injections,
             slis: c.acc.slis(),
             gate_changes: c.changes,
-        });
+        };
+        super::predict::attach(&mut record, predictions.get(i).cloned().flatten());
+        j.stages.push(record);
         if !matches!(end, End::Done) {
             return (end, st.stage.clone());
         }

@@ -26,6 +26,18 @@ pub fn print(j: &Journal, journal: &Path) {
             inj,
             if s.completed { "" } else { " — stopped" }
         );
+        if let Some(p) = &s.prediction {
+            println!(
+                "  predicted: error rate {:.2}%, p95 {}, gates {}{}",
+                p.slis.error_rate * 100.0,
+                p.slis.p95_ms.map_or("—".into(), |v| format!("{v:.1} ms")),
+                p.verdict,
+                p.error.as_ref().map_or(String::new(), |e| format!(
+                    " ({})",
+                    if e.verdict_right { "right" } else { "WRONG" }
+                ))
+            );
+        }
     }
     if let Some(b) = &j.breach {
         println!(

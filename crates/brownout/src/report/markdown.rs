@@ -42,6 +42,7 @@ pub fn render(j: &Value) -> String {
     gates(&mut o, j);
     breach_and_recovery(&mut o, j);
     detection(&mut o, j);
+    super::estimate::section(&mut o, j);
     injections(&mut o, j);
     rollbacks(&mut o, j);
     client(&mut o, j);

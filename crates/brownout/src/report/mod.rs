@@ -4,6 +4,7 @@
 //! [`trend_html`] is the HTML page of an experiment's trend across runs.
 
 pub mod charts;
+pub mod estimate;
 pub mod html;
 pub mod junit;
 pub mod markdown;

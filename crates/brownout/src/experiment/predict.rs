@@ -1,0 +1,185 @@
+//! Estimate before, actual after: once the baseline has run, the runner calibrates the
+//! simulator from the baseline's calls ([`crate::calibrate::fit`]) and simulates each stage —
+//! the experiment's workload on the calibrated server, the stage's plan and seed, the gates —
+//! before running it. The journal keeps, per stage, the prediction and, after the stage, its
+//! error against what happened. A prediction that cannot be made never fails the run: the
+//! journal says why it is missing.
+
+use super::journal::{Slis, StageRecord};
+use super::load::Loaded;
+use crate::calibrate::fit::{fit, servers_json, Fit};
+use brownout_core::slo::CallObservation;
+use brownout_sim::{simulate, SimOptions, Workload};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A stage as the simulator predicted it.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct Prediction {
+    /// The SLIs predicted over the stage.
+    pub slis: Slis,
+    /// Each gate: breached or not in the simulation, and its worst window.
+    pub gates: Vec<PredictedGate>,
+    /// `holds` (every gate held) or `breaches`.
+    pub verdict: String,
+    /// ρ in the simulation.
+    pub robustness: Option<f64>,
+    /// After the stage: actual − predicted (error rate as a fraction, latencies in ms),
+    /// and whether the verdict was right (`null` until the stage ran).
+    pub error: Option<PredictionError>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct PredictedGate {
+    pub gate: String,
+    pub breached: bool,
+    pub worst: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct PredictionError {
+    pub error_rate: f64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// The predicted verdict matched the stage's.
+    pub verdict_right: bool,
+}
+
+/// What the runner learnt from the baseline.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct Calibration {
+    /// Calls of the baseline the model was fitted to.
+    pub calls: u64,
+    /// Tasks per second during the baseline (the simulated stages run as many per second).
+    pub tasks_per_s: f64,
+    /// The server's effective concurrency (the most calls in flight).
+    pub concurrency: u32,
+    /// Per tool: the fitted latency model and error rate.
+    pub tools: serde_json::Value,
+    /// Why there are no predictions, when there are none.
+    pub note: Option<String>,
+}
+
+/// The calibrated model and one prediction per stage (`None` where none could be made).
+pub fn before_stages(
+    x: &Loaded,
+    calls: &[CallObservation],
+    tasks: u64,
+    baseline_s: f64,
+) -> (Calibration, Vec<Option<Prediction>>) {
+    let tools = calls
+        .iter()
+        .filter(|c| c.method == "tools/call" || c.tool.is_some())
+        .cloned()
+        .collect::<Vec<_>>();
+    let tasks_per_s = tasks as f64 / baseline_s.max(1e-3);
+    let mut cal = Calibration {
+        calls: tools.len() as u64,
+        tasks_per_s,
+        concurrency: 0,
+        tools: serde_json::Value::Null,
+        note: None,
+    };
+    if tools.len() < 20 || tasks == 0 {
+        cal.note = Some(format!(
+            "the baseline had {} call(s) and {tasks} task(s): too few to calibrate the simulator",
+            tools.len()
+        ));
+        return (cal, vec![None; x.spec.method.len()]);
+    }
+    let f = fit(&tools);
+    cal.concurrency = f.concurrency;
+    cal.tools = serde_json::to_value(&f.tools).unwrap_or_default();
+    let w = match calibrated(&x.workload, &f) {
+        Ok(w) => w,
+        Err(e) => {
+            cal.note = Some(format!("the calibrated workload does not load: {e}"));
+            return (cal, vec![None; x.spec.method.len()]);
+        }
+    };
+    let preds = x
+        .spec
+        .method
+        .iter()
+        .map(|st| {
+            let share = st.sessions.fraction()?;
+            let (_, mut plan) = x.stage_plan(share).ok()?;
+            plan.seed = x.plan.seed;
+            let n = (tasks_per_s * st.duration.get().as_secs_f64())
+                .round()
+                .max(1.0) as u64;
+            let r = simulate(
+                &w,
+                plan,
+                &SimOptions {
+                    tasks: Some(n),
+                    seed: Some(x.plan.seed),
+                    keep_series: false,
+                    gates: x.gates.clone(),
+                    stop_at_breach: false,
+                },
+            );
+            let errors = r
+                .calls
+                .saturating_sub((r.availability * r.calls as f64).round() as u64);
+            let gates: Vec<PredictedGate> = r
+                .gates
+                .iter()
+                .map(|g| PredictedGate {
+                    gate: g.gate.clone(),
+                    breached: g.breached,
+                    worst: g.worst,
+                })
+                .collect();
+            Some(Prediction {
+                slis: Slis {
+                    calls: r.calls,
+                    errors,
+                    error_rate: 1.0 - r.availability,
+                    p50_ms: Some(r.latency_ms.p50),
+                    p95_ms: Some(r.latency_ms.p95),
+                    p99_ms: Some(r.latency_ms.p99),
+                },
+                verdict: if gates.iter().any(|g| g.breached) {
+                    "breaches"
+                } else {
+                    "holds"
+                }
+                .into(),
+                gates,
+                robustness: r.robustness,
+                error: None,
+            })
+        })
+        .collect();
+    (cal, preds)
+}
+
+/// The experiment's workload with its servers replaced by the fitted one.
+fn calibrated(w: &Workload, f: &Fit) -> Result<Workload, String> {
+    let mut v = serde_json::to_value(w).map_err(|e| e.to_string())?;
+    v["servers"] = servers_json(f, "calibrated");
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// After a stage ran: its record carries the prediction with its error.
+pub fn attach(record: &mut StageRecord, p: Option<Prediction>) {
+    let Some(mut p) = p else {
+        return;
+    };
+    let d = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a - b);
+    let actual = &record.slis;
+    let breached = record
+        .gate_changes
+        .iter()
+        .any(|g| g.status == brownout_core::slo::GateStatus::Breached);
+    p.error = Some(PredictionError {
+        error_rate: actual.error_rate - p.slis.error_rate,
+        p50_ms: d(actual.p50_ms, p.slis.p50_ms),
+        p95_ms: d(actual.p95_ms, p.slis.p95_ms),
+        p99_ms: d(actual.p99_ms, p.slis.p99_ms),
+        verdict_right: (p.verdict == "breaches") == breached,
+    });
+    record.prediction = Some(p);
+}
