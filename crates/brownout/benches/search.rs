@@ -36,6 +36,11 @@ fn args(plan: &str, seeds: u64, seed: u64, tol: f64, max_evals: u64) -> SearchAr
         out: None,
         chart: None,
         json: false,
+        live: false,
+        live_runs: 8,
+        live_start: 0.6,
+        policy: None,
+        store: None,
     }
 }
 

@@ -192,3 +192,53 @@ fn bad_marks_and_missing_inputs_are_clear_errors() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("probability"), "{err}");
 }
+
+/// `--live`: the simulator's boundary confirmed against the real fixture in guarded runs.
+/// A third of the workload's calls are searches, so failing a share p of them makes an
+/// error rate of about p/3: the 1 % gate breaks near p = 3 %.
+#[test]
+fn live_runs_bracket_the_real_boundary_and_are_all_stored() {
+    let dir = tmp();
+    let store = dir.path().join("store.sqlite");
+    let out = Command::new(brownout())
+        .arg("search")
+        .arg(repo().join("examples/search/fixture-live.yaml"))
+        .args(["--live", "--live-runs", "5", "--json", "--policy"])
+        .arg(repo().join("examples/experiments/seed-policy.yaml"))
+        .arg("--store")
+        .arg(&store)
+        .env("PATH", path_with_brownout())
+        .output()
+        .expect("search --live");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let live = &r["live"];
+    let (hold, brk) = (
+        live["hold"].as_f64().expect("a value that held"),
+        live["brk"].as_f64().expect("a value that breached"),
+    );
+    assert!(hold < brk, "{live:#}");
+    assert!(
+        hold <= 0.045 && brk >= 0.015,
+        "the 3 % boundary is near [{hold}, {brk}]"
+    );
+    assert!(live["residual"].as_f64().is_some(), "{live:#}");
+    let runs = live["runs"].as_array().expect("runs");
+    assert!(runs.len() >= 3 && runs.len() <= 5, "{live:#}");
+    let listed = Command::new(brownout())
+        .args(["journal", "list", "--json", "--store"])
+        .arg(&store)
+        .output()
+        .expect("list");
+    let listed: Value = serde_json::from_slice(&listed.stdout).expect("list json");
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(runs.len()),
+        "{listed:#}"
+    );
+}

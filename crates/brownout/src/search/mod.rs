@@ -6,6 +6,7 @@
 //!
 //! - [`marks`]: the marks in the file; [`output`]: the report, the chart, the file written back.
 
+pub mod live;
 pub mod marks;
 pub mod output;
 
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant};
 ///   brownout search --plan examples/search/cascade-search.yaml --workload examples/sim/cascade.yaml \
 ///       --gate 'error_rate < 1% over 10s'
 ///   brownout search examples/search/green-search.yaml -o barely.yaml --chart rho.svg
+///   brownout search examples/search/green-search.yaml --live --live-runs 6   # then confirm live
 ///
 /// Exit codes: 0 a boundary found; 2 bad input; 3 no crossing in the range (it holds
 /// everywhere, or breaks already at the lowest values).
@@ -80,6 +82,23 @@ pub struct SearchArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Then confirm the simulator's boundary live: full guarded `brownout run`s of the
+    /// experiment (one dimension), climbing from below the boundary.
+    #[arg(long, requires = "experiment")]
+    pub live: bool,
+    /// Live runs at most.
+    #[arg(long, default_value_t = 8, requires = "live")]
+    pub live_runs: u32,
+    /// Where the live runs start, as a share of the way from the range's low end to the
+    /// simulator's boundary.
+    #[arg(long, default_value_t = 0.6, requires = "live")]
+    pub live_start: f64,
+    /// The guardrail policy of the live runs (`brownout run --policy`).
+    #[arg(long, requires = "live")]
+    pub policy: Option<PathBuf>,
+    /// The journal store the live runs are kept in (`brownout run --store`).
+    #[arg(long, requires = "live")]
+    pub store: Option<PathBuf>,
 }
 
 /// What is searched: the marked text and what to simulate it with.
@@ -343,5 +362,25 @@ pub fn run(a: SearchArgs) -> anyhow::Result<i32> {
         }
     };
     let found = search(&p, &a, &progress);
-    output::report(&p, &a, &found)
+    let code = output::report(&p, &a, &found)?;
+    if !a.live {
+        return Ok(code);
+    }
+    if p.marks.len() != 1 {
+        eprintln!(
+            "brownout search: --live confirms one dimension; this file has {}",
+            p.marks.len()
+        );
+        return Ok(2);
+    }
+    let Some(sim) = found.segments[0]
+        .1
+        .boundary
+        .map(|t| found.segments[0].0.at(t)[0])
+    else {
+        eprintln!("brownout search: no simulated boundary to confirm live");
+        return Ok(3);
+    };
+    let l = live::confirm(&p, &a, sim, &progress);
+    output::live(&p, &a, &found, &l)
 }

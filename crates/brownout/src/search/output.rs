@@ -76,7 +76,10 @@ pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
 pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
     let found = f.segments.iter().any(|(_, c)| c.boundary.is_some());
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(p, a, f))?);
+        // With --live, one document with both comes at the end.
+        if !a.live {
+            println!("{}", serde_json::to_string_pretty(&to_json(p, a, f))?);
+        }
     } else {
         let evals: u64 = f.segments.iter().map(|(_, c)| c.evals).sum();
         println!(
@@ -262,4 +265,44 @@ fn chart(p: &Problem, a: &SearchArgs, f: &Found) -> Result<String, String> {
         root.present().map_err(|x| e(&x))?;
     }
     Ok(svg)
+}
+
+/// Print the live confirmation; the exit code (0 a live boundary; 3 none bracketed; 4 a
+/// run could not give a verdict).
+pub fn live(p: &Problem, a: &SearchArgs, f: &Found, l: &super::live::Live) -> anyhow::Result<i32> {
+    let key = &p.marks[0].key;
+    if a.json {
+        let mut doc = to_json(p, a, f);
+        doc["live"] = serde_json::to_value(l)?;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for r in &l.runs {
+            println!(
+                "live {key} {:.5}: {} ({}){}",
+                r.value,
+                r.status,
+                if r.breached { "breached" } else { "held" },
+                r.run_id
+                    .as_deref()
+                    .map_or(String::new(), |id| format!(", run {id}"))
+            );
+        }
+        match (l.boundary, l.hold, l.brk) {
+            (Some(b), Some(h), Some(k)) => println!(
+                "live boundary {key} {b:.5} (held at {h:.5}, breached at {k:.5}); simulated {:.5}; residual {:+.5}",
+                l.simulated,
+                l.residual.unwrap_or(0.0)
+            ),
+            _ => println!(
+                "no live boundary bracketed in {} run(s){}",
+                l.runs.len(),
+                l.stopped.as_deref().map_or(String::new(), |s| format!(": {s}"))
+            ),
+        }
+    }
+    Ok(match (l.boundary, &l.stopped) {
+        (Some(_), _) => 0,
+        (None, Some(s)) if s.contains("not a verdict") || s.contains("journal") => 4,
+        _ => 3,
+    })
 }
