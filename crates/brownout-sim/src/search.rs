@@ -14,7 +14,7 @@
 //! Pure: the caller's [`Objective`] runs the simulator; points are parameters `t` in [0, 1]
 //! along the segment, mapped by the caller.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// ρ at a point `t` along the segment for one seed. `full`: run to the end (the exact ρ);
@@ -194,27 +194,29 @@ pub fn crossing(
         budget: &budget,
     };
     let threads = threads.clamp(1, seeds.len().max(1));
-    let chunks: Vec<&[u64]> = seeds.chunks(seeds.len().div_ceil(threads).max(1)).collect();
-    let results: Vec<(SeedCrossing, bool)> = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|chunk| {
-                let count = &count;
+    // A queue of seeds (not fixed chunks): a thread that drew quick seeds takes more.
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, (SeedCrossing, bool))> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (count, next) = (&count, &next);
                 s.spawn(move || {
-                    chunk
-                        .iter()
-                        .take_while(|_| !count.spent())
-                        .map(|&seed| {
-                            let r = one_seed(obj, seed, tol, count);
-                            progress(&format!(
-                                "seed {seed}: {}",
-                                r.0.boundary().map_or("no crossing".into(), |b| format!(
-                                    "boundary at t={b:.4}"
-                                ))
-                            ));
-                            r
-                        })
-                        .collect::<Vec<_>>()
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&seed) = seeds.get(i) else { break };
+                        if count.spent() {
+                            break;
+                        }
+                        let r = one_seed(obj, seed, tol, count);
+                        progress(&format!(
+                            "seed {seed}: {}",
+                            r.0.boundary()
+                                .map_or("no crossing".into(), |b| format!("boundary at t={b:.4}"))
+                        ));
+                        mine.push((i, r));
+                    }
+                    mine
                 })
             })
             .collect();
@@ -223,6 +225,8 @@ pub fn crossing(
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    results.sort_by_key(|r| r.0);
+    let results: Vec<(SeedCrossing, bool)> = results.into_iter().map(|r| r.1).collect();
     let cut_short = results.iter().any(|r| r.1) || count.spent();
     let per_seed: Vec<SeedCrossing> = results.into_iter().map(|r| r.0).collect();
     let evals = count.n.load(Ordering::Relaxed);
@@ -296,16 +300,19 @@ fn majority(
     };
     let threads = threads.clamp(1, seeds.len().max(1));
     let breaking = |t: f64| -> f64 {
-        let chunk = seeds.len().div_ceil(threads).max(1);
+        let next = AtomicUsize::new(0);
         let n: usize = std::thread::scope(|s| {
-            let hs: Vec<_> = seeds
-                .chunks(chunk)
-                .map(|c| {
-                    let count = &count;
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (count, next) = (&count, &next);
                     s.spawn(move || {
-                        c.iter()
-                            .filter(|&&seed| count.eval(obj, t, seed) < 0.0)
-                            .count()
+                        let mut broke = 0;
+                        while let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            if count.eval(obj, t, seed) < 0.0 {
+                                broke += 1;
+                            }
+                        }
+                        broke
                     })
                 })
                 .collect();

@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo bench -p brownout --bench search` (release build). It measures
 //! 1. one dimension (examples/search/cascade-search.yaml: the burst's probability in
-//!    [0, 0.2]), 8 seeds, default precision: wall time, simulations, the interval's half
+//!    [0, 0.2]), 8 seeds, default precision (1/32 of the range): wall time, simulations, the interval's half
 //!    width — five searches with different first seeds, medians;
 //! 2. the reference: the same search with 32 seeds and 4× the precision, and how far each
 //!    8-seed search's boundary is from it (the seeds' spread, not the bisection, dominates);
@@ -79,7 +79,7 @@ fn main() {
             "examples/search/cascade-search.yaml",
             8,
             1 + 8 * k,
-            1.0 / 64.0,
+            1.0 / 32.0,
             500,
         );
         let p = Problem::load(&a).expect("problem");
@@ -106,7 +106,7 @@ fn main() {
         errors.push((b - reference).abs());
     }
     // 3. Two dimensions.
-    let a = args("examples/search/cascade-2d.yaml", 8, 1, 1.0 / 64.0, 500);
+    let a = args("examples/search/cascade-2d.yaml", 8, 1, 1.0 / 32.0, 500);
     let p = Problem::load(&a).expect("problem");
     let t = Instant::now();
     let r2 = search(&p, &a, &quiet);
