@@ -9,7 +9,8 @@ use std::path::Path;
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read plan {}", path.display()))?;
-    Plan::from_str_named(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
+    Plan::from_str_named(&text, &path.display().to_string())
+        .map_err(|e| anyhow::anyhow!("{}", crate::search::marks::explain(e)))
 }
 
 /// `plan check`: exit 0 when every plan is valid, 1 otherwise (every error printed).
@@ -28,7 +29,9 @@ pub fn check(paths: &[std::path::PathBuf], json: bool) -> i32 {
                 continue;
             }
         };
-        match Plan::from_str_named(&text, &p.display().to_string()) {
+        match Plan::from_str_named(&text, &p.display().to_string())
+            .map_err(crate::search::marks::explain)
+        {
             Ok(plan) => {
                 if !json {
                     println!(

@@ -191,6 +191,17 @@ fn bad_marks_and_missing_inputs_are_clear_errors() {
     let (code, err) = run(&["--plan", &over, "--workload", &w, "--gate", GATE]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("probability"), "{err}");
+    // A marked file given to a command that runs it says what the mark is for.
+    let out = Command::new(brownout())
+        .args(["plan", "check", &plan])
+        .output()
+        .expect("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("plan.yaml:3:") && err.contains("is for `brownout search`"),
+        "{err}"
+    );
 }
 
 /// `--live`: the simulator's boundary confirmed against the real fixture in guarded runs.

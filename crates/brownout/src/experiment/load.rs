@@ -91,6 +91,10 @@ fn one(file: &str, message: String) -> PlanErrors {
 
 /// Load and check an experiment from its text; `file` names it and picks the format.
 pub fn load_text(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors> {
+    load_checked(text, file, dir).map_err(crate::search::marks::explain)
+}
+
+fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors> {
     let spec: Experiment = load_document(text, file)?;
     let root = parse(text, Format::from_path(file)).map_err(|e| one(file, e.message))?;
     let mut errors = Vec::new();

@@ -165,6 +165,18 @@ pub fn substitute(text: &str, marks: &[Mark], values: &[f64], experiment: bool) 
     out
 }
 
+/// Errors of a file loaded to be run, not searched: a mark left in it says what it is.
+pub fn explain(mut e: brownout_core::plan::PlanErrors) -> brownout_core::plan::PlanErrors {
+    for err in &mut e.errors {
+        if err.message.contains("{\"search\":[") {
+            err.message.push_str(
+                " — a `{search: [LO, HI]}` mark is for `brownout search`, which writes the file back with a number (-o)",
+            );
+        }
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
