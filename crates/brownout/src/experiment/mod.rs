@@ -5,7 +5,9 @@
 //!   `brownout experiment check|schema`;
 //! - [`policy`]: the guardrails; [`gates`]: the runner's view of SLO gates;
 //! - [`runner`]: `brownout run`, with [`target`] (where load and faults go), [`loadgen`]
-//!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`rollback`];
+//!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`detect`] (their
+//!   MTTD/MTTR), [`baseline`] (tolerances from history), [`predict`] (the simulator's
+//!   estimate of each stage), [`rollback`], [`recovery`] (removal of the faults, MTTR);
 //! - [`journal`]: the record of a run, and [`summary`]: its printed form.
 
 pub mod baseline;
@@ -19,6 +21,7 @@ pub mod loadgen;
 pub mod phase;
 pub mod policy;
 pub mod predict;
+pub mod recovery;
 pub mod rollback;
 pub mod runner;
 pub mod spec;
