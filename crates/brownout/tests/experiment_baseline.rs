@@ -270,3 +270,59 @@ fn a_live_run_learns_its_bound_from_the_run_before() {
     }
     assert!(out.contains("predicted"), "{out}");
 }
+
+/// `ladder_from_history`: a stage may go one rung above the widest this experiment has
+/// passed in the store; with no history, only the bottom rung. Refusals name the rule.
+#[test]
+fn the_ladder_is_enforced_against_the_stores_history() {
+    let dir = common::tmp();
+    let store = dir.path().join("store.sqlite");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "ladder_from_history: true\n").expect("policy");
+    let file = write(dir.path(), &experiment_yaml(&Exp::fixture_green()));
+    let dry = |extra: &[&str]| {
+        let out = Command::new(brownout())
+            .args(["run", &file, "--dry-run", "--json", "--policy"])
+            .arg(&policy)
+            .arg("--store")
+            .arg(&store)
+            .args(extra)
+            .output()
+            .expect("run");
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), j)
+    };
+    // No history: 10 % → 25 % reaches a rung above the bottom one.
+    let (code, j) = dry(&[]);
+    assert_eq!(code, Some(3), "{j:#}");
+    assert_eq!(j["refusal"]["rule"], "ladder_from_history", "{j:#}");
+    // A run whose 10 % stage passed: one rung more (25 %) is allowed.
+    let mut past = past("a test experiment", "aborted", 1_790_000_000_000, 10.0);
+    past["stages"] = json!([
+        {"stage": "canary", "share": 0.1, "completed": true},
+        {"stage": "wider", "share": 0.25, "completed": false},
+    ]);
+    let ids = import(&store, dir.path(), &[past]);
+    let (code, j) = dry(&[]);
+    assert_eq!(code, Some(0), "{j:#}");
+    // A third stage at 50 % skips the 25 % rung it has not passed.
+    let wider = experiment_yaml(&Exp {
+        method: "[{stage: canary, duration: 1s, sessions: 10%}, {stage: wider, duration: 1s, sessions: 25%}, {stage: half, duration: 1s, sessions: 50%}]",
+        ..Exp::fixture_green()
+    });
+    std::fs::write(&file, wider).expect("write");
+    let (code, j) = dry(&[]);
+    assert_eq!(code, Some(3), "{j:#}");
+    let detail = j["refusal"]["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains(&ids[0]) && detail.contains("50%"),
+        "{detail}"
+    );
+    // Without a store the guardrail cannot check, so it refuses.
+    let out = Command::new(brownout())
+        .args(["run", &file, "--dry-run", "--no-store", "--policy"])
+        .arg(&policy)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3));
+}

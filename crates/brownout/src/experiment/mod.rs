@@ -15,6 +15,7 @@ pub mod cli;
 pub mod cmd;
 pub mod detect;
 pub mod gates;
+pub mod history;
 pub mod journal;
 pub mod load;
 pub mod loadgen;

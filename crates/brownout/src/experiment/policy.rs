@@ -33,6 +33,10 @@ pub struct Policy {
     pub max_added_latency: Dur,
     /// Whether `process` faults (killing, pausing servers) are allowed (default false).
     pub allow_process_faults: bool,
+    /// Enforce the ladder against the store's history too: a stage may go at most one rung
+    /// above the highest rung a stage of this experiment (same title) has passed in a
+    /// stored run; with no history, only the bottom rung (default false).
+    pub ladder_from_history: bool,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -64,6 +68,7 @@ impl Default for Policy {
             max_probability: 1.0,
             max_added_latency: Dur("10s".into()),
             allow_process_faults: false,
+            ladder_from_history: false,
         }
     }
 }

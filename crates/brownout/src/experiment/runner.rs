@@ -82,7 +82,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             println!("tolerance: {}", super::baseline::describe(r));
         }
     }
-    if let Err(r) = policy::check(&x, &policy) {
+    let checked =
+        policy::check(&x, &policy).and_then(|()| super::history::enforce(&x, &policy, &a.keep));
+    if let Err(r) = checked {
         j.reason = r.to_string();
         j.refusal = Some(r);
         return finish(j, Status::Refused, &a);
