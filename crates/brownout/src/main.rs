@@ -98,6 +98,11 @@ enum Command {
         /// The grammar and every SLI: docs/gates.md.
         #[arg(long = "gate", value_name = "GATE", value_parser = brownout::sim_cmd::parse_gate)]
         gates: Vec<brownout_core::slo::Gate>,
+        /// Model N long-lived sessions shared by the tasks, as `brownout load --sessions N`
+        /// (and `brownout run`) plays them, instead of one session per task: a fault's
+        /// `sessions` share then selects the same sessions as on the wire.
+        #[arg(long, value_name = "N")]
+        sessions: Option<u64>,
     },
     // Its help (short and long) is the doc comment of `LoadArgs`.
     Load(Box<brownout::load::cli::LoadArgs>),
@@ -215,7 +220,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             json,
             series,
             gates,
+            sessions,
         } => brownout::sim_cmd::run(brownout::sim_cmd::SimArgs {
+            sessions,
             plan,
             workload,
             tasks,

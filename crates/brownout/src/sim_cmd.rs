@@ -15,6 +15,8 @@ pub struct SimArgs {
     pub json: bool,
     pub series: Option<PathBuf>,
     pub gates: Vec<Gate>,
+    /// Model this many long-lived sessions, as `brownout load --sessions N` plays them.
+    pub sessions: Option<u64>,
 }
 
 /// Exit code when a gate breached.
@@ -46,6 +48,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
         keep_series: a.series.is_some(),
         gates: a.gates.clone(),
         stop_at_breach: false,
+        sessions: a.sessions,
     };
     let started = std::time::Instant::now();
     let report = simulate(&w, plan, &opts);

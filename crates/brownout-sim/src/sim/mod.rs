@@ -49,6 +49,10 @@ pub struct SimOptions {
     /// End the run at the first gate breach (a search needs only the verdict's sign; the
     /// report then covers the run up to the breach).
     pub stop_at_breach: bool,
+    /// Model the live load's N long-lived sessions (tasks share them as `brownout load`'s
+    /// do) instead of one session per task: faults' `sessions` shares then select what
+    /// they select live.
+    pub sessions: Option<u64>,
 }
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
@@ -180,6 +184,7 @@ struct Sim<'w> {
     /// The gates, when the run has any.
     gates: Option<gates::SimGates>,
     stop_at_breach: bool,
+    sessions: Option<u64>,
     /// The reply being handled is the client's timeout firing.
     timing_out: bool,
 }
@@ -388,6 +393,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
         gates: None,
         stop_at_breach: opts.stop_at_breach,
+        sessions: opts.sessions,
         timing_out: false,
     };
     if !opts.gates.is_empty() {

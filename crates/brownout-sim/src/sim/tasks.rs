@@ -10,8 +10,27 @@ impl Sim<'_> {
     pub(super) fn start_task(&mut self) {
         self.started_tasks += 1;
         let id = self.started_tasks;
+        let slot = self
+            .free_tasks
+            .last()
+            .copied()
+            .unwrap_or(self.tasks.len() as u32);
+        let session = match self.sessions {
+            // As brownout's live load labels its sessions (`Brownout-Session: load-i`, which
+            // a relay keys as `label:load-i`): agent k of a closed loop (its task slot) or
+            // task k of an open one uses session k mod n, so a seed's blast radius selects
+            // the same sessions in the simulation as on the wire.
+            Some(n) => {
+                let k = match self.w.arrival {
+                    Some(Arrival::Closed { .. }) | None => u64::from(slot),
+                    _ => id - 1,
+                };
+                format!("label:load-{}", k % n.max(1))
+            }
+            None => format!("task-{id}"),
+        };
         let task = Task {
-            session: format!("task-{id}"),
+            session,
             step: 0,
             step_gen: 0,
             started: self.now,
@@ -194,7 +213,11 @@ impl Sim<'_> {
             self.gates_task(!(task.failed || late));
         }
         let _ = task.started;
-        self.engine.end_session(&task.session, Time(self.now));
+        // Long-lived sessions (`sessions`) outlive their tasks, as on the wire: their draws
+        // go on from one task to the next.
+        if self.sessions.is_none() {
+            self.engine.end_session(&task.session, Time(self.now));
+        }
         if matches!(self.w.arrival, Some(Arrival::Closed { .. }) | None) {
             self.push(self.now, Ev::StartTask);
         }

@@ -104,26 +104,32 @@ pub fn before_stages(
         .iter()
         .map(|st| {
             let share = st.sessions.fraction()?;
-            let (_, mut plan) = x.stage_plan(share).ok()?;
+            let (doc, mut plan) = x.stage_plan(share).ok()?;
             plan.seed = x.plan.seed;
-            let n = (tasks_per_s * st.duration.get().as_secs_f64())
-                .round()
-                .max(1.0) as u64;
-            let r = simulate(
-                &w,
-                plan,
-                &SimOptions {
-                    tasks: Some(n),
-                    seed: Some(x.plan.seed),
-                    keep_series: false,
-                    gates: x.gates.clone(),
-                    stop_at_breach: false,
-                },
-            );
+            let stage_s = st.duration.get().as_secs_f64();
+            let n = (tasks_per_s * stage_s).round().max(1.0) as u64;
+            let opts = |tasks: u64, gates: bool| SimOptions {
+                tasks: Some(tasks),
+                seed: Some(x.plan.seed),
+                keep_series: false,
+                gates: if gates { x.gates.clone() } else { Vec::new() },
+                stop_at_breach: false,
+                sessions: Some(u64::from(x.spec.load.sessions.unwrap_or(16))),
+            };
+            // The stage's SLIs: the stage alone.
+            let r = simulate(&w, plan, &opts(n, false));
+            // Its gates: as live, the windows start full of the fault-free calls before the
+            // stage (a baseline's worth), not empty (a few calls would make a noisy window).
+            let lead_s = baseline_s.max(gate_span_s(x));
+            let (_, gated) = warmed(&doc, &x.file, lead_s)?;
+            let mut gated = gated;
+            gated.seed = x.plan.seed;
+            let lead = (tasks_per_s * lead_s).round() as u64;
+            let g = simulate(&w, gated, &opts(n + lead, true));
             let errors = r
                 .calls
                 .saturating_sub((r.availability * r.calls as f64).round() as u64);
-            let gates: Vec<PredictedGate> = r
+            let gates: Vec<PredictedGate> = g
                 .gates
                 .iter()
                 .map(|g| PredictedGate {
@@ -148,12 +154,47 @@ pub fn before_stages(
                 }
                 .into(),
                 gates,
-                robustness: r.robustness,
+                robustness: g.robustness,
                 error: None,
             })
         })
         .collect();
     (cal, preds)
+}
+
+/// The longest gate window in seconds (count windows: none).
+fn gate_span_s(x: &Loaded) -> f64 {
+    x.gates
+        .iter()
+        .filter_map(|g| match g.window {
+            brownout_core::slo::Window::Time { ms } => Some(ms / 1000.0),
+            _ => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The stage's plan with its faults starting after `lead_s` seconds of fault-free calls
+/// (faults with a `window` of their own keep it).
+fn warmed(
+    doc: &serde_json::Value,
+    file: &str,
+    lead_s: f64,
+) -> Option<(serde_json::Value, brownout_core::Plan)> {
+    let mut doc = doc.clone();
+    for f in doc.get_mut("faults")?.as_array_mut()?.iter_mut() {
+        if let Some(o) = f.as_object_mut() {
+            o.entry("window").or_insert_with(
+                || serde_json::json!({"start": format!("{}ms", (lead_s * 1000.0).round())}),
+            );
+        }
+    }
+    let plan = brownout_core::Plan::from_str_format(
+        &doc.to_string(),
+        file,
+        brownout_core::plan::source::Format::Json,
+    )
+    .ok()?;
+    Some((doc, plan))
 }
 
 /// The experiment's workload with its servers replaced by the fitted one.

@@ -172,8 +172,8 @@ impl Problem {
         marks::substitute(&self.text, &self.marks, values, self.experiment)
     }
 
-    /// The plan, workload and gates at `values`.
-    fn prepare(&self, values: &[f64]) -> Result<(Plan, Workload, Vec<Gate>), String> {
+    /// The plan, workload, gates and (an experiment's) live sessions at `values`.
+    fn prepare(&self, values: &[f64]) -> Result<(Plan, Workload, Vec<Gate>, Option<u64>), String> {
         let text = self.written(values);
         if self.experiment {
             let x = load_text(&text, &self.file, &self.dir).map_err(|e| e.to_string())?;
@@ -184,18 +184,19 @@ impl Problem {
                 .and_then(|s| s.sessions.fraction())
                 .unwrap_or(1.0);
             let (_, plan) = x.stage_plan(share).map_err(|e| e.to_string())?;
-            Ok((plan, x.workload.clone(), x.gates.clone()))
+            let sessions = u64::from(x.spec.load.sessions.unwrap_or(16));
+            Ok((plan, x.workload.clone(), x.gates.clone(), Some(sessions)))
         } else {
             let plan = Plan::from_str_format(&text, &self.file, Format::from_path(&self.file))
                 .map_err(|e| e.to_string())?;
             let w = self.workload.clone().ok_or("no workload")?;
-            Ok((plan, w, self.gates.clone()))
+            Ok((plan, w, self.gates.clone(), None))
         }
     }
 
     /// ρ at `values` for `seed` (the plan's draws and the simulation's both from it).
     pub fn rho(&self, values: &[f64], seed: u64, full: bool) -> f64 {
-        let Ok((mut plan, w, gates)) = self.prepare(values) else {
+        let Ok((mut plan, w, gates, sessions)) = self.prepare(values) else {
             return f64::NAN;
         };
         plan.seed = seed;
@@ -205,6 +206,7 @@ impl Problem {
             keep_series: false,
             gates,
             stop_at_breach: !full,
+            sessions,
         };
         simulate(&w, plan, &opts).robustness.unwrap_or(1.0)
     }
