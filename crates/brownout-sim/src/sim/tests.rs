@@ -136,3 +136,46 @@ client: {timeout_ms: 1000, degrade: true}
     assert_eq!(r.series[0].max_queue, 3);
     assert!(close(r.latency_ms.max, 100.0), "{:?}", r.latency_ms);
 }
+
+/// `sessions: N`: tasks share N long-lived sessions keyed as brownout's live load labels
+/// them, so a fault's `sessions` share hits exactly the sessions `session_selected` picks,
+/// and their draws go on from task to task (a share of 100 % of one session: every call).
+#[test]
+fn long_lived_sessions_are_the_ones_the_relay_would_select() {
+    let w = Workload::from_str_named(
+        "tasks: 3200\narrival: {mode: closed, concurrency: 16}\nsteps:\n  - calls: [{tool: t}]\nservers:\n  - name: s\n    tools:\n      t: {latency: {added_ms: 1}}\n",
+        "w.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let plan = || {
+        Plan::from_str_named(
+            "seed: 0\nfaults:\n  - {kind: error, phase: response, tools: [t], sessions: 0.25}\n",
+            "p.yaml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let selected = (0..16)
+        .filter(|i| brownout_core::select::session_selected(0, &format!("label:load-{i}"), 0.25))
+        .count();
+    assert!(selected > 0 && selected < 16, "{selected}");
+    let r = simulate(
+        &w,
+        plan(),
+        &SimOptions {
+            sessions: Some(16),
+            ..SimOptions::default()
+        },
+    );
+    // Errors after the work (`phase: response`) take as long as answers: every agent runs
+    // as many tasks, and each session carries 1/16 of the calls.
+    let failed = 1.0 - r.availability;
+    let expected = selected as f64 / 16.0;
+    assert!((failed - expected).abs() < 0.02, "{failed} vs {expected}");
+    // One session per task (the default): a quarter of the tasks, whatever their number.
+    let per_task = simulate(&w, plan(), &SimOptions::default());
+    assert!(
+        ((1.0 - per_task.availability) - 0.25).abs() < 0.05,
+        "{}",
+        per_task.availability
+    );
+}
