@@ -313,6 +313,50 @@ fn trend_flags_an_mttr_rising_over_passing_runs() {
     assert!(out.contains("pass rate: 89 %"), "{out}");
 }
 
+/// The probes' time to detect rising over passing runs (a monitor going blind release after
+/// release) is a drift too, read from the kept journals; ρ is in every row.
+#[test]
+fn trend_flags_a_time_to_detect_rising_and_shows_robustness() {
+    let dir = common::tmp();
+    let store = history(dir.path(), &[100.0, 104.0, 97.0, 101.0, 99.0, 103.0, 98.0]);
+    // Add runs whose probes took longer and longer to see the faults.
+    let base = read_json(&completed());
+    let mut files = Vec::new();
+    for (k, ttd) in [200.0, 210.0, 190.0, 400.0, 600.0, 800.0]
+        .iter()
+        .enumerate()
+    {
+        let mut j = base.clone();
+        // An hour after the history: these are the latest runs.
+        let at = base["started_unix_ms"].as_u64().expect("start") + 3_600_000 + 60_000 * k as u64;
+        j["started_unix_ms"] = at.into();
+        j["ended_unix_ms"] = (at + 6_000).into();
+        j["recovery"]["mttr_ms"] = 100.0.into();
+        j["robustness"] = 0.5.into();
+        j["detection"] = serde_json::json!({"ttd_ms": ttd, "ttr_ms": 300.0});
+        let f = dir.path().join(format!("probe-{k}.json"));
+        std::fs::write(&f, j.to_string()).expect("write");
+        files.push(f.display().to_string());
+    }
+    let mut args = vec!["import"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, _, err) = journal(&store, &args);
+    assert_eq!(code, 0, "{err}");
+    let t = journal_json(&store, &["trend", "a green test experiment", "--json"]);
+    let drifts: Vec<&str> = t["drifts"]
+        .as_array()
+        .expect("drifts")
+        .iter()
+        .filter_map(|d| d["metric"].as_str())
+        .collect();
+    assert!(drifts.contains(&"ttd_ms"), "{t:#}");
+    let last = t["runs"].as_array().and_then(|r| r.last()).expect("a run");
+    assert_eq!(last["ttd_ms"], 800.0, "{last}");
+    assert_eq!(last["robustness"], 0.5, "{last}");
+    let (_, out, _) = journal(&store, &["trend", "a green test experiment"]);
+    assert!(out.contains("MTTD") && out.contains("+0.500"), "{out}");
+}
+
 #[test]
 fn trend_of_a_steady_history_finds_no_drift() {
     let dir = common::tmp();

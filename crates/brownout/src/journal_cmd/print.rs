@@ -124,6 +124,9 @@ pub fn trend(t: &Trend) {
         "STAGE P99",
         "STAGE ERRORS",
         "BASELINE P95",
+        "MTTD",
+        "PROBE MTTR",
+        "ρ",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -142,6 +145,10 @@ pub fn trend(t: &Trend) {
                 r.stage_error_rate
                     .map_or_else(|| "-".into(), |e| format!("{:.2}%", e * 100.0)),
                 opt(r.baseline_p95_ms),
+                opt(r.ttd_ms),
+                opt(r.probe_ttr_ms),
+                r.robustness
+                    .map_or_else(|| "-".into(), |x| format!("{x:+.3}")),
             ]
         })
         .collect();

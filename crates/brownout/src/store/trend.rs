@@ -1,4 +1,5 @@
-//! Trends across an experiment's runs: pass rate, MTTR and key SLIs run by run, and drift
+//! Trends across an experiment's runs: pass rate, MTTR, the probes' MTTD/MTTR, ρ and key SLIs
+//! run by run, and drift
 //! flags — a metric rising over the recent passing runs although they still pass (the
 //! recovery that slows down release after release, before it ever fails a bound).
 
@@ -19,6 +20,11 @@ pub struct TrendRun {
     pub stage_p99_ms: Option<f64>,
     /// The worst stage's error rate (0–1).
     pub stage_error_rate: Option<f64>,
+    /// The probes' time to detect and to recover (the journal's `detection`).
+    pub ttd_ms: Option<f64>,
+    pub probe_ttr_ms: Option<f64>,
+    /// Robustness ρ of the run.
+    pub robustness: Option<f64>,
 }
 
 /// A metric that moved the wrong way over the recent passing runs.
@@ -79,8 +85,11 @@ pub fn trend(
     let mut st = s.connection().prepare(
         "SELECT run_id, started_unix_ms, status, mttr_ms, abort_latency_ms, baseline_p95_ms,
                 (SELECT max(p99_ms) FROM stages g WHERE g.run_id = r.run_id),
-                (SELECT max(error_rate) FROM stages g WHERE g.run_id = r.run_id)
-         FROM runs r WHERE experiment = ?1 AND dry_run = 0
+                (SELECT max(error_rate) FROM stages g WHERE g.run_id = r.run_id),
+                json_extract(j.json, '$.detection.ttd_ms'),
+                json_extract(j.json, '$.detection.ttr_ms'),
+                json_extract(j.json, '$.robustness')
+         FROM runs r LEFT JOIN journals j USING (run_id) WHERE experiment = ?1 AND dry_run = 0
          ORDER BY started_unix_ms DESC, run_id DESC LIMIT ?2",
     )?;
     let mut runs: Vec<TrendRun> = st
@@ -94,6 +103,9 @@ pub fn trend(
                 baseline_p95_ms: r.get(5)?,
                 stage_p99_ms: r.get(6)?,
                 stage_error_rate: r.get(7)?,
+                ttd_ms: r.get(8)?,
+                probe_ttr_ms: r.get(9)?,
+                robustness: r.get(10)?,
             })
         })?
         .collect::<Result<_, _>>()?;
@@ -112,10 +124,12 @@ pub fn trend(
     });
     let passing: Vec<&TrendRun> = runs.iter().filter(|r| r.status == "completed").collect();
     let recent = &passing[passing.len().saturating_sub(rule.window)..];
-    let metrics: [(&str, Metric); 3] = [
+    let metrics: [(&str, Metric); 5] = [
         ("mttr_ms", |r| r.mttr_ms),
         ("stage_p99_ms", |r| r.stage_p99_ms),
         ("baseline_p95_ms", |r| r.baseline_p95_ms),
+        ("ttd_ms", |r| r.ttd_ms),
+        ("probe_ttr_ms", |r| r.probe_ttr_ms),
     ];
     let drifts = metrics
         .iter()
