@@ -9,6 +9,7 @@
 //! - [`probe`]: synthetic probes and monitors (`brownout probe`);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log;
+//! - [`mcp`]: brownout as an MCP server (`brownout mcp`);
 //! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
 //!   (`brownout journal`).
 
@@ -24,6 +25,7 @@ pub mod fixture;
 pub mod http_guard;
 pub mod journal_cmd;
 pub mod load;
+pub mod mcp;
 pub mod plan_cmd;
 pub mod probe;
 pub mod relay;

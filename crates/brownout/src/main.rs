@@ -110,6 +110,8 @@ enum Command {
     Calibrate(Box<brownout::calibrate::CalibrateArgs>),
     // Its help (about, examples, exit codes) is SearchArgs's doc comment.
     Search(Box<brownout::search::SearchArgs>),
+    // Its help (about, examples, exit codes) is McpArgs's doc comment.
+    Mcp(Box<brownout::mcp::McpArgs>),
     /// Probe an MCP server (or HTTP endpoint, or command): why it fails, phase times,
     /// monitor mode with alerts (docs/probes.md).
     Probe(Box<brownout::probe::cli::ProbeArgs>),
@@ -208,6 +210,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo { plan, json, events } => runtime()?.block_on(demo::run(plan, json, events)),
         Command::Load(a) => brownout::load::cli::run(*a),
         Command::Search(a) => brownout::search::run(*a),
+        Command::Mcp(a) => brownout::mcp::run(*a),
         Command::Calibrate(a) => brownout::calibrate::run(*a),
         Command::Probe(a) => brownout::probe::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),

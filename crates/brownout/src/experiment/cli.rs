@@ -43,6 +43,17 @@ pub struct RunCmd {
     pub dry_run: bool,
     #[command(flatten)]
     pub keep: crate::journal_cmd::KeepArgs,
+    /// Rewrite the run's live state (phase, gates, injections) to this JSON file about once
+    /// a second, for a program that watches the run (as `brownout mcp` does).
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
+    /// Use this run id (a watcher's choice; default: a new one).
+    #[arg(long, value_name = "ID", hide = true)]
+    pub run_id: Option<String>,
+    /// Stop the run when stdin ends, as SIGINT does (faults removed, rollbacks run): a
+    /// watcher that dies takes its runs' faults with it.
+    #[arg(long)]
+    pub stop_on_stdin_eof: bool,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -74,6 +85,11 @@ impl RunCmd {
             seed: self.seed,
             dry_run: self.dry_run,
             keep: self.keep,
+            watch: super::runner::Watched {
+                status: self.status,
+                run_id: self.run_id,
+                stop_on_stdin_eof: self.stop_on_stdin_eof,
+            },
         })
     }
 }

@@ -170,7 +170,7 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
             (Value::Null, Plan::empty())
         }
     };
-    let workload = match read_workload(dir, &spec.load.workload) {
+    let workload = match read_workload(dir, &spec.load.workload, file) {
         Ok(w) => Some(w),
         Err(Ok(mut es)) => {
             // The workload's own errors name the workload file: report them as they are.
@@ -251,7 +251,19 @@ fn during_keys(p: &super::spec::Probe) -> Vec<(&'static str, String)> {
     out
 }
 
-fn read_workload(dir: &Path, p: &str) -> Result<Workload, Result<PlanErrors, String>> {
+fn read_workload(
+    dir: &Path,
+    w: &super::spec::WorkloadRef,
+    file: &str,
+) -> Result<Workload, Result<PlanErrors, String>> {
+    let p = match w {
+        super::spec::WorkloadRef::Path(p) => p,
+        super::spec::WorkloadRef::Inline(m) => {
+            let text = serde_json::to_string(m).map_err(|e| Err(e.to_string()))?;
+            return Workload::from_str_live(&text, &format!("{file} (load.workload, as JSON)"))
+                .map_err(Ok);
+        }
+    };
     let path = resolve(dir, p);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Err(format!("cannot read workload {}: {e}", path.display())))?;

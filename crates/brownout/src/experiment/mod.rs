@@ -7,7 +7,8 @@
 //! - [`runner`]: `brownout run`, with [`target`] (where load and faults go), [`loadgen`]
 //!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`detect`] (their
 //!   MTTD/MTTR), [`baseline`] (tolerances from history), [`predict`] (the simulator's
-//!   estimate of each stage), [`rollback`], [`recovery`] (removal of the faults, MTTR);
+//!   estimate of each stage), [`rollback`], [`recovery`] (removal of the faults, MTTR),
+//!   [`status`] (the live state a watcher reads);
 //! - [`journal`]: the record of a run, and [`summary`]: its printed form.
 
 pub mod baseline;
@@ -26,6 +27,7 @@ pub mod recovery;
 pub mod rollback;
 pub mod runner;
 pub mod spec;
+pub mod status;
 pub mod steady;
 pub mod summary;
 pub mod target;

@@ -44,6 +44,8 @@ pub struct Live {
     /// Calls seen.
     pub calls: u64,
     pub last_states: Vec<GateView>,
+    /// The live state for a watcher (`brownout run --status FILE`).
+    pub status: Option<super::status::StatusFile>,
 }
 
 /// What a phase collects.
@@ -83,6 +85,7 @@ impl Live {
             last_progress: None,
             calls: 0,
             last_states: Vec::new(),
+            status: None,
         }
     }
 
@@ -220,6 +223,10 @@ impl Live {
     }
 
     fn show(&mut self, name: &str, deadline: tokio::time::Instant, states: &[GateView]) {
+        if let Some(s) = self.status.as_mut() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            s.update(name, left, self.calls, states, false);
+        }
         if !self.progress
             || self
                 .last_progress

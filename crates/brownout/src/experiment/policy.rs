@@ -37,6 +37,12 @@ pub struct Policy {
     /// above the highest rung a stage of this experiment (same title) has passed in a
     /// stored run; with no history, only the bottom rung (default false).
     pub ladder_from_history: bool,
+    /// Experiments started through `brownout mcp` that may run at once (default 1).
+    pub max_concurrent: u32,
+    /// Programs an experiment started through `brownout mcp` may run — its target command,
+    /// its rollbacks — and that `describe_target` may start: globs on the program's name
+    /// (default: `brownout` only). `brownout run` is the operator's own and is not limited.
+    pub mcp_commands: Vec<String>,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -69,6 +75,8 @@ impl Default for Policy {
             max_added_latency: Dur("10s".into()),
             allow_process_faults: false,
             ladder_from_history: false,
+            max_concurrent: 1,
+            mcp_commands: vec!["brownout".into()],
         }
     }
 }

@@ -35,6 +35,21 @@ pub struct RunArgs {
     pub dry_run: bool,
     /// The store and the reports (`--store`, `--no-store`, `--report`).
     pub keep: crate::journal_cmd::KeepArgs,
+    /// For a program that watches the run (the MCP server): where to keep its live state,
+    /// the run id to use, and whether stdin's end stops the run as a signal would.
+    pub watch: Watched,
+}
+
+/// How a watching program (`brownout mcp`) steers a run it started as a child process.
+#[derive(Debug, Clone, Default)]
+pub struct Watched {
+    /// `--status FILE`: the live state, rewritten about once a second.
+    pub status: Option<PathBuf>,
+    /// `--run-id ID`: the run id, chosen by the watcher so it knows it at once.
+    pub run_id: Option<String>,
+    /// `--stop-on-stdin-eof`: the end of stdin (the watcher died or let go) stops the run
+    /// as SIGINT does: faults removed, rollbacks run.
+    pub stop_on_stdin_eof: bool,
 }
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
@@ -71,6 +86,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         x.plan.seed = seed;
     }
     let mut j = new_journal(&x, a.dry_run);
+    if let Some(id) = &a.watch.run_id {
+        j.run_id = id.clone();
+    }
     let store = if a.keep.no_store {
         Err("no store (--no-store)")
     } else {
@@ -102,12 +120,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = rt.block_on(live(&x, &mut j, progress));
+    let status = rt.block_on(live(&x, &mut j, progress, &a.watch));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, &a)
 }
 
-fn unix_ms() -> u64 {
+/// Now, in Unix milliseconds.
+pub fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -213,9 +232,20 @@ fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
     Ok(status.exit_code())
 }
 
-/// Count SIGINT/SIGTERM as they come.
-fn signals() -> watch::Receiver<u32> {
+/// Count SIGINT/SIGTERM as they come (and the end of stdin, with `stop_on_stdin_eof`).
+fn signals(stop_on_stdin_eof: bool) -> watch::Receiver<u32> {
     let (tx, rx) = watch::channel(0u32);
+    if stop_on_stdin_eof {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 256];
+            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+            tx.send_modify(|n| *n += 1);
+            eprintln!("brownout: stdin closed: removing the faults, then rollbacks");
+        });
+    }
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
         let (Ok(mut term), Ok(mut int)) = (
@@ -237,9 +267,9 @@ fn signals() -> watch::Receiver<u32> {
 }
 
 /// The run from the target's start to its stop.
-async fn live(x: &Loaded, j: &mut Journal, progress: bool) -> Status {
+async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &Watched) -> Status {
     let origin = Instant::now();
-    let mut sig = signals();
+    let mut sig = signals(w.stop_on_stdin_eof);
     let target = match Target::start(x).await {
         Ok(t) => t,
         Err(e) => {
@@ -248,7 +278,12 @@ async fn live(x: &Loaded, j: &mut Journal, progress: bool) -> Status {
         }
     };
     j.target.url = Some(target.url.clone());
-    let status = with_target(x, j, &target, origin, progress, &mut sig).await;
+    let status_file = w.status.as_ref().map(|p| {
+        let mut s = super::status::StatusFile::new(p.clone(), j.run_id.clone());
+        s.injections = target.injections_now();
+        s
+    });
+    let status = with_target(x, j, &target, origin, progress, &mut sig, status_file).await;
     target.stop().await;
     status
 }
@@ -260,6 +295,7 @@ async fn with_target(
     origin: Instant,
     progress: bool,
     sig: &mut watch::Receiver<u32>,
+    status_file: Option<super::status::StatusFile>,
 ) -> Status {
     let before = tokio::select! {
         r = steady::check(&x.spec.steady_state, &target.url) => r,
@@ -289,6 +325,7 @@ async fn with_target(
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
+    live.status = status_file;
     let (ptx, prx) = mpsc::unbounded_channel();
     live.probe_samples = Some(prx);
     let during = steady::During {
@@ -414,6 +451,11 @@ async fn with_target(
     if status == Status::Completed && j.reason.is_empty() {
         j.reason = "every stage ran with every gate holding; recovered".into();
     }
+    if let Some(s) = live.status.as_mut() {
+        s.stage = None;
+        let states = live.last_states.clone();
+        s.update("ended", Duration::ZERO, live.calls, &states, true);
+    }
     status
 }
 
@@ -449,6 +491,9 @@ async fn drive(
     }
     for (i, st) in x.spec.method.iter().enumerate() {
         let share = st.sessions.fraction().unwrap_or(0.0);
+        if let Some(s) = live.status.as_mut() {
+            s.stage = Some((i + 1, share));
+        }
         let (doc, plan) = match x.stage_plan(share) {
             Ok(p) => p,
             Err(e) => return (End::Trouble(e.to_string()), st.stage.clone()),

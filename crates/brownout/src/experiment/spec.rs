@@ -208,12 +208,23 @@ impl BaselineStat {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
-    /// A workload file (the simulator's format with `arguments`; see docs/simulator.md).
-    pub workload: String,
+    /// A workload file (the simulator's format with `arguments`; see docs/simulator.md), or
+    /// the workload itself, inline.
+    pub workload: WorkloadRef,
     /// MCP sessions at once (default 16).
     #[serde(default)]
     #[schemars(range(min = 1, max = 10000))]
     pub sessions: Option<u32>,
+}
+
+/// Where an experiment's workload is: a file, or written inline.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WorkloadRef {
+    /// A path, relative to the experiment file (else the current directory).
+    Path(String),
+    /// The workload itself (as a workload file would hold it).
+    Inline(serde_json::Map<String, serde_json::Value>),
 }
 
 /// One stage of the method.

@@ -208,6 +208,24 @@ impl Target {
         out
     }
 
+    /// Injections so far without waiting, for an in-process relay (`None` for a remote one,
+    /// whose counters need a request).
+    pub fn injections_now(&self) -> Option<super::status::InjectionsNow> {
+        let Faults::Local(relay) = &self.faults else {
+            return None;
+        };
+        let relay = relay.clone();
+        Some(std::sync::Arc::new(move || {
+            let mut out = BTreeMap::new();
+            if let Some(m) = relay.status()["summary"]["injections"].as_object() {
+                for (id, v) in m {
+                    out.insert(id.clone(), v["count"].as_u64().or(v.as_u64()).unwrap_or(0));
+                }
+            }
+            out
+        }))
+    }
+
     /// Stop the in-process relay and its server processes.
     pub async fn stop(self) {
         if let Some(l) = self.local {

@@ -1,0 +1,147 @@
+//! A person approves every live run. Where the client supports elicitation (form mode) the
+//! server asks the client's user directly; otherwise it issues a one-time code that only the
+//! operator sees (printed on brownout's stderr, and appended to `--approvals FILE` when
+//! given) and that the agent must pass back with the same experiment. The code is bound to
+//! the experiment's text (its digest): a code for one experiment never starts another. It is
+//! used once and expires. There is no argument a model can set to approve by itself.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+
+/// How long a code stays valid.
+pub const CODE_TTL: Duration = Duration::from_secs(600);
+/// The most codes pending at once (oldest dropped first).
+const MAX_PENDING: usize = 32;
+/// Wrong codes tolerated for one experiment before its pending code is withdrawn.
+const MAX_TRIES: u32 = 3;
+
+struct Pending {
+    code: String,
+    issued: Instant,
+    tries: u32,
+}
+
+/// The pending codes, by experiment digest.
+pub struct Approvals {
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Where codes are also written for the operator (besides stderr).
+    file: Option<PathBuf>,
+}
+
+/// What a code check found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Check {
+    Approved,
+    /// No code is pending for this experiment (never issued, used, or expired).
+    NonePending,
+    Wrong,
+}
+
+impl Approvals {
+    pub fn new(file: Option<PathBuf>) -> Approvals {
+        Approvals {
+            pending: Mutex::new(HashMap::new()),
+            file,
+        }
+    }
+
+    /// Issue a code for an experiment and show it to the operator (never to the client).
+    pub fn issue(&self, digest: &str, title: &str, session: &str) -> Result<(), String> {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b).map_err(|e| format!("no randomness for a code: {e}"))?;
+        let n = u64::from_le_bytes(b) % 1_000_000_000;
+        let code = format!("{:03}-{:03}-{:03}", n / 1_000_000, n / 1000 % 1000, n % 1000);
+        let line = format!(
+            "brownout mcp: approval requested by session {session} for experiment \"{title}\" ({digest}): code {code} (valid {} min; give it to the agent only if you approve)",
+            CODE_TTL.as_secs() / 60
+        );
+        eprintln!("{line}");
+        if let Some(f) = &self.file {
+            let r = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(f)
+                .and_then(|mut h| writeln!(h, "{line}"));
+            if let Err(e) = r {
+                eprintln!("brownout mcp: warning: cannot write {}: {e}", f.display());
+            }
+        }
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.retain(|_, v| v.issued.elapsed() < CODE_TTL);
+        if p.len() >= MAX_PENDING {
+            if let Some(old) = p.iter().min_by_key(|(_, v)| v.issued).map(|(k, _)| k.clone()) {
+                p.remove(&old);
+            }
+        }
+        p.insert(
+            digest.to_string(),
+            Pending {
+                code,
+                issued: Instant::now(),
+                tries: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Check (and on success consume) the code given for an experiment.
+    pub fn check(&self, digest: &str, given: &str) -> Check {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entry) = p.get_mut(digest).filter(|e| e.issued.elapsed() < CODE_TTL) else {
+            p.remove(digest);
+            return Check::NonePending;
+        };
+        let norm = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
+        let ok: bool = norm(&entry.code)
+            .as_bytes()
+            .ct_eq(norm(given).as_bytes())
+            .into();
+        if ok {
+            p.remove(digest);
+            return Check::Approved;
+        }
+        entry.tries += 1;
+        if entry.tries >= MAX_TRIES {
+            p.remove(digest);
+        }
+        Check::Wrong
+    }
+
+    /// The pending code for a digest (tests read it as the operator would from stderr).
+    #[cfg(test)]
+    fn code(&self, digest: &str) -> Option<String> {
+        let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.get(digest).map(|e| e.code.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_approves_its_own_experiment_once() {
+        let a = Approvals::new(None);
+        a.issue("d1", "t", "s").expect("issue");
+        a.issue("d2", "t2", "s").expect("issue");
+        let c1 = a.code("d1").expect("pending");
+        assert_eq!(a.check("d2", &c1), Check::Wrong, "another experiment's code");
+        assert_eq!(a.check("d1", &c1), Check::Approved);
+        assert_eq!(a.check("d1", &c1), Check::NonePending, "used once");
+    }
+
+    #[test]
+    fn wrong_guesses_withdraw_the_code() {
+        let a = Approvals::new(None);
+        a.issue("d", "t", "s").expect("issue");
+        let c = a.code("d").expect("pending");
+        for _ in 0..MAX_TRIES {
+            assert_eq!(a.check("d", "000-000-000"), Check::Wrong);
+        }
+        assert_eq!(a.check("d", &c), Check::NonePending);
+    }
+}

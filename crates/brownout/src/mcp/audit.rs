@@ -1,0 +1,147 @@
+//! The audit log: one JSON line per mutating call and per guardrail decision — who (the MCP
+//! session and the client's name), when, what (the tool, the experiment's title and a digest
+//! of its text, the run), the decision and the rule. Secrets never go in: no approval code,
+//! no token, no environment, no URL credentials or query strings.
+
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One decision.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Entry {
+    pub at_unix_ms: u64,
+    /// The MCP session (`stdio` over stdio).
+    pub session: String,
+    /// The client's declared name and version.
+    pub client: String,
+    pub tool: String,
+    /// `allowed`, `refused`, `approval_required`, `approved`, `stopped`, `lease_lapsed`,
+    /// `session_ended`, `renewed`, `failed`.
+    pub decision: String,
+    /// The guardrail that decided (`production_labels`, `ladder_from_history`, `approval`…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
+    /// FNV-1a of the experiment's text: which text was decided on, without the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Who approved (elicitation: the client's person; code: `operator-code`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+}
+
+/// The log file, appended to under a lock (one line per entry, flushed at once).
+pub struct Audit {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl Audit {
+    /// The audit log at `path` (its directory created now, so a bad path fails at start).
+    pub fn open(path: &Path) -> std::io::Result<Audit> {
+        if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Audit {
+            path: path.to_path_buf(),
+            lock: Mutex::new(()),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append an entry (its time set now). A write that fails is reported on stderr: the
+    /// decision stands, and the operator learns the log is incomplete.
+    pub fn write(&self, mut e: Entry) {
+        e.at_unix_ms = crate::experiment::runner::unix_ms();
+        e.detail = redact(&e.detail);
+        let Ok(line) = serde_json::to_string(&e) else {
+            return;
+        };
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let r = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(err) = r {
+            eprintln!(
+                "brownout mcp: warning: the audit log {} could not be written: {err}",
+                self.path.display()
+            );
+        }
+    }
+}
+
+/// The default audit log: beside the journal store (`mcp-audit.jsonl`).
+pub fn default_path(store: Option<&Path>) -> PathBuf {
+    let s = store.map_or_else(crate::store::default_path, Path::to_path_buf);
+    s.with_file_name("mcp-audit.jsonl")
+}
+
+/// FNV-1a (64 bits) of a text, as 16 hex digits: stable across builds, enough to tell texts
+/// apart in a log (not a security digest: nothing is protected by it).
+pub fn digest(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// A URL's credentials and query string removed wherever one appears in a text.
+pub fn redact(text: &str) -> String {
+    text.split(' ')
+        .map(|w| match reqwest::Url::parse(w.trim_matches(['`', ',', ';', '(', ')'])) {
+            Ok(mut u) if u.has_host() && (!u.username().is_empty() || u.query().is_some() || u.password().is_some()) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                w.replace(w.trim_matches(['`', ',', ';', '(', ')']), u.as_str())
+            }
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_and_queries_never_reach_the_log() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let a = Audit::open(&d.path().join("a/audit.jsonl")).expect("open");
+        a.write(Entry {
+            tool: "start_experiment".into(),
+            decision: "refused".into(),
+            detail: "target `http://bob:hunter2@10.0.0.1:80/mcp?token=s3cret` refused".into(),
+            ..Entry::default()
+        });
+        let text = std::fs::read_to_string(a.path()).expect("read");
+        assert!(!text.contains("hunter2") && !text.contains("s3cret"), "{text}");
+        assert!(text.contains("10.0.0.1"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
+        assert_eq!(v["decision"], "refused");
+        assert!(v["at_unix_ms"].as_u64().unwrap_or(0) > 0);
+    }
+
+    #[test]
+    fn digests_tell_texts_apart() {
+        assert_ne!(digest("a"), digest("b"));
+        assert_eq!(digest("same"), digest("same"));
+    }
+}

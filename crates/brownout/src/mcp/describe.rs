@@ -1,0 +1,102 @@
+//! `describe_target`: connect to a target MCP server read-only — `initialize` and
+//! `tools/list`, nothing else — and describe it: server name, version and protocol, every
+//! tool with its schemas and annotations, and how long `tools/list` took. A command target
+//! must be a program the operator's policy lets MCP clients start (`mcp_commands`).
+
+use super::read::Out;
+use super::Ctx;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The most tools described (a target that lists more is cut, and says so).
+const MAX_TOOLS: usize = 500;
+
+/// What a description found, for `design_experiments` too.
+pub struct Described {
+    pub json: Value,
+    pub tools: Vec<rmcp::model::Tool>,
+}
+
+pub async fn describe(ctx: &Ctx, args: &Value) -> Out {
+    describe_target(ctx, args).await.map(|d| d.json)
+}
+
+/// The program a command target runs: `brownout` is this executable.
+fn program(p: &str) -> String {
+    if p == "brownout" && crate::relay::child::which(p).is_none() {
+        if let Ok(exe) = std::env::current_exe() {
+            return exe.display().to_string();
+        }
+    }
+    p.to_string()
+}
+
+pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, String> {
+    let target = &args["target"];
+    let timeout = Duration::from_millis(args["timeout_ms"].as_u64().unwrap_or(15_000).clamp(100, 60_000));
+    let t0 = Instant::now();
+    let client = match (target["command"].as_array(), target["url"].as_str()) {
+        (Some(cmd), None) => {
+            let cmd: Vec<String> = cmd.iter().filter_map(|c| c.as_str().map(String::from)).collect();
+            let first = cmd.first().ok_or("`target.command` is empty")?;
+            super::guard::program_allowed(&ctx.cfg, first).map_err(|r| r.to_string())?;
+            let exe = program(first);
+            let rest = cmd[1..].to_vec();
+            let workdir = ctx.cfg.workdir.clone();
+            let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
+                c.args(&rest).current_dir(&workdir).stderr(std::process::Stdio::null());
+            }))
+            .map_err(|e| format!("cannot start `{first}`: {e}"))?;
+            tokio::time::timeout(timeout, ().serve(transport)).await
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("`{url}` is not an http:// or https:// URL"));
+            }
+            let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+            tokio::time::timeout(timeout, ().serve(transport)).await
+        }
+        _ => return Err("give `target.command` (a stdio server) or `target.url` (streamable HTTP), one of them".into()),
+    };
+    let client = client
+        .map_err(|_| format!("the target did not finish its handshake within {} ms", timeout.as_millis()))?
+        .map_err(|e| format!("the target's handshake failed: {e}"))?;
+    let connect_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let info = client.peer_info();
+    let t1 = Instant::now();
+    let tools = tokio::time::timeout(timeout, client.list_all_tools()).await;
+    let tools_list_ms = t1.elapsed().as_secs_f64() * 1000.0;
+    let _ = client.cancel().await;
+    let mut tools = tools
+        .map_err(|_| format!("tools/list took longer than {} ms", timeout.as_millis()))?
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let cut = tools.len() > MAX_TOOLS;
+    tools.truncate(MAX_TOOLS);
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": Value::Object((*t.input_schema).clone()),
+                "output_schema": t.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+                "annotations": t.annotations,
+            })
+        })
+        .collect();
+    let server = info
+        .as_ref()
+        .and_then(|i| i.server_info.as_ref())
+        .map_or(json!({}), |s| json!({"name": s.name, "version": s.version, "title": s.title}));
+    let json = json!({
+        "server": server,
+        "protocol_version": info.as_ref().map(|i| i.protocol_version.to_string()),
+        "tools": list,
+        "tools_truncated": cut,
+        "tools_list_ms": (tools_list_ms * 10.0).round() / 10.0,
+        "connect_ms": (connect_ms * 10.0).round() / 10.0,
+    });
+    Ok(Described { json, tools })
+}

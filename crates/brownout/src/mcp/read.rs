@@ -1,0 +1,289 @@
+//! The read-only tools over the engine, the simulator and the store: fault kinds, plan and
+//! experiment validation (with the policy's verdict), simulation, the boundary search, the
+//! policy, runs, SQL, trends. Each takes the call's arguments as JSON and returns the
+//! structured result, or a message for the agent (a tool error).
+
+use super::Ctx;
+use brownout_core::faults::KINDS;
+use brownout_core::plan::source::Format;
+use brownout_core::plan::PlanErrors;
+use brownout_core::Plan;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// A tool's outcome: the structured content, or a message for the agent.
+pub type Out = Result<Value, String>;
+
+pub fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
+    args[key]
+        .as_str()
+        .ok_or_else(|| format!("`{key}` is required (a string)"))
+}
+
+/// The file name errors are reported under, carrying the format.
+fn named(base: &str, args: &Value) -> String {
+    format!("{base}.{}", args["format"].as_str().unwrap_or("yaml"))
+}
+
+pub fn errors_json(e: &PlanErrors) -> Vec<Value> {
+    e.errors
+        .iter()
+        .map(|x| json!({"line": x.pos.line, "column": x.pos.column, "key": x.key, "message": x.message}))
+        .collect()
+}
+
+pub fn list_fault_kinds() -> Out {
+    let kinds: Vec<Value> = KINDS
+        .iter()
+        .map(|k| json!({"kind": k.name, "summary": k.summary, "default_methods": k.default_methods}))
+        .collect();
+    Ok(json!({ "kinds": kinds }))
+}
+
+pub fn validate_plan(args: &Value) -> Out {
+    let text = str_arg(args, "plan")?;
+    let file = named("plan", args);
+    Ok(
+        match Plan::from_str_named(text, &file).map_err(crate::search::marks::explain) {
+            Ok(p) => json!({
+                "ok": true,
+                "seed": p.seed,
+                "faults": p.faults.iter().map(|f| json!({"id": f.id, "kind": f.effect.kind()})).collect::<Vec<_>>(),
+            }),
+            Err(e) => json!({"ok": false, "errors": errors_json(&e)}),
+        },
+    )
+}
+
+pub fn validate_experiment(ctx: &Ctx, args: &Value) -> Out {
+    let text = str_arg(args, "experiment")?;
+    let file = named("experiment", args);
+    Ok(
+        match crate::experiment::load::load_text(text, &file, &ctx.cfg.workdir) {
+            Ok(x) => {
+                let verdict = ctx.policy_verdict(&x);
+                json!({
+                    "ok": true,
+                    "title": x.spec.title,
+                    "stages": x.spec.method.len(),
+                    "faults": x.plan.faults.len(),
+                    "gates": x.gates.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "policy_check": match verdict {
+                        Ok(()) => json!({"allowed": true}),
+                        Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
+                    },
+                })
+            }
+            Err(e) => json!({"ok": false, "errors": errors_json(&e)}),
+        },
+    )
+}
+
+fn gates(args: &Value) -> Result<Vec<brownout_core::slo::Gate>, String> {
+    args["gates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            let t = g.as_str().ok_or("each gate is a string")?;
+            crate::sim_cmd::parse_gate(t)
+        })
+        .collect()
+}
+
+pub fn simulate(args: &Value) -> Out {
+    let plan = match args["plan"].as_str().filter(|s| !s.trim().is_empty()) {
+        Some(t) => Plan::from_str_format(t, "plan.yaml", Format::Yaml)
+            .map_err(|e| format!("the plan: {e}"))?,
+        None => Plan::empty(),
+    };
+    let w = brownout_sim::Workload::from_str_named(str_arg(args, "workload")?, "workload.yaml")
+        .map_err(|e| format!("the workload: {e}"))?;
+    let gates = gates(args)?;
+    let opts = brownout_sim::SimOptions {
+        tasks: args["tasks"].as_u64().map(|t| t.min(1_000_000)),
+        seed: args["seed"].as_u64(),
+        keep_series: false,
+        gates,
+        stop_at_breach: false,
+        sessions: args["sessions"].as_u64(),
+    };
+    let report = brownout_sim::simulate(&w, plan, &opts);
+    let breached = report.gates.iter().any(|g| g.breached);
+    let mut v = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+    if let Some(m) = v.as_object_mut() {
+        m.remove("series");
+    }
+    let gates = v["gates"].clone();
+    Ok(json!({"report": v, "breached": breached, "gates": gates}))
+}
+
+pub fn find_boundary(ctx: &Ctx, args: &Value) -> Out {
+    let dir = tempfile::Builder::new()
+        .prefix("brownout-boundary-")
+        .tempdir_in(ctx.cfg.scratch())
+        .map_err(|e| e.to_string())?;
+    let put = |name: &str, key: &str| -> Result<Option<std::path::PathBuf>, String> {
+        match args[key].as_str() {
+            Some(t) => {
+                let p = dir.path().join(name);
+                std::fs::write(&p, t).map_err(|e| e.to_string())?;
+                Ok(Some(p))
+            }
+            None => Ok(None),
+        }
+    };
+    let experiment = put("experiment.yaml", "experiment")?;
+    let plan = put("plan.yaml", "plan")?;
+    let workload = put("workload.yaml", "workload")?;
+    if experiment.is_some() == plan.is_some() {
+        return Err("give `experiment` (with marks), or `plan` (with marks) with `workload` and `gates`".into());
+    }
+    // An experiment's relative paths are read from the working directory: copy nothing,
+    // resolve there (the search reads beside the file first, then the current directory).
+    let a = crate::search::SearchArgs {
+        experiment,
+        plan,
+        workload,
+        gates: gates(args)?,
+        seeds: args["seeds"].as_u64().unwrap_or(8).clamp(1, 64),
+        seed: 1,
+        tol: 1.0 / 32.0,
+        rays: 5,
+        tasks: None,
+        max_evals: args["max_evals"].as_u64().unwrap_or(500).clamp(10, 5000),
+        time: Some(std::time::Duration::from_secs(60)),
+        out: None,
+        chart: None,
+        json: true,
+        live: false,
+        live_runs: 0,
+        live_start: 0.6,
+        policy: None,
+        store: None,
+    };
+    let p = crate::search::Problem::load(&a)?;
+    let found = crate::search::search(&p, &a, &|_| {});
+    let result = crate::search::output::to_json(&p, &a, &found);
+    let written = found
+        .barely
+        .as_ref()
+        .map(|b| p.written(&b.values))
+        .unwrap_or_default();
+    Ok(json!({"result": result, "written": written}))
+}
+
+pub fn get_policy(ctx: &Ctx) -> Out {
+    let c = &ctx.cfg;
+    Ok(json!({
+        "policy": serde_json::to_value(&c.policy).map_err(|e| e.to_string())?,
+        "policy_file": c.policy_file.as_ref().map(|p| p.display().to_string()),
+        "allow_run": c.allow_run,
+        "lease_seconds": c.lease.as_secs_f64(),
+        "max_concurrent": c.policy.max_concurrent,
+        "approval": "a person approves every live run: an elicitation form where the client supports it, else a one-time code printed on the operator's terminal",
+        "rules": [
+            "read-only unless the operator started the server with --allow-run",
+            "the policy is the operator's file, read once at start; no tool changes it",
+            "production labels are refused",
+            "a numeric gate is required",
+            "the blast-radius ladder is enforced against the store's history (one rung above the widest passed)",
+            "caps on duration, probability, added latency; process faults only if the policy allows them",
+            "at most max_concurrent experiments at once",
+            "every run holds a lease the client renews, and stops when the MCP session ends",
+            "every mutating call is audited",
+        ],
+    }))
+}
+
+fn store(ctx: &Ctx) -> Result<crate::store::SqliteStore, String> {
+    crate::store::open(ctx.cfg.store.as_deref()).map_err(|e| e.to_string())
+}
+
+pub fn list_runs(ctx: &Ctx, args: &Value) -> Out {
+    use crate::store::Store;
+    let label = match args["label"].as_str() {
+        Some(l) => Some(
+            l.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or("`label` is key=value")?,
+        ),
+        None => None,
+    };
+    let filter = crate::store::ListFilter {
+        experiment: args["experiment"].as_str().map(String::from),
+        status: args["status"].as_str().map(String::from),
+        label,
+        since_unix_ms: None,
+        limit: Some(args["limit"].as_u64().unwrap_or(50).min(500)),
+    };
+    let runs = store(ctx)?.list(&filter).map_err(|e| e.to_string())?;
+    Ok(json!({ "runs": runs }))
+}
+
+pub fn get_run(ctx: &Ctx, args: &Value) -> Out {
+    use crate::store::Store;
+    let id = str_arg(args, "run_id")?;
+    let (run_id, j) = store(ctx)?.journal(id).map_err(|e| e.to_string())?;
+    let form = args["form"].as_str().unwrap_or("summary");
+    let mut v = json!({"run_id": run_id, "form": form});
+    match form {
+        "journal" => v["journal"] = j,
+        "markdown" => v["markdown"] = crate::report::markdown::render(&j).into(),
+        _ => v["summary"] = super::compact::summary(&j),
+    }
+    Ok(v)
+}
+
+pub fn query_runs(ctx: &Ctx, args: &Value) -> Out {
+    let sql = str_arg(args, "sql")?;
+    let path = ctx
+        .cfg
+        .store
+        .clone()
+        .unwrap_or_else(crate::store::default_path);
+    // Created and migrated if it does not exist yet, so a first query sees the tables.
+    store(ctx)?;
+    let limits = crate::store::readonly::Limits {
+        max_rows: 1000,
+        timeout: std::time::Duration::from_secs(5),
+    };
+    let r = crate::store::readonly::query(&path, sql, limits).map_err(|e| e.to_string())?;
+    serde_json::to_value(r).map_err(|e| e.to_string())
+}
+
+pub fn trend(ctx: &Ctx, args: &Value) -> Out {
+    let s = store(ctx)?;
+    let last = args["last"].as_u64().unwrap_or(20).clamp(2, 1000);
+    let names: Vec<String> = match args["experiment"].as_str() {
+        Some(e) => vec![e.to_string()],
+        None => experiments(&s)?,
+    };
+    let mut out = serde_json::Map::new();
+    for n in names.iter().take(50) {
+        let t = crate::store::trend::trend(&s, n, last, Default::default())
+            .map_err(|e| e.to_string())?;
+        out.insert(n.clone(), serde_json::to_value(t).map_err(|e| e.to_string())?);
+    }
+    Ok(json!({ "trend": out }))
+}
+
+/// Every experiment's name in the store.
+pub fn experiments(s: &crate::store::SqliteStore) -> Result<Vec<String>, String> {
+    let mut st = s
+        .connection()
+        .prepare("SELECT DISTINCT experiment FROM runs ORDER BY experiment")
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?;
+    Ok(rows.filter_map(Result::ok).collect())
+}
+
+/// Whether a path is inside a directory (after resolving both).
+pub fn inside(path: &Path, dir: &Path) -> bool {
+    match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => p.starts_with(d),
+        _ => false,
+    }
+}

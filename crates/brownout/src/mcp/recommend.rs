@@ -1,0 +1,127 @@
+//! `recommend`: which part of the tool-call plane deserves chaos next, from the evidence in
+//! the store —
+//!
+//! - the tools with the weakest effective availability (probe samples: answered and right
+//!   over all, per tool);
+//! - experiments whose time to recover drifts up over passing runs (`journal trend`'s flag);
+//! - experiments only ever green at a low blast radius: three greens in a row do not prove
+//!   resilience — widen the radius or change the fault;
+//! - fault kinds no stored run has tried.
+
+use super::read::Out;
+use super::Ctx;
+use brownout_core::faults::KINDS;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Probe samples a tool needs before its ETA is judged.
+const MIN_SAMPLES: i64 = 5;
+/// Greens in a row that, at a low radius, call for a wider one.
+const GREENS: usize = 3;
+
+pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
+    let s = crate::store::open(ctx.cfg.store.as_deref()).map_err(|e| e.to_string())?;
+    let limit = args["limit"].as_u64().unwrap_or(10).clamp(1, 50) as usize;
+    let conn = s.connection();
+    let runs: i64 = conn
+        .query_row("SELECT count(*) FROM runs WHERE dry_run = 0", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    let mut recs: Vec<(f64, Value)> = Vec::new();
+
+    // 1. The weakest ETA per tool.
+    let mut st = conn
+        .prepare("SELECT tool, sum(ok), count(*) FROM probe_samples GROUP BY tool HAVING count(*) >= ?1")
+        .map_err(|e| e.to_string())?;
+    let etas: Vec<(String, i64, i64)> = st
+        .query_map([MIN_SAMPLES], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .collect();
+    for (tool, ok, n) in etas {
+        let eta = ok as f64 / n as f64;
+        if eta < 0.999 {
+            recs.push((
+                2.0 - eta,
+                json!({"kind": "weakest_eta", "subject": tool,
+                    "why": format!("probes of `{tool}` were answered correctly {:.1} % of the time ({ok}/{n} samples): test what the agent does when it fails", eta * 100.0),
+                    "evidence": {"eta": eta, "samples": n}}),
+            ));
+        }
+    }
+
+    // 2 and 3: per experiment, drift and greens at a low radius.
+    let names = super::read::experiments(&s)?;
+    let top = ctx
+        .cfg
+        .policy
+        .ladder
+        .iter()
+        .filter_map(crate::experiment::spec::Share::fraction)
+        .fold(0.0, f64::max);
+    for name in &names {
+        if let Ok(t) = crate::store::trend::trend(&s, name, 20, Default::default()) {
+            let t = serde_json::to_value(&t).unwrap_or_default();
+            for d in t["drifts"].as_array().into_iter().flatten() {
+                recs.push((
+                    1.5,
+                    json!({"kind": "drift", "subject": name,
+                        "why": format!("`{}` drifts up over the passing runs of \"{name}\": recovery is getting slower; run it again and look at what changed", d["metric"].as_str().unwrap_or("a metric")),
+                        "evidence": d}),
+                ));
+            }
+        }
+        let mut st = conn
+            .prepare("SELECT r.status, (SELECT max(share) FROM stages g WHERE g.run_id = r.run_id AND g.completed = 1)
+                      FROM runs r WHERE r.experiment = ?1 AND r.dry_run = 0 ORDER BY r.started_unix_ms DESC LIMIT 20")
+            .map_err(|e| e.to_string())?;
+        let hist: Vec<(String, Option<f64>)> = st
+            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| e.to_string())?
+            .filter_map(Result::ok)
+            .collect();
+        let greens = hist.iter().take_while(|(s, _)| s == "completed").count();
+        let widest = hist.iter().filter_map(|(_, w)| *w).fold(0.0, f64::max);
+        let ever_red = hist.iter().any(|(s, _)| s == "aborted" || s == "deviated");
+        if greens >= GREENS && !ever_red && widest < top - 1e-9 {
+            recs.push((
+                1.2,
+                json!({"kind": "green_at_low_radius", "subject": name,
+                    "why": format!("\"{name}\" has been green {greens} times in a row, never wider than {:.0} % of sessions: three greens in a row do not prove resilience — widen the radius or change the fault", widest * 100.0),
+                    "evidence": {"greens_in_a_row": greens, "widest_share": widest}}),
+            ));
+        }
+    }
+
+    // 4. Fault kinds never tried.
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    let mut st = conn
+        .prepare("SELECT json FROM journals")
+        .map_err(|e| e.to_string())?;
+    let rows = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?;
+    for j in rows.filter_map(Result::ok) {
+        if let Ok(v) = serde_json::from_str::<Value>(&j) {
+            for f in v["plan"]["faults"].as_array().into_iter().flatten() {
+                if let Some(k) = f["kind"].as_str().or(f["type"].as_str()) {
+                    tried.insert(k.to_string());
+                }
+            }
+        }
+    }
+    let mut never: BTreeMap<&str, &str> = BTreeMap::new();
+    for k in KINDS.iter().filter(|k| !tried.contains(k.name)) {
+        never.insert(k.name, k.summary);
+    }
+    for (k, summary) in &never {
+        recs.push((
+            0.5,
+            json!({"kind": "never_tried", "subject": k,
+                "why": format!("no stored run has tried `{k}` ({summary})"),
+                "evidence": {"tried": tried.iter().collect::<Vec<_>>()}}),
+        ));
+    }
+    recs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let list: Vec<Value> = recs.into_iter().take(limit).map(|(_, v)| v).collect();
+    Ok(json!({"recommendations": list, "runs_considered": runs}))
+}
