@@ -65,13 +65,17 @@ impl StatusFile {
         gates: &[GateView],
         force: bool,
     ) {
-        if !force && self.last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+        if !force
+            && self
+                .last
+                .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
             return;
         }
         self.last = Some(Instant::now());
-        let in_stage = self.stage.filter(|_| {
-            !matches!(phase, "warm-up" | "baseline" | "recovery" | "ended")
-        });
+        let in_stage = self
+            .stage
+            .filter(|_| !matches!(phase, "warm-up" | "baseline" | "recovery" | "ended"));
         let s = LiveStatus {
             run_id: self.run_id.clone(),
             phase: phase.to_string(),

@@ -54,7 +54,12 @@ impl Approvals {
         let mut b = [0u8; 8];
         getrandom::fill(&mut b).map_err(|e| format!("no randomness for a code: {e}"))?;
         let n = u64::from_le_bytes(b) % 1_000_000_000;
-        let code = format!("{:03}-{:03}-{:03}", n / 1_000_000, n / 1000 % 1000, n % 1000);
+        let code = format!(
+            "{:03}-{:03}-{:03}",
+            n / 1_000_000,
+            n / 1000 % 1000,
+            n % 1000
+        );
         let line = format!(
             "brownout mcp: approval requested by session {session} for experiment \"{title}\" ({digest}): code {code} (valid {} min; give it to the agent only if you approve)",
             CODE_TTL.as_secs() / 60
@@ -73,7 +78,11 @@ impl Approvals {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         p.retain(|_, v| v.issued.elapsed() < CODE_TTL);
         if p.len() >= MAX_PENDING {
-            if let Some(old) = p.iter().min_by_key(|(_, v)| v.issued).map(|(k, _)| k.clone()) {
+            if let Some(old) = p
+                .iter()
+                .min_by_key(|(_, v)| v.issued)
+                .map(|(k, _)| k.clone())
+            {
                 p.remove(&old);
             }
         }
@@ -129,7 +138,11 @@ mod tests {
         a.issue("d1", "t", "s").expect("issue");
         a.issue("d2", "t2", "s").expect("issue");
         let c1 = a.code("d1").expect("pending");
-        assert_eq!(a.check("d2", &c1), Check::Wrong, "another experiment's code");
+        assert_eq!(
+            a.check("d2", &c1),
+            Check::Wrong,
+            "another experiment's code"
+        );
         assert_eq!(a.check("d1", &c1), Check::Approved);
         assert_eq!(a.check("d1", &c1), Check::NonePending, "used once");
     }

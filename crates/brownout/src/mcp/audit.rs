@@ -104,15 +104,22 @@ pub fn digest(text: &str) -> String {
 /// A URL's credentials and query string removed wherever one appears in a text.
 pub fn redact(text: &str) -> String {
     text.split(' ')
-        .map(|w| match reqwest::Url::parse(w.trim_matches(['`', ',', ';', '(', ')'])) {
-            Ok(mut u) if u.has_host() && (!u.username().is_empty() || u.query().is_some() || u.password().is_some()) => {
-                let _ = u.set_username("");
-                let _ = u.set_password(None);
-                u.set_query(None);
-                w.replace(w.trim_matches(['`', ',', ';', '(', ')']), u.as_str())
-            }
-            _ => w.to_string(),
-        })
+        .map(
+            |w| match reqwest::Url::parse(w.trim_matches(['`', ',', ';', '(', ')'])) {
+                Ok(mut u)
+                    if u.has_host()
+                        && (!u.username().is_empty()
+                            || u.query().is_some()
+                            || u.password().is_some()) =>
+                {
+                    let _ = u.set_username("");
+                    let _ = u.set_password(None);
+                    u.set_query(None);
+                    w.replace(w.trim_matches(['`', ',', ';', '(', ')']), u.as_str())
+                }
+                _ => w.to_string(),
+            },
+        )
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -132,7 +139,10 @@ mod tests {
             ..Entry::default()
         });
         let text = std::fs::read_to_string(a.path()).expect("read");
-        assert!(!text.contains("hunter2") && !text.contains("s3cret"), "{text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cret"),
+            "{text}"
+        );
         assert!(text.contains("10.0.0.1"), "{text}");
         let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
         assert_eq!(v["decision"], "refused");

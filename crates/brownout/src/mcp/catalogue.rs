@@ -57,7 +57,14 @@ fn out(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
 }
 
-fn tool(name: &str, title: &str, description: &str, input: Value, output: Value, h: Hints) -> Value {
+fn tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: Value,
+    output: Value,
+    h: Hints,
+) -> Value {
     json!({
         "name": name,
         "title": title,

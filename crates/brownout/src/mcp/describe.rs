@@ -35,20 +35,31 @@ fn program(p: &str) -> String {
 
 pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, String> {
     let target = &args["target"];
-    let timeout = Duration::from_millis(args["timeout_ms"].as_u64().unwrap_or(15_000).clamp(100, 60_000));
+    let timeout = Duration::from_millis(
+        args["timeout_ms"]
+            .as_u64()
+            .unwrap_or(15_000)
+            .clamp(100, 60_000),
+    );
     let t0 = Instant::now();
     let client = match (target["command"].as_array(), target["url"].as_str()) {
         (Some(cmd), None) => {
-            let cmd: Vec<String> = cmd.iter().filter_map(|c| c.as_str().map(String::from)).collect();
+            let cmd: Vec<String> = cmd
+                .iter()
+                .filter_map(|c| c.as_str().map(String::from))
+                .collect();
             let first = cmd.first().ok_or("`target.command` is empty")?;
             super::guard::program_allowed(&ctx.cfg, first).map_err(|r| r.to_string())?;
             let exe = program(first);
             let rest = cmd[1..].to_vec();
             let workdir = ctx.cfg.workdir.clone();
-            let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
-                c.args(&rest).current_dir(&workdir).stderr(std::process::Stdio::null());
-            }))
-            .map_err(|e| format!("cannot start `{first}`: {e}"))?;
+            let transport =
+                TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
+                    c.args(&rest)
+                        .current_dir(&workdir)
+                        .stderr(std::process::Stdio::null());
+                }))
+                .map_err(|e| format!("cannot start `{first}`: {e}"))?;
             tokio::time::timeout(timeout, ().serve(transport)).await
         }
         (None, Some(url)) => {
@@ -58,10 +69,18 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
             let transport = StreamableHttpClientTransport::from_uri(url.to_string());
             tokio::time::timeout(timeout, ().serve(transport)).await
         }
-        _ => return Err("give `target.command` (a stdio server) or `target.url` (streamable HTTP), one of them".into()),
+        _ => return Err(
+            "give `target.command` (a stdio server) or `target.url` (streamable HTTP), one of them"
+                .into(),
+        ),
     };
     let client = client
-        .map_err(|_| format!("the target did not finish its handshake within {} ms", timeout.as_millis()))?
+        .map_err(|_| {
+            format!(
+                "the target did not finish its handshake within {} ms",
+                timeout.as_millis()
+            )
+        })?
         .map_err(|e| format!("the target's handshake failed: {e}"))?;
     let connect_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let info = client.peer_info();
@@ -86,10 +105,10 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
             })
         })
         .collect();
-    let server = info
-        .as_ref()
-        .and_then(|i| i.server_info.as_ref())
-        .map_or(json!({}), |s| json!({"name": s.name, "version": s.version, "title": s.title}));
+    let server = info.as_ref().and_then(|i| i.server_info.as_ref()).map_or(
+        json!({}),
+        |s| json!({"name": s.name, "version": s.version, "title": s.title}),
+    );
     let json = json!({
         "server": server,
         "protocol_version": info.as_ref().map(|i| i.protocol_version.to_string()),

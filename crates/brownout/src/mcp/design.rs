@@ -100,14 +100,22 @@ pub fn example(schema: &Value, depth: u32) -> Value {
     }
     let ty = match &schema["type"] {
         Value::String(s) => s.as_str(),
-        Value::Array(a) => a.iter().find_map(|t| t.as_str().filter(|t| *t != "null")).unwrap_or("string"),
+        Value::Array(a) => a
+            .iter()
+            .find_map(|t| t.as_str().filter(|t| *t != "null"))
+            .unwrap_or("string"),
         _ if schema["properties"].is_object() => "object",
         _ => "string",
     };
     match ty {
         "object" => {
             let mut m = Map::new();
-            let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             if let Some(props) = schema["properties"].as_object() {
                 for (k, v) in props.iter().filter(|(k, _)| required.contains(&k.as_str())) {
                     m.insert(k.clone(), example(v, depth + 1));
@@ -119,7 +127,11 @@ pub fn example(schema: &Value, depth: u32) -> Value {
         "number" => json!(schema["minimum"].as_f64().unwrap_or(1.0).max(1.0)),
         "boolean" => json!(false),
         "array" => json!([]),
-        _ => json!(if schema["minLength"].as_u64().unwrap_or(0) > 8 { "brownout-probe-value" } else { "brownout" }),
+        _ => json!(if schema["minLength"].as_u64().unwrap_or(0) > 8 {
+            "brownout-probe-value"
+        } else {
+            "brownout"
+        }),
     }
 }
 
@@ -127,7 +139,10 @@ pub fn example(schema: &Value, depth: u32) -> Value {
 fn drift_path(t: &rmcp::model::Tool) -> Option<String> {
     let s = t.output_schema.as_ref()?;
     let props = s.get("properties")?.as_object()?;
-    props.keys().next().map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
+    props
+        .keys()
+        .next()
+        .map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
 }
 
 fn target_yaml(target: &Value) -> Value {
@@ -152,7 +167,11 @@ fn stages(ctx: &Ctx, title: &str) -> Vec<String> {
             .map_or(0, |i| i + 1)
             .min(ladder.len().saturating_sub(1)),
     };
-    ladder.iter().take(allowed + 1).map(|s| s.0.clone()).collect()
+    ladder
+        .iter()
+        .take(allowed + 1)
+        .map(|s| s.0.clone())
+        .collect()
 }
 
 fn propose(ctx: &Ctx, args: &Value, described: &Value, tools: &[rmcp::model::Tool]) -> Out {
@@ -165,7 +184,11 @@ fn propose(ctx: &Ctx, args: &Value, described: &Value, tools: &[rmcp::model::Too
     )];
     let mut candidates: Vec<&rmcp::model::Tool> = tools
         .iter()
-        .filter(|t| !words(&t.name).iter().any(|w| INTERACTIVE.iter().any(|i| w.starts_with(i))))
+        .filter(|t| {
+            !words(&t.name)
+                .iter()
+                .any(|w| INTERACTIVE.iter().any(|i| w.starts_with(i)))
+        })
         .collect();
     // The goal's words first: a tool named in the goal, then tools whose shape it asks for.
     let score = |t: &rmcp::model::Tool| -> i32 {
@@ -174,7 +197,17 @@ fn propose(ctx: &Ctx, args: &Value, described: &Value, tools: &[rmcp::model::Too
             s += 10;
         }
         let sh = shape(t);
-        for (word, want) in [("slow", Shape::Slow), ("latency", Shape::Slow), ("timeout", Shape::Slow), ("drift", Shape::Drift), ("schema", Shape::Drift), ("partial", Shape::List), ("truncat", Shape::List), ("write", Shape::Write), ("error", Shape::Write)] {
+        for (word, want) in [
+            ("slow", Shape::Slow),
+            ("latency", Shape::Slow),
+            ("timeout", Shape::Slow),
+            ("drift", Shape::Drift),
+            ("schema", Shape::Drift),
+            ("partial", Shape::List),
+            ("truncat", Shape::List),
+            ("write", Shape::Write),
+            ("error", Shape::Write),
+        ] {
             if goal.contains(word) && sh == want {
                 s += 3;
             }
@@ -252,11 +285,13 @@ fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Resul
         "recovery": {"within": "15s"},
     });
     let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
-    let (valid, estimate, errors) = match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
-        Ok(x) => (true, estimate(&x), Value::Null),
-        Err(e) => (false, Value::Null, json!(super::read::errors_json(&e))),
-    };
-    let policy = match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
+    let (valid, estimate, errors) =
+        match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
+            Ok(x) => (true, estimate(&x), Value::Null),
+            Err(e) => (false, Value::Null, json!(super::read::errors_json(&e))),
+        };
+    let policy = match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir)
+    {
         Ok(x) => match ctx.policy_verdict(&x) {
             Ok(()) => json!({"allowed": true}),
             Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
@@ -272,7 +307,11 @@ fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Resul
 
 fn target_label(target: &Value) -> String {
     match (target["command"].as_array(), target["url"].as_str()) {
-        (Some(c), _) => c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+        (Some(c), _) => c
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
         (_, Some(u)) => u.to_string(),
         _ => "target".into(),
     }
@@ -280,7 +319,12 @@ fn target_label(target: &Value) -> String {
 
 /// The simulator's estimate at the widest stage: the gates' verdict, error rate, p95, ρ.
 pub fn estimate(x: &crate::experiment::Loaded) -> Value {
-    let share = x.spec.method.last().and_then(|s| s.sessions.fraction()).unwrap_or(1.0);
+    let share = x
+        .spec
+        .method
+        .last()
+        .and_then(|s| s.sessions.fraction())
+        .unwrap_or(1.0);
     let Ok((_, plan)) = x.stage_plan(share) else {
         return Value::Null;
     };

@@ -17,7 +17,13 @@ fn refusal(rule: &str, detail: String) -> Refusal {
 
 /// The programs an experiment would run: its target's and its rollbacks'.
 fn programs(x: &Loaded) -> Vec<String> {
-    let mut out: Vec<String> = x.spec.target.command.iter().filter_map(|c| c.first().cloned()).collect();
+    let mut out: Vec<String> = x
+        .spec
+        .target
+        .command
+        .iter()
+        .filter_map(|c| c.first().cloned())
+        .collect();
     out.extend(
         x.spec
             .rollbacks

@@ -29,7 +29,9 @@ struct Gate {
 }
 
 async fn guard(gate: Arc<Gate>, req: Request, next: Next) -> Response {
-    if let Err(r) = crate::http_guard::check(req.headers(), gate.loopback, &gate.origins, &gate.hosts) {
+    if let Err(r) =
+        crate::http_guard::check(req.headers(), gate.loopback, &gate.origins, &gate.hosts)
+    {
         return (r.status(), r.to_string()).into_response();
     }
     if let Some(t) = &gate.token {
@@ -82,10 +84,16 @@ pub async fn serve(ctx: Ctx, addr: &str, a: &McpArgs) -> anyhow::Result<i32> {
         .with_max_request_body_bytes(MAX_BODY)
         .with_cancellation_token(ct.child_token());
     let c = ctx.clone();
-    let svc = StreamableHttpService::new(move || Ok(McpServer::new(c.clone())), Arc::new(sessions), config);
+    let svc = StreamableHttpService::new(
+        move || Ok(McpServer::new(c.clone())),
+        Arc::new(sessions),
+        config,
+    );
     let app = axum::Router::new()
         .nest_service("/mcp", svc)
-        .layer(axum::middleware::from_fn(move |req, next| guard(gate.clone(), req, next)));
+        .layer(axum::middleware::from_fn(move |req, next| {
+            guard(gate.clone(), req, next)
+        }));
     eprintln!("brownout mcp: serving MCP at http://{local}/mcp");
     let stop = ct.clone();
     axum::serve(listener, app)

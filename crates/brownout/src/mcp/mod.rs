@@ -149,9 +149,10 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
         .audit
         .clone()
         .unwrap_or_else(|| audit::default_path(a.store.as_deref()));
-    let audit = Arc::new(audit::Audit::open(&audit_path).map_err(|e| {
-        anyhow::anyhow!("the audit log {}: {e}", audit_path.display())
-    })?);
+    let audit = Arc::new(
+        audit::Audit::open(&audit_path)
+            .map_err(|e| anyhow::anyhow!("the audit log {}: {e}", audit_path.display()))?,
+    );
     let runs_dir = dir.path().join("runs");
     std::fs::create_dir_all(&runs_dir)?;
     let runs = runs::Runs::new(
@@ -196,7 +197,11 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
         eprintln!(
             "brownout mcp: {} tools{}; audit log {}",
             catalogue::listed(ctx.cfg.allow_run).len(),
-            if ctx.cfg.allow_run { " (live runs allowed, each approved by a person)" } else { ", read-only" },
+            if ctx.cfg.allow_run {
+                " (live runs allowed, each approved by a person)"
+            } else {
+                ", read-only"
+            },
             ctx.audit.path().display()
         );
         let code = match &a.http {
@@ -205,7 +210,10 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
         };
         let stopped = ctx.runs.stop_all(None, "brownout mcp is stopping");
         if !stopped.is_empty() {
-            eprintln!("brownout mcp: stopping {} run(s): faults out, rollbacks", stopped.len());
+            eprintln!(
+                "brownout mcp: stopping {} run(s): faults out, rollbacks",
+                stopped.len()
+            );
         }
         ctx.runs.wait_all(Duration::from_secs(60)).await;
         Ok(code)
@@ -215,7 +223,10 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
 /// SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut t), Ok(mut i)) => {
             tokio::select! {
                 _ = t.recv() => {}

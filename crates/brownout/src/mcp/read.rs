@@ -35,7 +35,9 @@ pub fn errors_json(e: &PlanErrors) -> Vec<Value> {
 pub fn list_fault_kinds() -> Out {
     let kinds: Vec<Value> = KINDS
         .iter()
-        .map(|k| json!({"kind": k.name, "summary": k.summary, "default_methods": k.default_methods}))
+        .map(
+            |k| json!({"kind": k.name, "summary": k.summary, "default_methods": k.default_methods}),
+        )
         .collect();
     Ok(json!({ "kinds": kinds }))
 }
@@ -137,7 +139,10 @@ pub fn find_boundary(ctx: &Ctx, args: &Value) -> Out {
     let plan = put("plan.yaml", "plan")?;
     let workload = put("workload.yaml", "workload")?;
     if experiment.is_some() == plan.is_some() {
-        return Err("give `experiment` (with marks), or `plan` (with marks) with `workload` and `gates`".into());
+        return Err(
+            "give `experiment` (with marks), or `plan` (with marks) with `workload` and `gates`"
+                .into(),
+        );
     }
     // An experiment's relative paths are read from the working directory: copy nothing,
     // resolve there (the search reads beside the file first, then the current directory).
@@ -263,7 +268,10 @@ pub fn trend(ctx: &Ctx, args: &Value) -> Out {
     for n in names.iter().take(50) {
         let t = crate::store::trend::trend(&s, n, last, Default::default())
             .map_err(|e| e.to_string())?;
-        out.insert(n.clone(), serde_json::to_value(t).map_err(|e| e.to_string())?);
+        out.insert(
+            n.clone(),
+            serde_json::to_value(t).map_err(|e| e.to_string())?,
+        );
     }
     Ok(json!({ "trend": out }))
 }

@@ -24,13 +24,17 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
     let limit = args["limit"].as_u64().unwrap_or(10).clamp(1, 50) as usize;
     let conn = s.connection();
     let runs: i64 = conn
-        .query_row("SELECT count(*) FROM runs WHERE dry_run = 0", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM runs WHERE dry_run = 0", [], |r| {
+            r.get(0)
+        })
         .map_err(|e| e.to_string())?;
     let mut recs: Vec<(f64, Value)> = Vec::new();
 
     // 1. The weakest ETA per tool.
     let mut st = conn
-        .prepare("SELECT tool, sum(ok), count(*) FROM probe_samples GROUP BY tool HAVING count(*) >= ?1")
+        .prepare(
+            "SELECT tool, sum(ok), count(*) FROM probe_samples GROUP BY tool HAVING count(*) >= ?1",
+        )
         .map_err(|e| e.to_string())?;
     let etas: Vec<(String, i64, i64)> = st
         .query_map([MIN_SAMPLES], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

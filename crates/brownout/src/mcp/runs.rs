@@ -32,7 +32,9 @@ const LEASE_TICK: Duration = Duration::from_millis(250);
 pub enum State {
     Running,
     /// Asked to stop (SIGINT sent): faults being removed, rollbacks running.
-    Stopping { reason: String },
+    Stopping {
+        reason: String,
+    },
     /// The process ended; the journal's status and reason.
     Ended {
         status: String,
@@ -217,17 +219,27 @@ impl Runs {
         let Some(r) = runs.get_mut(run_id) else {
             return;
         };
-        let j: Option<Value> = serde_json::from_slice(stdout)
-            .ok()
-            .or_else(|| std::fs::read(&r.journal_path).ok().and_then(|t| serde_json::from_slice(&t).ok()));
+        let j: Option<Value> = serde_json::from_slice(stdout).ok().or_else(|| {
+            std::fs::read(&r.journal_path)
+                .ok()
+                .and_then(|t| serde_json::from_slice(&t).ok())
+        });
         let (status, reason) = match &j {
             Some(j) => (
                 j["status"].as_str().unwrap_or("failed").to_string(),
                 j["reason"].as_str().unwrap_or("").to_string(),
             ),
             None => {
-                let tail = String::from_utf8_lossy(&r.stderr.lock().unwrap_or_else(|e| e.into_inner())).to_string();
-                ("failed".into(), format!("the run ended without a journal (exit {code:?}): {}", tail.trim()))
+                let tail =
+                    String::from_utf8_lossy(&r.stderr.lock().unwrap_or_else(|e| e.into_inner()))
+                        .to_string();
+                (
+                    "failed".into(),
+                    format!(
+                        "the run ended without a journal (exit {code:?}): {}",
+                        tail.trim()
+                    ),
+                )
             }
         };
         r.state = State::Ended {
@@ -287,7 +299,8 @@ impl Runs {
             run_id: run_id.to_string(),
             state: "running".into(),
             lease_seconds: r.lease.as_secs_f64(),
-            lease_expires_unix_ms: crate::experiment::runner::unix_ms() + r.lease.as_millis() as u64,
+            lease_expires_unix_ms: crate::experiment::runner::unix_ms()
+                + r.lease.as_millis() as u64,
         })
     }
 
@@ -305,7 +318,8 @@ impl Runs {
             "lease_seconds_left": (r.state == State::Running).then_some(left.as_secs_f64()),
             "live": live,
         });
-        if let (Some(m), Ok(Value::Object(s))) = (v.as_object_mut(), serde_json::to_value(&r.state)) {
+        if let (Some(m), Ok(Value::Object(s))) = (v.as_object_mut(), serde_json::to_value(&r.state))
+        {
             m.extend(s);
         }
         if let State::Ended { .. } = r.state {
@@ -350,7 +364,8 @@ impl Runs {
                         tool: "lease".into(),
                         decision: "lease_lapsed".into(),
                         rule: Some("lease".into()),
-                        detail: "the client did not renew the lease: run stopped, faults removed".into(),
+                        detail: "the client did not renew the lease: run stopped, faults removed"
+                            .into(),
                         run_id: Some(id),
                         ..Entry::default()
                     });

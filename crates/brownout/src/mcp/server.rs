@@ -9,10 +9,10 @@ use super::read::{self, Out};
 use super::{catalogue, Ctx};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams,
-    ElicitationSchema, Implementation, InputRequest, InputRequiredResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, Tool,
+    ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -28,7 +28,11 @@ struct SessionGuard {
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
-        for id in self.ctx.runs.stop_all(Some(&self.id), "the MCP session ended") {
+        for id in self
+            .ctx
+            .runs
+            .stop_all(Some(&self.id), "the MCP session ended")
+        {
             self.ctx.audit.write(Entry {
                 session: self.id.clone(),
                 tool: "session".into(),
@@ -53,7 +57,10 @@ pub struct McpServer {
 fn session_id() -> String {
     let mut b = [0u8; 6];
     let _ = getrandom::fill(&mut b);
-    format!("s-{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+    format!(
+        "s-{}",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    )
 }
 
 impl McpServer {
@@ -284,17 +291,27 @@ fn sync_tool(ctx: &Ctx, name: &str, args: &Value, session: &str, client: &str) -
                 .runs
                 .stop(id, "stop_experiment")
                 .ok_or_else(|| format!("no run {id} was started by this server"))?;
-            audit("stopped", format!("{st:?}"), Some(id.into()));
             let state = match st {
                 super::runs::State::Running => "running",
                 super::runs::State::Stopping { .. } => "stopping",
                 super::runs::State::Ended { .. } => "ended",
             };
-            Ok(json!({"run_id": id, "state": state, "detail": "faults are removed at once, then the rollbacks run; get_experiment shows the end"}))
+            audit(
+                "stopped",
+                format!("stop_experiment: the run is {state}"),
+                Some(id.into()),
+            );
+            Ok(
+                json!({"run_id": id, "state": state, "detail": "faults are removed at once, then the rollbacks run; get_experiment shows the end"}),
+            )
         }
         "stop_all" => {
             let stopped = ctx.runs.stop_all(None, "stop_all");
-            audit("stopped", format!("stop_all: {} run(s)", stopped.len()), None);
+            audit(
+                "stopped",
+                format!("stop_all: {} run(s)", stopped.len()),
+                None,
+            );
             Ok(json!({ "stopped": stopped }))
         }
         other => Err(format!("no tool `{other}`")),
@@ -315,7 +332,11 @@ impl McpServer {
         let ctx = &self.ctx;
         // Stateless requests (2026-07-28) have no session to end: their runs hold the lease.
         let legacy = context.peer.peer_info().is_some();
-        let session = if legacy { self.guard.id.clone() } else { "stateless".into() };
+        let session = if legacy {
+            self.guard.id.clone()
+        } else {
+            "stateless".into()
+        };
         let client = client_name(context);
         let mut entry = Entry {
             session: session.clone(),
@@ -329,7 +350,10 @@ impl McpServer {
             entry.detail = detail.clone();
             ctx.audit.write(entry.clone());
             let v = json!({"decision": decision, "rule": rule, "detail": detail});
-            Ok(CallToolResponse::Complete(result(v, decision != "started" && decision != "approval_required")))
+            Ok(CallToolResponse::Complete(result(
+                v,
+                decision != "started" && decision != "approval_required",
+            )))
         };
         for forbidden in ["policy", "policy_file", "allow_run", "approved", "confirm"] {
             if args.get(forbidden).is_some() {
@@ -342,10 +366,19 @@ impl McpServer {
             }
         }
         let Some(text) = args["experiment"].as_str() else {
-            return decide(&mut entry, "invalid", None, "`experiment` (the experiment's text) is required".into());
+            return decide(
+                &mut entry,
+                "invalid",
+                None,
+                "`experiment` (the experiment's text) is required".into(),
+            );
         };
         entry.digest = Some(super::audit::digest(text));
-        let file = if text.trim_start().starts_with('{') { "experiment.json" } else { "experiment.yaml" };
+        let file = if text.trim_start().starts_with('{') {
+            "experiment.json"
+        } else {
+            "experiment.yaml"
+        };
         let x = match crate::experiment::load::load_text(text, file, &ctx.cfg.workdir) {
             Ok(x) => x,
             Err(e) => {
@@ -366,10 +399,17 @@ impl McpServer {
         // A person approves: the code the operator read, a form in the client, or a form
         // returned as a multi-round-trip input request (2026-07-28).
         let digest = entry.digest.clone().unwrap_or_default();
-        let approver = match self.approval(request, args, context, &x.spec.title, &digest).await {
+        let approver = match self
+            .approval(request, args, context, &x.spec.title, &digest)
+            .await
+        {
             Ok(who) => who,
-            Err(Pending::Refused(rule, detail)) => return decide(&mut entry, "refused", Some(rule), detail),
-            Err(Pending::Asked(detail)) => return decide(&mut entry, "approval_required", Some("approval"), detail),
+            Err(Pending::Refused(rule, detail)) => {
+                return decide(&mut entry, "refused", Some(rule), detail)
+            }
+            Err(Pending::Asked(detail)) => {
+                return decide(&mut entry, "approval_required", Some("approval"), detail)
+            }
             Err(Pending::Input(r)) => {
                 entry.decision = "approval_required".into();
                 entry.rule = Some("approval".into());
@@ -398,7 +438,8 @@ impl McpServer {
                 entry.run_id = Some(h.run_id.clone());
                 entry.decision = "started".into();
                 entry.rule = None;
-                entry.detail = format!("approved by {}", entry.approver.clone().unwrap_or_default());
+                entry.detail =
+                    format!("approved by {}", entry.approver.clone().unwrap_or_default());
                 ctx.audit.write(entry);
                 let mut v = serde_json::to_value(&h).unwrap_or_default();
                 v["decision"] = "started".into();
@@ -409,7 +450,12 @@ impl McpServer {
                 .into();
                 Ok(CallToolResponse::Complete(result(v, false)))
             }
-            Err(e) => decide(&mut entry, "refused", Some("start"), format!("the run could not start: {e}")),
+            Err(e) => decide(
+                &mut entry,
+                "refused",
+                Some("start"),
+                format!("the run could not start: {e}"),
+            ),
         }
     }
 
@@ -449,13 +495,19 @@ impl McpServer {
                         a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
                     });
                 if ok {
-                    let who = answers[APPROVAL_KEY]["content"]["approver"].as_str().unwrap_or("the client's user");
+                    let who = answers[APPROVAL_KEY]["content"]["approver"]
+                        .as_str()
+                        .unwrap_or("the client's user");
                     return Ok(format!("{who} (elicitation)"));
                 }
-                return Err(Pending::Refused("approval", "the person declined (or the answer did not match this experiment)".into()));
+                return Err(Pending::Refused(
+                    "approval",
+                    "the person declined (or the answer did not match this experiment)".into(),
+                ));
             }
-            let schema = ElicitationSchema::from_type::<Approval>()
-                .map_err(|e| Pending::Refused("approval", format!("cannot build the approval form: {e}")))?;
+            let schema = ElicitationSchema::from_type::<Approval>().map_err(|e| {
+                Pending::Refused("approval", format!("cannot build the approval form: {e}"))
+            })?;
             let req = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message,
@@ -463,7 +515,10 @@ impl McpServer {
             });
             let mut asks = rmcp::model::InputRequests::new();
             asks.insert(APPROVAL_KEY.into(), InputRequest::Elicitation(req));
-            return Err(Pending::Input(InputRequiredResult::new(Some(asks), Some(digest.to_string()))));
+            return Err(Pending::Input(InputRequiredResult::new(
+                Some(asks),
+                Some(digest.to_string()),
+            )));
         }
         if !stateless && form {
             return match context
@@ -475,10 +530,20 @@ impl McpServer {
                     "{} (elicitation)",
                     a.approver.unwrap_or_else(|| "the client's user".into())
                 )),
-                Ok(_) => Err(Pending::Refused("approval", "the person did not approve".into())),
-                Err(rmcp::service::ElicitationError::UserDeclined) => Err(Pending::Refused("approval", "the person declined".into())),
-                Err(rmcp::service::ElicitationError::UserCancelled) => Err(Pending::Refused("approval", "the person cancelled".into())),
-                Err(e) => Err(Pending::Refused("approval", format!("the approval form failed: {e}"))),
+                Ok(_) => Err(Pending::Refused(
+                    "approval",
+                    "the person did not approve".into(),
+                )),
+                Err(rmcp::service::ElicitationError::UserDeclined) => {
+                    Err(Pending::Refused("approval", "the person declined".into()))
+                }
+                Err(rmcp::service::ElicitationError::UserCancelled) => {
+                    Err(Pending::Refused("approval", "the person cancelled".into()))
+                }
+                Err(e) => Err(Pending::Refused(
+                    "approval",
+                    format!("the approval form failed: {e}"),
+                )),
             };
         }
         let session = &self.guard.id;
