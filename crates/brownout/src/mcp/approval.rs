@@ -28,6 +28,8 @@ struct Pending {
 /// The pending codes, by experiment digest.
 pub struct Approvals {
     pending: Mutex<HashMap<String, Pending>>,
+    /// Multi-round-trip approvals asked and not yet answered: nonce → (digest, issued).
+    asked: Mutex<HashMap<String, (String, Instant)>>,
     /// Where codes are also written for the operator (besides stderr).
     file: Option<PathBuf>,
 }
@@ -45,6 +47,7 @@ impl Approvals {
     pub fn new(file: Option<PathBuf>) -> Approvals {
         Approvals {
             pending: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
             file,
         }
     }
@@ -120,6 +123,34 @@ impl Approvals {
         Check::Wrong
     }
 
+    /// A fresh, unguessable request state for a multi-round-trip approval of `digest`: the
+    /// answer is taken only with it, once, so a client cannot skip the question.
+    pub fn ask(&self, digest: &str) -> Result<String, String> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b).map_err(|e| format!("no randomness for a request state: {e}"))?;
+        let nonce: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let mut a = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        a.retain(|_, (_, t)| t.elapsed() < CODE_TTL);
+        if a.len() >= MAX_PENDING {
+            if let Some(old) = a
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+            {
+                a.remove(&old);
+            }
+        }
+        a.insert(nonce.clone(), (digest.to_string(), Instant::now()));
+        Ok(nonce)
+    }
+
+    /// Whether `nonce` was issued for `digest` (and still valid); consumed either way.
+    pub fn answered(&self, nonce: &str, digest: &str) -> bool {
+        let mut a = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        a.remove(nonce)
+            .is_some_and(|(d, t)| d == digest && t.elapsed() < CODE_TTL)
+    }
+
     /// The pending code for a digest (tests read it as the operator would from stderr).
     #[cfg(test)]
     fn code(&self, digest: &str) -> Option<String> {
@@ -145,6 +176,17 @@ mod tests {
         );
         assert_eq!(a.check("d1", &c1), Check::Approved);
         assert_eq!(a.check("d1", &c1), Check::NonePending, "used once");
+    }
+
+    #[test]
+    fn a_round_trip_answer_needs_the_state_it_was_asked_with() {
+        let a = Approvals::new(None);
+        let n = a.ask("d").expect("ask");
+        assert!(!a.answered("forged", "d"));
+        assert!(!a.answered(&n, "other"), "bound to its experiment");
+        let n = a.ask("d").expect("ask");
+        assert!(a.answered(&n, "d"));
+        assert!(!a.answered(&n, "d"), "used once");
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub struct McpArgs {
     /// The audit log (JSON lines; default: mcp-audit.jsonl beside the store).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// How a person approves a live run: `auto` (an elicitation form in the client where it
+    /// supports one, else a one-time code) or `code` (always the operator's one-time code:
+    /// for clients whose own forms you do not trust).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub approval: ApprovalMode,
     /// Also append approval codes to this file (they are always printed on stderr).
     #[arg(long, value_name = "FILE")]
     pub approvals: Option<PathBuf>,
@@ -88,8 +93,17 @@ pub struct McpArgs {
     pub allow_host: Vec<String>,
 }
 
+/// How a person approves a live run.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    Auto,
+    Code,
+}
+
 /// What the server was started with: fixed for its life.
 pub struct Config {
+    /// Approval only by the operator's one-time code (`--approval code`).
+    pub approval_code_only: bool,
     pub policy: Policy,
     pub policy_file: Option<PathBuf>,
     pub allow_run: bool,
@@ -163,6 +177,7 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
         audit.clone(),
     )?;
     let cfg = Arc::new(Config {
+        approval_code_only: a.approval == ApprovalMode::Code,
         policy,
         policy_file: a.policy.clone(),
         allow_run: a.allow_run,

@@ -94,19 +94,22 @@ pub async fn serve_stdio(ctx: Ctx) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// A result with structured content (and its text, for clients that read only text).
 fn result(v: Value, is_error: bool) -> CallToolResult {
     let text = serde_json::to_string_pretty(&v).unwrap_or_default();
-    let r = json!({
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": v,
-        "isError": is_error,
-    });
-    serde_json::from_value(r).unwrap_or_else(|_| CallToolResult::error(vec![]))
+    let content = vec![rmcp::model::ContentBlock::text(text)];
+    let mut r = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    r.structured_content = Some(v);
+    r
 }
 
+/// A tool error the agent reads (bad arguments, a failed read).
 fn error_text(message: String) -> CallToolResult {
-    let r = json!({"content": [{"type": "text", "text": message}], "isError": true});
-    serde_json::from_value(r).unwrap_or_else(|_| CallToolResult::error(vec![]))
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)])
 }
 
 /// What the approval form asks the person.
@@ -331,7 +334,9 @@ impl McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let ctx = &self.ctx;
         // Stateless requests (2026-07-28) have no session to end: their runs hold the lease.
-        let legacy = context.peer.peer_info().is_some();
+        let legacy = !context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let session = if legacy {
             self.guard.id.clone()
         } else {
@@ -483,14 +488,19 @@ impl McpServer {
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let caps = context.client_capabilities();
-        let form = caps
-            .as_ref()
-            .and_then(|c| c.elicitation.as_ref())
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let form = !ctx.cfg.approval_code_only
+            && caps
+                .as_ref()
+                .and_then(|c| c.elicitation.as_ref())
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
         if stateless && form {
             // A multi-round-trip result: the client asks its user and retries with the answer.
             if let Some(answers) = &request.input_responses {
-                let ok = request.request_state.as_deref() == Some(digest)
+                let asked = request
+                    .request_state
+                    .as_deref()
+                    .is_some_and(|n| ctx.approvals.answered(n, digest));
+                let ok = asked
                     && answers.get(APPROVAL_KEY).is_some_and(|a| {
                         a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
                     });
@@ -515,9 +525,13 @@ impl McpServer {
             });
             let mut asks = rmcp::model::InputRequests::new();
             asks.insert(APPROVAL_KEY.into(), InputRequest::Elicitation(req));
+            let nonce = ctx
+                .approvals
+                .ask(digest)
+                .map_err(|e| Pending::Refused("approval", e))?;
             return Err(Pending::Input(InputRequiredResult::new(
                 Some(asks),
-                Some(digest.to_string()),
+                Some(nonce),
             )));
         }
         if !stateless && form {
