@@ -1,0 +1,581 @@
+//! `brownout mcp` driven by the official Python SDK client (`mcp` on PyPI), over stdio and
+//! streamable HTTP: the tools listed with and without --allow-run, every structuredContent
+//! against its tool's outputSchema (the SDK checks too), designed experiments that validate,
+//! guardrails that refuse with the rule named and nothing sent to the target, approved runs
+//! seen live and stopped, and no fault left when the client goes or the lease lapses — all
+//! seen from the target's side (a relay with an admin API) and in the audit log.
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod support;
+
+use common::*;
+use serde_json::{json, Value};
+use support::*;
+
+fn names(doc: &Value, i: usize) -> Vec<String> {
+    doc["ops"][i]["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
+    let env = Env::new();
+    let plan = "seed: 1\nfaults:\n  - {kind: error, tools: [search_incidents], probability: 0.2}\n";
+    let workload = std::fs::read_to_string(repo().join("examples/experiments/fixture-agent.yaml"))
+        .expect("workload");
+    let script = json!([
+        {"op": "list_tools"},
+        call("list_fault_kinds", json!({})),
+        call("validate_plan", json!({"plan": plan})),
+        call("validate_plan", json!({"plan": "faults:\n  - {kind: latncy, added_ms: 5}\n"})),
+        call("simulate", json!({"plan": plan, "workload": workload, "gates": ["error_rate < 1% over 10s"], "tasks": 300})),
+        call("get_policy", json!({})),
+        call("list_runs", json!({})),
+        call("query_runs", json!({"sql": "SELECT count(*) AS n FROM runs"})),
+        call("trend", json!({})),
+        call("recommend", json!({})),
+        call("describe_target", json!({"target": {"command": ["brownout", "fixture"]}})),
+        call("start_experiment", json!({"experiment": "title: x"})),
+        {"op": "list_resources"},
+        {"op": "read_resource", "uri": "brownout://fault-kinds"},
+    ]);
+    let doc = agent_stdio(&script, &env.server(&[]), &[]);
+    let listed = names(&doc, 0);
+    assert!(listed.contains(&"simulate".to_string()), "{listed:?}");
+    for t in [
+        "start_experiment",
+        "stop_experiment",
+        "stop_all",
+        "get_experiment",
+        "renew_lease",
+    ] {
+        assert!(
+            !listed.contains(&t.to_string()),
+            "{t} listed without --allow-run"
+        );
+    }
+    let tools = doc["ops"][0]["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for t in &tools {
+        let ro = t["annotations"]["readOnlyHint"].as_bool();
+        assert_eq!(
+            ro,
+            Some(true),
+            "{}: read-only without --allow-run",
+            t["name"]
+        );
+        assert!(t["outputSchema"].is_object(), "{}", t["name"]);
+    }
+    let schema_of = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["outputSchema"].clone())
+            .expect("tool")
+    };
+    for i in 1..=10 {
+        let name = doc["ops"][i]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_valid(&schema_of(&name), &sc(&doc, i), &name);
+    }
+    assert_eq!(sc(&doc, 2)["ok"], true);
+    let bad = sc(&doc, 3);
+    assert_eq!(bad["ok"], false);
+    assert_eq!(bad["errors"][0]["line"], 2, "{bad}");
+    assert!(
+        bad["errors"][0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("latency"),
+        "a suggestion: {bad}"
+    );
+    assert_eq!(
+        sc(&doc, 4)["breached"],
+        true,
+        "20 % errors breach a 1 % gate"
+    );
+    assert_eq!(sc(&doc, 5)["allow_run"], false);
+    assert_eq!(sc(&doc, 7)["rows"][0][0], 0);
+    let described = sc(&doc, 10);
+    assert_eq!(described["server"]["name"], "brownout-fixture");
+    let get_incident = described["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "get_incident"))
+        .cloned()
+        .expect("get_incident");
+    assert!(get_incident["output_schema"].is_object(), "{get_incident}");
+    assert!(described["tools_list_ms"]
+        .as_f64()
+        .is_some_and(|ms| ms >= 0.0));
+    // A run tool called anyway is refused: it is off, not merely unlisted.
+    assert_eq!(doc["ops"][11]["ok"], false, "{:#}", doc["ops"][11]);
+    assert!(doc["ops"][11]["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("--allow-run"));
+    let kinds = doc["ops"][13]["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(kinds.contains("schema_drift"), "{kinds}");
+
+    let doc = agent_stdio(
+        &json!([{"op": "list_tools"}]),
+        &env.server(&["--allow-run"]),
+        &[],
+    );
+    let listed = names(&doc, 0);
+    for t in [
+        "start_experiment",
+        "stop_experiment",
+        "stop_all",
+        "get_experiment",
+        "renew_lease",
+    ] {
+        assert!(
+            listed.contains(&t.to_string()),
+            "{t} not listed with --allow-run: {listed:?}"
+        );
+    }
+    let tools = doc["ops"][0]["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let start = tools
+        .iter()
+        .find(|t| t["name"] == "start_experiment")
+        .expect("start");
+    assert_eq!(start["annotations"]["destructiveHint"], true);
+    assert_eq!(start["annotations"]["readOnlyHint"], false);
+}
+
+/// design_experiments against a server no one here wrote and the fixture: every proposal
+/// passes validate_experiment, has a numeric gate and a simulated estimate.
+#[test]
+fn designed_experiments_validate_against_server_everything_and_the_fixture() {
+    let env = Env::new();
+    let policy = env.policy("mcp_commands: [brownout, node]\n");
+    let everything = everything();
+    for (target, expect_tool) in [
+        (json!({"command": ["brownout", "fixture"]}), "get_incident"),
+        (json!({"command": everything}), "echo"),
+    ] {
+        let script = json!([call(
+            "design_experiments",
+            json!({"target": target, "max": 6, "goal": format!("does the agent survive drift on {expect_tool}?")})
+        )]);
+        let doc = agent_stdio(&script, &env.server(&["--policy", &policy]), &[]);
+        let out = sc(&doc, 0);
+        let exps = out["experiments"].as_array().cloned().unwrap_or_default();
+        assert!(exps.len() >= 3, "{out:#}");
+        assert_eq!(
+            exps[0]["tool"], expect_tool,
+            "the goal's tool first: {out:#}"
+        );
+        let checks: Vec<Value> = exps
+            .iter()
+            .map(|e| {
+                call(
+                    "validate_experiment",
+                    json!({"experiment": e["experiment"]}),
+                )
+            })
+            .collect();
+        let doc = agent_stdio(
+            &Value::Array(checks),
+            &env.server(&["--policy", &policy]),
+            &[],
+        );
+        for (i, e) in exps.iter().enumerate() {
+            let v = sc(&doc, i);
+            assert_eq!(v["ok"], true, "{}: {v:#}", e["title"]);
+            assert_eq!(v["policy_check"]["allowed"], true, "{}: {v:#}", e["title"]);
+            assert!(!v["gates"].as_array().map_or(true, Vec::is_empty));
+            assert!(e["estimate"]["verdict"].is_string(), "{e:#}");
+        }
+        let kinds: Vec<&str> = exps.iter().filter_map(|e| e["fault"].as_str()).collect();
+        assert!(kinds.len() >= 2, "{kinds:?}");
+    }
+}
+
+/// Production labels, no numeric gate, a skipped rung, a rung above the history, a policy
+/// passed by the agent, a wrong code, a program the policy does not allow: each refused with
+/// its rule, nothing reaches the target, and the audit log has each decision.
+#[test]
+fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
+    let env = Env::new();
+    let r = remote();
+    let t = remote_target(&r);
+    let gate = "[\"error_rate < 50% over 2s\"]";
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "production_labels",
+            experiment("prod", &t, "{env: production}", &["10%"], gate, 5),
+        ),
+        (
+            "numeric_gate",
+            experiment("no gate", &t, "{env: staging}", &["10%"], "[]", 5),
+        ),
+        (
+            "ladder",
+            experiment("skip", &t, "{env: staging}", &["10%", "50%"], gate, 5),
+        ),
+        (
+            "ladder_from_history",
+            experiment("new", &t, "{env: staging}", &["10%", "25%"], gate, 5),
+        ),
+        (
+            "mcp_commands",
+            experiment(
+                "cmd",
+                "{command: [sh, -c, \"echo pwned\"]}",
+                "{env: staging}",
+                &["10%"],
+                gate,
+                5,
+            ),
+        ),
+    ];
+    let mut script: Vec<Value> = cases
+        .iter()
+        .map(|(_, x)| call("start_experiment", json!({"experiment": x})))
+        .collect();
+    let ok = experiment("fine", &t, "{env: staging}", &["10%"], gate, 5);
+    script.push(call(
+        "start_experiment",
+        json!({"experiment": ok, "policy": "/tmp/lax.yaml"}),
+    ));
+    script.push(call(
+        "start_experiment",
+        json!({"experiment": ok, "approval_code": "123-456-789"}),
+    ));
+    script.push(call("start_experiment", json!({"experiment": ok})));
+    script.push(call(
+        "start_experiment",
+        json!({"experiment": ok, "approval_code": "000-000-001"}),
+    ));
+    let doc = agent_stdio(&Value::Array(script), &env.server(&["--allow-run"]), &[]);
+    for (i, (rule, _)) in cases.iter().enumerate() {
+        let v = sc(&doc, i);
+        assert_eq!(v["decision"], "refused", "{rule}: {v:#}");
+        assert_eq!(v["rule"], *rule, "{v:#}");
+    }
+    let n = cases.len();
+    assert_eq!(sc(&doc, n)["rule"], "policy_fixed");
+    let v = sc(&doc, n + 1);
+    assert_eq!(
+        (v["decision"].as_str(), v["rule"].as_str()),
+        (Some("refused"), Some("approval")),
+        "{v:#}"
+    );
+    assert_eq!(sc(&doc, n + 2)["decision"], "approval_required");
+    let v = sc(&doc, n + 3);
+    assert_eq!(v["rule"], "approval", "a wrong code: {v:#}");
+    assert_eq!(r.calls(), 0, "nothing may reach the target");
+    assert!(r.faults().is_empty());
+    let audit = env.audit_entries();
+    let rules: Vec<&str> = audit.iter().filter_map(|e| e["rule"].as_str()).collect();
+    for rule in [
+        "production_labels",
+        "numeric_gate",
+        "ladder",
+        "ladder_from_history",
+        "mcp_commands",
+        "policy_fixed",
+        "approval",
+    ] {
+        assert!(rules.contains(&rule), "{rule} not audited: {audit:#?}");
+    }
+    let text = std::fs::read_to_string(env.audit()).unwrap_or_default();
+    assert!(
+        !text.contains("000-000-001") && !text.contains("123-456-789"),
+        "codes are secrets"
+    );
+    assert!(audit
+        .iter()
+        .all(|e| e["session"].is_string() && e["at_unix_ms"].as_u64().is_some()));
+}
+
+/// An approved run (the operator's code) is visible live, holds faults on the target,
+/// stops on stop_experiment (faults gone from the target's side), and the audit log has it.
+#[test]
+fn an_approved_run_is_live_and_stops_on_stop_experiment() {
+    let env = Env::new();
+    let r = remote();
+    let x = experiment(
+        "approved",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        60,
+    );
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        {"op": "read_code", "file": path_of(&env.approvals())},
+        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
+        {"op": "sleep", "seconds": 4},
+        call("get_experiment", json!({"run_id": "$run_id"})),
+        call("renew_lease", json!({"run_id": "$run_id"})),
+        call("stop_experiment", json!({"run_id": "$run_id"})),
+        call("stop_experiment", json!({"run_id": "$run_id"})),
+        {"op": "sleep", "seconds": 5},
+        call("get_experiment", json!({"run_id": "$run_id"})),
+    ]);
+    let server = env.server(&["--allow-run"]);
+    let watcher = {
+        let admin = r.admin.clone();
+        std::thread::spawn(move || {
+            // The faults as the target holds them while the run goes on.
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while std::time::Instant::now() < until {
+                let probe = Remote::faults_at(&admin);
+                if !probe.is_empty() {
+                    return probe;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Vec::new()
+        })
+    };
+    let doc = agent_stdio(&script, &server, &[]);
+    let seen = watcher.join().expect("watcher");
+    assert!(
+        seen.iter().any(|f| f.starts_with("search-slow")),
+        "the target never held the fault: {seen:?}"
+    );
+    assert_eq!(sc(&doc, 0)["decision"], "approval_required");
+    let started = sc(&doc, 2);
+    assert_eq!(started["decision"], "started", "{started:#}");
+    let live = sc(&doc, 4);
+    assert_eq!(live["state"], "running", "{live:#}");
+    assert_eq!(live["live"]["stage"], 1, "{live:#}");
+    assert_eq!(live["live"]["share"], 0.1);
+    assert!(
+        live["live"]["gates"][0]["limit"].as_f64().is_some(),
+        "{live:#}"
+    );
+    assert!(live["live"]["calls"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(sc(&doc, 5)["state"], "running");
+    assert_eq!(sc(&doc, 6)["state"], "stopping");
+    assert_eq!(sc(&doc, 7)["state"], "stopping", "idempotent");
+    let end = sc(&doc, 9);
+    assert_eq!(end["state"], "ended", "{end:#}");
+    assert_eq!(end["status"], "interrupted", "{end:#}");
+    assert!(
+        r.wait_clean(),
+        "a fault is left on the target: {:?}",
+        r.faults()
+    );
+    assert!(r.calls() > 0, "the run's load reached the target");
+    let decisions: Vec<String> = env
+        .audit_entries()
+        .iter()
+        .filter_map(|e| e["decision"].as_str().map(String::from))
+        .collect();
+    for d in ["approval_required", "started", "renewed", "stopped"] {
+        assert!(decisions.contains(&d.to_string()), "{d}: {decisions:?}");
+    }
+    // The run is in the store, readable as a resource and through get_run.
+    let id = started["run_id"].as_str().unwrap_or_default().to_string();
+    let doc = agent_stdio(
+        &json!([call("get_run", json!({"run_id": id})), {"op": "read_resource", "uri": format!("brownout://runs/{id}/report.md")}]),
+        &env.server(&[]),
+        &[],
+    );
+    assert_eq!(sc(&doc, 0)["summary"]["status"], "interrupted");
+    let md = doc["ops"][1]["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(md.contains("approved"), "{md}");
+}
+
+/// The client goes away mid-run: the run stops and the target holds no fault.
+#[test]
+fn a_client_that_disconnects_leaves_no_fault() {
+    let env = Env::new();
+    let r = remote();
+    let x = experiment(
+        "disconnect",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        120,
+    );
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        {"op": "read_code", "file": path_of(&env.approvals())},
+        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
+        {"op": "sleep", "seconds": 4},
+        call("get_experiment", json!({"run_id": "$run_id"})),
+    ]);
+    let doc = agent_stdio(&script, &env.server(&["--allow-run"]), &[]);
+    assert_eq!(sc(&doc, 4)["state"], "running");
+    assert!(
+        r.wait_clean(),
+        "faults left after the client went: {:?}",
+        r.faults()
+    );
+    let audit = env.audit_entries();
+    assert!(
+        audit.iter().any(|e| e["decision"] == "session_ended"),
+        "{audit:#?}"
+    );
+}
+
+/// A lease that lapses stops the run while the session is still open.
+#[test]
+fn a_lapsed_lease_stops_the_run() {
+    let env = Env::new();
+    let r = remote();
+    let x = experiment(
+        "lease",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        120,
+    );
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        {"op": "read_code", "file": path_of(&env.approvals())},
+        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
+        {"op": "sleep", "seconds": 10},
+        call("get_experiment", json!({"run_id": "$run_id"})),
+    ]);
+    let doc = agent_stdio(&script, &env.server(&["--allow-run", "--lease", "3s"]), &[]);
+    let v = sc(&doc, 4);
+    assert!(v["state"] == "ended" || v["state"] == "stopping", "{v:#}");
+    if v["state"] == "stopping" {
+        assert!(
+            v["reason"].as_str().unwrap_or("").contains("lease"),
+            "{v:#}"
+        );
+    }
+    assert!(
+        r.wait_clean(),
+        "faults left after the lease lapsed: {:?}",
+        r.faults()
+    );
+    assert!(env
+        .audit_entries()
+        .iter()
+        .any(|e| e["decision"] == "lease_lapsed"));
+}
+
+/// Elicitation: a client that declares it gets an approval form; accept runs, decline refuses.
+#[test]
+fn elicitation_asks_the_person_accept_runs_decline_refuses() {
+    let env = Env::new();
+    let r = remote();
+    let x = experiment(
+        "elicited",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        60,
+    );
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        call("stop_all", json!({}))
+    ]);
+    let doc = agent_stdio(
+        &script,
+        &env.server(&["--allow-run"]),
+        &["--elicit", "decline"],
+    );
+    let v = sc(&doc, 0);
+    assert_eq!(
+        (v["decision"].as_str(), v["rule"].as_str()),
+        (Some("refused"), Some("approval")),
+        "{v:#}"
+    );
+    assert_eq!(r.calls(), 0);
+    let doc = agent_stdio(
+        &script,
+        &env.server(&["--allow-run"]),
+        &["--elicit", "accept"],
+    );
+    let v = sc(&doc, 0);
+    assert_eq!(v["decision"], "started", "{v:#}");
+    assert_eq!(sc(&doc, 1)["stopped"][0], v["run_id"]);
+    assert!(r.wait_clean());
+    let audit = env.audit_entries();
+    assert!(
+        audit.iter().any(|e| e["approver"]
+            .as_str()
+            .is_some_and(|a| a.contains("test-person"))),
+        "{audit:#?}"
+    );
+    // --approval code: the client's form is not trusted, the operator's code is asked for.
+    let doc = agent_stdio(
+        &script,
+        &env.server(&["--allow-run", "--approval", "code"]),
+        &["--elicit", "accept"],
+    );
+    assert_eq!(sc(&doc, 0)["decision"], "approval_required");
+}
+
+/// Streamable HTTP: the handshake (2025-11-25) and the stateless 2026-07-28, where the
+/// approval form comes back as a multi-round-trip result; a deleted session stops its run.
+#[test]
+fn over_streamable_http_legacy_and_stateless() {
+    let env = Env::new();
+    let r = remote();
+    // A stopped run counts until its rollbacks and recovery end: allow two at once.
+    let policy = env.policy("max_concurrent: 2\n");
+    let (_g, url) = http_server(&env, &["--allow-run", "--policy", &policy]);
+    for (mode, title) in [("legacy", "http legacy"), ("2026-07-28", "http stateless")] {
+        let x = experiment(
+            title,
+            &remote_target(&r),
+            "{env: staging}",
+            &["10%"],
+            "[\"error_rate < 50% over 2s\"]",
+            60,
+        );
+        let script = json!([
+            {"op": "list_tools"},
+            call("list_fault_kinds", json!({})),
+            call("start_experiment", json!({"experiment": x})),
+            {"op": "sleep", "seconds": 2},
+            call("get_experiment", json!({"run_id": "$run_id"})),
+        ]);
+        let doc = agent_http(&script, &url, &["--mode", mode, "--elicit", "accept"]);
+        assert_eq!(
+            doc["protocol_version"],
+            if mode == "legacy" {
+                "2025-11-25"
+            } else {
+                "2026-07-28"
+            }
+        );
+        assert!(names(&doc, 0).contains(&"start_experiment".to_string()));
+        let v = sc(&doc, 2);
+        assert_eq!(v["decision"], "started", "{mode}: {v:#}");
+        assert_eq!(sc(&doc, 4)["state"], "running", "{mode}");
+        if mode == "legacy" {
+            // The client deleted its session on the way out: its run stopped.
+            assert!(r.wait_clean(), "{mode}: faults left: {:?}", r.faults());
+        } else {
+            // No session in 2026-07-28: the run holds its lease until stopped.
+            let doc = agent_http(
+                &json!([call("stop_experiment", json!({"run_id": v["run_id"]}))]),
+                &url,
+                &["--mode", mode],
+            );
+            assert_eq!(sc(&doc, 0)["state"], "stopping");
+            assert!(r.wait_clean(), "{mode}: faults left: {:?}", r.faults());
+        }
+    }
+}
