@@ -116,7 +116,8 @@ pub fn simulate(args: &Value) -> Out {
     if let Some(m) = v.as_object_mut() {
         m.remove("series");
     }
-    let gates = v["gates"].clone();
+    // The report leaves out `gates` when there are none.
+    let gates = v.get("gates").cloned().unwrap_or_else(|| json!([]));
     Ok(json!({"report": v, "breached": breached, "gates": gates}))
 }
 

@@ -28,18 +28,18 @@ pub fn list(ctx: &Ctx) -> Value {
             }));
         }
     }
-    json!({ "resources": resources })
+    json!({ "resources": resources, "resultType": "complete" })
 }
 
 pub fn templates() -> Value {
-    json!({"resourceTemplates": [
+    json!({"resultType": "complete", "resourceTemplates": [
         {"uriTemplate": "brownout://runs/{id}", "name": "run-journal", "title": "A run's journal (JSON)", "mimeType": "application/json"},
         {"uriTemplate": "brownout://runs/{id}/report.md", "name": "run-report", "title": "A run's report (Markdown)", "mimeType": "text/markdown"},
     ]})
 }
 
 fn text(uri: &str, mime: &str, text: String) -> Value {
-    json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]})
+    json!({"resultType": "complete", "contents": [{"uri": uri, "mimeType": mime, "text": text}]})
 }
 
 pub fn read(ctx: &Ctx, uri: &str) -> Result<Value, String> {
