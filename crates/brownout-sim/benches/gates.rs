@@ -36,7 +36,7 @@ fn run(gates: &[&str], states: bool) -> f64 {
         x ^= x << 17;
         c.at_ms = f64::from(i) / 20.0;
         c.latency_ms = 5.0 + (x % 10_000) as f64 / 100.0;
-        c.outcome = if x % 50 == 0 {
+        c.outcome = if x.is_multiple_of(50) {
             Outcome::Error
         } else {
             Outcome::Ok

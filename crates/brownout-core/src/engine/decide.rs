@@ -70,7 +70,7 @@ impl Engine {
             return false;
         }
         if let Some(n) = sel.every_nth {
-            if (c.matches - sel.after_calls) % n.max(1) != 0 {
+            if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
                 return false;
             }
         }
