@@ -1,7 +1,8 @@
 //! `brownout mcp`: brownout as an MCP server, so an agent can design, simulate and run
 //! experiments inside guardrails that brownout — not the agent — enforces (docs/mcp.md).
 //!
-//! - [`server`]: the MCP handler (rmcp): tools, resources, approval by elicitation;
+//! - [`server`]: the MCP handler (rmcp): tools and resources; [`start`]: `start_experiment`
+//!   (guardrails, a person's approval, the run);
 //! - [`catalogue`]: every tool's schemas and annotations;
 //! - [`read`], [`describe`], [`design`], [`recommend`]: the read-only tools;
 //! - [`runs`]: experiments started through MCP (child `brownout run`s, leases);
@@ -21,6 +22,7 @@ pub mod recommend;
 pub mod resources;
 pub mod runs;
 pub mod server;
+pub mod start;
 
 use crate::experiment::policy::Policy;
 use clap::Args;

@@ -1,0 +1,283 @@
+//! `start_experiment`: the text validated, the guardrails checked (guard.rs), a person's
+//! approval obtained — the operator's one-time code, an elicitation form in the client, or
+//! on 2026-07-28 a form returned as a multi-round-trip input request — the guardrails
+//! checked again (time passed while the person decided), then the run started (runs.rs).
+//! Every decision is audited.
+
+use super::audit::Entry;
+use super::read;
+use super::server::{client_name, result, McpServer};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationSchema,
+    InputRequest, InputRequiredResult, ProtocolVersion,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{json, Value};
+
+/// What the approval form asks the person.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct Approval {
+    /// Approve this live experiment?
+    pub approve: bool,
+    /// Your name, for the audit log.
+    #[serde(default)]
+    pub approver: Option<String>,
+}
+rmcp::elicit_safe!(Approval);
+
+/// The key under which the approval form is asked in a multi-round-trip result.
+const APPROVAL_KEY: &str = "approval";
+
+impl McpServer {
+    /// `start_experiment`: validate, guardrails, a person's approval, then the run.
+    pub(super) async fn start(
+        &self,
+        request: &CallToolRequestParams,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let ctx = &self.ctx;
+        // Stateless requests (2026-07-28) have no session to end: their runs hold the lease.
+        let legacy = !context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let session = if legacy {
+            self.guard.id.clone()
+        } else {
+            "stateless".into()
+        };
+        let client = client_name(context);
+        let mut entry = Entry {
+            session: session.clone(),
+            client: client.clone(),
+            tool: "start_experiment".into(),
+            ..Entry::default()
+        };
+        let decide = |entry: &mut Entry, decision: &str, rule: Option<&str>, detail: String| {
+            entry.decision = decision.into();
+            entry.rule = rule.map(String::from);
+            entry.detail = detail.clone();
+            ctx.audit.write(entry.clone());
+            let v = json!({"decision": decision, "rule": rule, "detail": detail});
+            Ok(CallToolResponse::Complete(result(
+                v,
+                decision != "started" && decision != "approval_required",
+            )))
+        };
+        for forbidden in ["policy", "policy_file", "allow_run", "approved", "confirm"] {
+            if args.get(forbidden).is_some() {
+                return decide(
+                    &mut entry,
+                    "refused",
+                    Some("policy_fixed"),
+                    format!("`{forbidden}` cannot be set through MCP: the policy and approvals are the operator's (get_policy shows them)"),
+                );
+            }
+        }
+        let Some(text) = args["experiment"].as_str() else {
+            return decide(
+                &mut entry,
+                "invalid",
+                None,
+                "`experiment` (the experiment's text) is required".into(),
+            );
+        };
+        entry.digest = Some(super::audit::digest(text));
+        let file = if text.trim_start().starts_with('{') {
+            "experiment.json"
+        } else {
+            "experiment.yaml"
+        };
+        let x = match crate::experiment::load::load_text(text, file, &ctx.cfg.workdir) {
+            Ok(x) => x,
+            Err(e) => {
+                entry.decision = "invalid".into();
+                entry.detail = format!("{} error(s)", e.errors.len());
+                ctx.audit.write(entry);
+                let v = json!({"decision": "invalid", "rule": null, "detail": e.to_string(), "errors": read::errors_json(&e)});
+                return Ok(CallToolResponse::Complete(result(v, true)));
+            }
+        };
+        entry.experiment = Some(x.spec.title.clone());
+        let checked = ctx
+            .policy_verdict(&x)
+            .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()));
+        if let Err(r) = checked {
+            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
+        }
+        // A person approves: the code the operator read, a form in the client, or a form
+        // returned as a multi-round-trip input request (2026-07-28).
+        let digest = entry.digest.clone().unwrap_or_default();
+        let approver = match self
+            .approval(request, args, context, &x.spec.title, &digest)
+            .await
+        {
+            Ok(who) => who,
+            Err(Pending::Refused(rule, detail)) => {
+                return decide(&mut entry, "refused", Some(rule), detail)
+            }
+            Err(Pending::Asked(detail)) => {
+                return decide(&mut entry, "approval_required", Some("approval"), detail)
+            }
+            Err(Pending::Input(r)) => {
+                entry.decision = "approval_required".into();
+                entry.rule = Some("approval".into());
+                entry.detail = "asked the client's user through an input request".into();
+                ctx.audit.write(entry);
+                return Ok(CallToolResponse::InputRequired(r));
+            }
+        };
+        entry.approver = Some(approver);
+        // The guardrails again: time passed while the person decided.
+        if let Err(r) = ctx
+            .policy_verdict(&x)
+            .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()))
+        {
+            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
+        }
+        let started = ctx.runs.start(super::runs::Start {
+            text,
+            title: &x.spec.title,
+            session: &session,
+            seed: args["seed"].as_u64(),
+            lease: ctx.cfg.lease,
+        });
+        match started {
+            Ok(h) => {
+                entry.run_id = Some(h.run_id.clone());
+                entry.decision = "started".into();
+                entry.rule = None;
+                entry.detail =
+                    format!("approved by {}", entry.approver.clone().unwrap_or_default());
+                ctx.audit.write(entry);
+                let mut v = serde_json::to_value(&h).unwrap_or_default();
+                v["decision"] = "started".into();
+                v["detail"] = format!(
+                    "running; renew the lease (renew_lease) within {:.0}s or the run stops; get_experiment shows it live",
+                    h.lease_seconds
+                )
+                .into();
+                Ok(CallToolResponse::Complete(result(v, false)))
+            }
+            Err(e) => decide(
+                &mut entry,
+                "refused",
+                Some("start"),
+                format!("the run could not start: {e}"),
+            ),
+        }
+    }
+
+    /// Get a person's approval; `Ok(approver)` or why not yet.
+    async fn approval(
+        &self,
+        request: &CallToolRequestParams,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+        title: &str,
+        digest: &str,
+    ) -> Result<String, Pending> {
+        let ctx = &self.ctx;
+        if let Some(code) = args["approval_code"].as_str() {
+            return match ctx.approvals.check(digest, code) {
+                super::approval::Check::Approved => Ok("operator (one-time code)".into()),
+                super::approval::Check::Wrong => Err(Pending::Refused("approval", "the approval code is wrong (after 3 wrong codes it is withdrawn)".into())),
+                super::approval::Check::NonePending => Err(Pending::Refused("approval", "no approval code is pending for this experiment's text (codes are single-use, expire after 10 minutes and are bound to the exact text): call start_experiment without a code to ask for one".into())),
+            };
+        }
+        let message = format!(
+            "brownout: an agent asks to run the live experiment \"{title}\" ({digest}). Approve it?"
+        );
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let caps = context.client_capabilities();
+        let form = !ctx.cfg.approval_code_only
+            && caps
+                .as_ref()
+                .and_then(|c| c.elicitation.as_ref())
+                .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if stateless && form {
+            // A multi-round-trip result: the client asks its user and retries with the answer.
+            if let Some(answers) = &request.input_responses {
+                let asked = request
+                    .request_state
+                    .as_deref()
+                    .is_some_and(|n| ctx.approvals.answered(n, digest));
+                let ok = asked
+                    && answers.get(APPROVAL_KEY).is_some_and(|a| {
+                        a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
+                    });
+                if ok {
+                    let who = answers[APPROVAL_KEY]["content"]["approver"]
+                        .as_str()
+                        .unwrap_or("the client's user");
+                    return Ok(format!("{who} (elicitation)"));
+                }
+                return Err(Pending::Refused(
+                    "approval",
+                    "the person declined (or the answer did not match this experiment)".into(),
+                ));
+            }
+            let schema = ElicitationSchema::from_type::<Approval>().map_err(|e| {
+                Pending::Refused("approval", format!("cannot build the approval form: {e}"))
+            })?;
+            let req = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: schema,
+            });
+            let mut asks = rmcp::model::InputRequests::new();
+            asks.insert(APPROVAL_KEY.into(), InputRequest::Elicitation(req));
+            let nonce = ctx
+                .approvals
+                .ask(digest)
+                .map_err(|e| Pending::Refused("approval", e))?;
+            return Err(Pending::Input(InputRequiredResult::new(
+                Some(asks),
+                Some(nonce),
+            )));
+        }
+        if !stateless && form {
+            return match context
+                .peer
+                .elicit_with_timeout::<Approval>(message, Some(std::time::Duration::from_secs(300)))
+                .await
+            {
+                Ok(Some(a)) if a.approve => Ok(format!(
+                    "{} (elicitation)",
+                    a.approver.unwrap_or_else(|| "the client's user".into())
+                )),
+                Ok(_) => Err(Pending::Refused(
+                    "approval",
+                    "the person did not approve".into(),
+                )),
+                Err(rmcp::service::ElicitationError::UserDeclined) => {
+                    Err(Pending::Refused("approval", "the person declined".into()))
+                }
+                Err(rmcp::service::ElicitationError::UserCancelled) => {
+                    Err(Pending::Refused("approval", "the person cancelled".into()))
+                }
+                Err(e) => Err(Pending::Refused(
+                    "approval",
+                    format!("the approval form failed: {e}"),
+                )),
+            };
+        }
+        let session = &self.guard.id;
+        ctx.approvals
+            .issue(digest, title, session)
+            .map_err(|e| Pending::Refused("approval", e))?;
+        Err(Pending::Asked(
+            "a person must approve this live run: a one-time code was printed on the operator's terminal (brownout's stderr). Ask the operator for it and call start_experiment again with the same experiment and `approval_code`".into(),
+        ))
+    }
+}
+
+/// Why a start waits or stops at approval.
+enum Pending {
+    Refused(&'static str, String),
+    Asked(String),
+    Input(InputRequiredResult),
+}
