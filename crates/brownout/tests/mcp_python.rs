@@ -43,6 +43,8 @@ fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
         call("start_experiment", json!({"experiment": "title: x"})),
         {"op": "list_resources"},
         {"op": "read_resource", "uri": "brownout://fault-kinds"},
+        call("describe_target", json!({"target": {"command": ["brownout", "run", "examples/experiments/green.yaml"]}})),
+        call("validate_experiment", json!({"experiment": "title: t\nload: {workload: /etc/shadow}\n"})),
     ]);
     let doc = agent_stdio(&script, &env.server(&[]), &[]);
     let listed = names(&doc, 0);
@@ -122,6 +124,23 @@ fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
         .as_str()
         .unwrap_or("")
         .contains("--allow-run"));
+    // Only the command lines the policy lists: `brownout run` is not `brownout fixture`.
+    let r = &doc["ops"][14]["result"];
+    assert_eq!(r["isError"], true, "{r:#}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("mcp_commands"),
+        "{r:#}"
+    );
+    // No file outside the working directory is read.
+    let v = sc(&doc, 15);
+    assert_eq!(
+        (v["ok"].as_bool(), v["errors"][0]["key"].as_str()),
+        (Some(false), Some("paths")),
+        "{v:#}"
+    );
     let kinds = doc["ops"][13]["result"]["contents"][0]["text"]
         .as_str()
         .unwrap_or("");
@@ -162,7 +181,7 @@ fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
 #[test]
 fn designed_experiments_validate_against_server_everything_and_the_fixture() {
     let env = Env::new();
-    let policy = env.policy("mcp_commands: [brownout, node]\n");
+    let policy = env.policy("mcp_commands: [\"brownout fixture*\", \"*/node */server-everything/dist/index.js stdio\"]\n");
     let everything = everything();
     for (target, expect_tool) in [
         (json!({"command": ["brownout", "fixture"]}), "get_incident"),
@@ -170,7 +189,7 @@ fn designed_experiments_validate_against_server_everything_and_the_fixture() {
     ] {
         let script = json!([call(
             "design_experiments",
-            json!({"target": target, "max": 6, "goal": format!("does the agent survive drift on {expect_tool}?")})
+            json!({"target": target, "max": 6, "timeout_ms": 60000, "goal": format!("does the agent survive drift on {expect_tool}?")})
         )]);
         let doc = agent_stdio(&script, &env.server(&["--policy", &policy]), &[]);
         let out = sc(&doc, 0);
@@ -243,6 +262,35 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
                 5,
             ),
         ),
+        (
+            "mcp_commands",
+            experiment(
+                "brownout as a shell",
+                "{command: [brownout, proxy, stdio, --, sh, -c, id]}",
+                "{env: staging}",
+                &["10%"],
+                gate,
+                5,
+            ),
+        ),
+        (
+            "mcp_urls",
+            experiment(
+                "elsewhere",
+                "{url: \"http://10.1.2.3:80/mcp\"}",
+                "{env: staging}",
+                &["10%"],
+                gate,
+                5,
+            ),
+        ),
+        (
+            "paths",
+            experiment("abs", &t, "{env: staging}", &["10%"], gate, 5).replace(
+                "  workload:\n    name: test agent\n",
+                "  workload: /etc/passwd\n  x:\n    name: test agent\n",
+            ),
+        ),
     ];
     let mut script: Vec<Value> = cases
         .iter()
@@ -289,6 +337,8 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
         "ladder",
         "ladder_from_history",
         "mcp_commands",
+        "mcp_urls",
+        "paths",
         "policy_fixed",
         "approval",
     ] {
@@ -578,4 +628,58 @@ fn over_streamable_http_legacy_and_stateless() {
             assert!(r.wait_clean(), "{mode}: faults left: {:?}", r.faults());
         }
     }
+}
+
+/// Simultaneous approved starts cannot beat the concurrency cap: the cap is checked as the
+/// run is registered, under one lock.
+#[test]
+fn simultaneous_starts_do_not_beat_the_concurrency_cap() {
+    let env = Env::new();
+    let r = remote();
+    let (_g, url) = http_server(&env, &["--allow-run"]);
+    let target = remote_target(&r);
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (url, target) = (url.clone(), target.clone());
+            std::thread::spawn(move || {
+                let x = experiment(
+                    &format!("race {i}"),
+                    &target,
+                    "{env: staging}",
+                    &["10%"],
+                    "[\"error_rate < 50% over 2s\"]",
+                    60,
+                );
+                let doc = agent_http(
+                    &json!([call("start_experiment", json!({"experiment": x}))]),
+                    &url,
+                    &["--mode", "2026-07-28", "--elicit", "accept"],
+                );
+                sc(&doc, 0)
+            })
+        })
+        .collect();
+    let results: Vec<Value> = threads
+        .into_iter()
+        .map(|t| t.join().expect("thread"))
+        .collect();
+    let started = results
+        .iter()
+        .filter(|v| v["decision"] == "started")
+        .count();
+    assert_eq!(started, 1, "{results:#?}");
+    assert!(
+        results
+            .iter()
+            .filter(|v| v["decision"] != "started")
+            .all(|v| v["rule"] == "max_concurrent"),
+        "{results:#?}"
+    );
+    let doc = agent_http(
+        &json!([call("stop_all", json!({}))]),
+        &url,
+        &["--mode", "2026-07-28"],
+    );
+    assert_eq!(sc(&doc, 0)["stopped"].as_array().map(Vec::len), Some(1));
+    assert!(r.wait_clean());
 }

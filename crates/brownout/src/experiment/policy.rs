@@ -39,10 +39,14 @@ pub struct Policy {
     pub ladder_from_history: bool,
     /// Experiments started through `brownout mcp` that may run at once (default 1).
     pub max_concurrent: u32,
-    /// Programs an experiment started through `brownout mcp` may run — its target command,
-    /// its rollbacks — and that `describe_target` may start: globs on the program's name
-    /// (default: `brownout` only). `brownout run` is the operator's own and is not limited.
+    /// Command lines an MCP client may have brownout start — an experiment's target command
+    /// and rollbacks, `describe_target`'s command: globs over the program and its arguments
+    /// joined by spaces, as given (default: `brownout fixture*`). `brownout run` is the
+    /// operator's own and is not limited.
     pub mcp_commands: Vec<String>,
+    /// URLs an MCP client may have brownout reach — targets, admin APIs: globs (default:
+    /// loopback only).
+    pub mcp_urls: Vec<String>,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -76,7 +80,15 @@ impl Default for Policy {
             allow_process_faults: false,
             ladder_from_history: false,
             max_concurrent: 1,
-            mcp_commands: vec!["brownout".into()],
+            mcp_commands: vec!["brownout fixture*".into()],
+            mcp_urls: [
+                "http://127.0.0.1:*",
+                "http://localhost:*",
+                "http://[[]::1[]]:*",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         }
     }
 }

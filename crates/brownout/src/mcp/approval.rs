@@ -53,7 +53,16 @@ impl Approvals {
     }
 
     /// Issue a code for an experiment and show it to the operator (never to the client).
-    pub fn issue(&self, digest: &str, title: &str, session: &str) -> Result<(), String> {
+    /// `what` describes the experiment (target, faults, stages), already cleaned.
+    pub fn issue(&self, digest: &str, what: &str, session: &str) -> Result<(), String> {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.retain(|_, v| v.issued.elapsed() < CODE_TTL);
+        // Full: refuse the new request rather than drop a code a person may be reading.
+        if p.len() >= MAX_PENDING && !p.contains_key(digest) {
+            return Err(format!(
+                "{MAX_PENDING} approvals are already pending; try again when they are used or expire"
+            ));
+        }
         let mut b = [0u8; 8];
         getrandom::fill(&mut b).map_err(|e| format!("no randomness for a code: {e}"))?;
         let n = u64::from_le_bytes(b) % 1_000_000_000;
@@ -64,29 +73,20 @@ impl Approvals {
             n % 1000
         );
         let line = format!(
-            "brownout mcp: approval requested by session {session} for experiment \"{title}\" ({digest}): code {code} (valid {} min; give it to the agent only if you approve)",
+            "brownout mcp: approval requested by session {session} for {what} [{digest}]: code {code} (valid {} min; give it to the agent only if you approve)",
             CODE_TTL.as_secs() / 60
         );
         eprintln!("{line}");
         if let Some(f) = &self.file {
+            use std::os::unix::fs::OpenOptionsExt;
             let r = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(f)
                 .and_then(|mut h| writeln!(h, "{line}"));
             if let Err(e) = r {
                 eprintln!("brownout mcp: warning: cannot write {}: {e}", f.display());
-            }
-        }
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.retain(|_, v| v.issued.elapsed() < CODE_TTL);
-        if p.len() >= MAX_PENDING {
-            if let Some(old) = p
-                .iter()
-                .min_by_key(|(_, v)| v.issued)
-                .map(|(k, _)| k.clone())
-            {
-                p.remove(&old);
             }
         }
         p.insert(

@@ -67,6 +67,10 @@ impl Audit {
     pub fn write(&self, mut e: Entry) {
         e.at_unix_ms = crate::experiment::runner::unix_ms();
         e.detail = redact(&e.detail);
+        e.experiment = e.experiment.map(|t| redact(&t));
+        e.approver = e.approver.map(|t| redact(&t));
+        e.experiment = e.experiment.map(|t| redact(&t));
+        e.approver = e.approver.map(|t| redact(&t));
         let Ok(line) = serde_json::to_string(&e) else {
             return;
         };
@@ -101,25 +105,48 @@ pub fn digest(text: &str) -> String {
     format!("{h:016x}")
 }
 
-/// A URL's credentials and query string removed wherever one appears in a text.
+/// A text safe to print on a terminal or a log line: control characters (newlines, escape
+/// sequences) shown as `\u{..}`, at most 300 characters.
+pub fn clean(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(300)
+        .map(|c| {
+            if c.is_control() {
+                format!("\\u{{{:x}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    if text.chars().count() > 300 {
+        out.push('…');
+    }
+    out
+}
+
+/// What may wrap a URL in a text.
+const WRAP: [char; 8] = ['`', ',', ';', '(', ')', '"', '\'', ':'];
+
+/// A URL's credentials and query string removed wherever one appears in a text (which is
+/// also [`clean`]ed).
 pub fn redact(text: &str) -> String {
+    let text = clean(text);
     text.split(' ')
-        .map(
-            |w| match reqwest::Url::parse(w.trim_matches(['`', ',', ';', '(', ')'])) {
-                Ok(mut u)
-                    if u.has_host()
-                        && (!u.username().is_empty()
-                            || u.query().is_some()
-                            || u.password().is_some()) =>
-                {
-                    let _ = u.set_username("");
-                    let _ = u.set_password(None);
-                    u.set_query(None);
-                    w.replace(w.trim_matches(['`', ',', ';', '(', ')']), u.as_str())
-                }
-                _ => w.to_string(),
-            },
-        )
+        .map(|w| match reqwest::Url::parse(w.trim_matches(WRAP)) {
+            Ok(mut u)
+                if u.has_host()
+                    && (!u.username().is_empty()
+                        || u.query().is_some()
+                        || u.password().is_some()) =>
+            {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                w.replace(w.trim_matches(WRAP), u.as_str())
+            }
+            _ => w.to_string(),
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -136,6 +163,7 @@ mod tests {
             tool: "start_experiment".into(),
             decision: "refused".into(),
             detail: "target `http://bob:hunter2@10.0.0.1:80/mcp?token=s3cret` refused".into(),
+            experiment: Some("slow \"http://u:pw@h/x?k=s3cret2\"\nfake line".into()),
             ..Entry::default()
         });
         let text = std::fs::read_to_string(a.path()).expect("read");
@@ -144,6 +172,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("10.0.0.1"), "{text}");
+        assert!(!text.contains("pw@"), "titles are redacted too: {text}");
+        assert_eq!(text.lines().count(), 1, "no forged lines: {text}");
         let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
         assert_eq!(v["decision"], "refused");
         assert!(v["at_unix_ms"].as_u64().unwrap_or(0) > 0);

@@ -49,7 +49,7 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
                 .filter_map(|c| c.as_str().map(String::from))
                 .collect();
             let first = cmd.first().ok_or("`target.command` is empty")?;
-            super::guard::program_allowed(&ctx.cfg, first).map_err(|r| r.to_string())?;
+            super::guard::command_allowed(&ctx.cfg, &cmd).map_err(|r| r.to_string())?;
             let exe = program(first);
             let rest = cmd[1..].to_vec();
             let workdir = ctx.cfg.workdir.clone();
@@ -64,8 +64,9 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
         }
         (None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("`{url}` is not an http:// or https:// URL"));
+                return Err("the target's `url` is not an http:// or https:// URL".into());
             }
+            super::guard::url_allowed(&ctx.cfg, url).map_err(|r| r.to_string())?;
             let transport = StreamableHttpClientTransport::from_uri(url.to_string());
             tokio::time::timeout(timeout, ().serve(transport)).await
         }

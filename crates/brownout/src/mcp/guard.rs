@@ -15,55 +15,94 @@ fn refusal(rule: &str, detail: String) -> Refusal {
     }
 }
 
-/// The programs an experiment would run: its target's and its rollbacks'.
-fn programs(x: &Loaded) -> Vec<String> {
-    let mut out: Vec<String> = x
-        .spec
-        .target
-        .command
-        .iter()
-        .filter_map(|c| c.first().cloned())
-        .collect();
-    out.extend(
-        x.spec
-            .rollbacks
-            .iter()
-            .filter_map(|r| r.command.first().cloned()),
-    );
+/// The command lines an experiment would run: its target's and its rollbacks'.
+fn commands(x: &Loaded) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = x.spec.target.command.iter().cloned().collect();
+    out.extend(x.spec.rollbacks.iter().map(|r| r.command.clone()));
     out
 }
 
-/// Whether the policy lets an MCP client start `program` (its name or its path).
-pub fn program_allowed(cfg: &Config, program: &str) -> Result<(), Refusal> {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(program);
+/// Whether the policy lets an MCP client have brownout run this command line.
+pub fn command_allowed(cfg: &Config, cmd: &[String]) -> Result<(), Refusal> {
+    let line = cmd.join(" ");
     let ok = Globs::new(&cfg.policy.mcp_commands)
-        .map(|g| g.is_match(program) || g.is_match(name))
+        .map(|g| g.is_match(&line))
         .unwrap_or(false);
     if ok {
-        Ok(())
-    } else {
-        Err(refusal(
-            "mcp_commands",
-            format!(
-                "`{program}` is not a program the policy lets an MCP client start (allowed: {})",
-                if cfg.policy.mcp_commands.is_empty() {
-                    "none".to_string()
-                } else {
-                    cfg.policy.mcp_commands.join(", ")
-                }
-            ),
-        ))
+        return Ok(());
     }
+    Err(refusal(
+        "mcp_commands",
+        format!(
+            "`{}` is not a command line the policy lets an MCP client start (allowed: {})",
+            super::audit::clean(&line),
+            list(&cfg.policy.mcp_commands)
+        ),
+    ))
+}
+
+/// Whether the policy lets an MCP client have brownout reach this URL.
+pub fn url_allowed(cfg: &Config, url: &str) -> Result<(), Refusal> {
+    let ok = Globs::new(&cfg.policy.mcp_urls)
+        .map(|g| g.is_match(url))
+        .unwrap_or(false);
+    if ok {
+        return Ok(());
+    }
+    Err(refusal(
+        "mcp_urls",
+        format!(
+            "`{}` is not a URL the policy lets an MCP client reach (allowed: {})",
+            super::audit::redact(url),
+            list(&cfg.policy.mcp_urls)
+        ),
+    ))
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// An experiment's file paths (workload, faults file) must stay inside the working
+/// directory: relative, no `..` — an agent must not read the operator's files through error
+/// messages.
+pub fn paths_confined(text: &str, file: &str) -> Result<(), Refusal> {
+    use brownout_core::plan::source::{parse, Format};
+    let Ok(root) = parse(text, Format::from_path(file)) else {
+        return Ok(()); // the loader reports the syntax error
+    };
+    let doc = root.to_json();
+    for key in ["/load/workload", "/faults"] {
+        if let Some(p) = doc.pointer(key).and_then(|v| v.as_str()) {
+            let path = std::path::Path::new(p);
+            let escapes = path.is_absolute()
+                || path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir));
+            if escapes {
+                return Err(refusal(
+                    "paths",
+                    format!("`{}` is `{}`: through MCP a file must be a relative path inside the server's working directory (--workdir), without `..`; or write it inline", key[1..].replace('/', "."), super::audit::clean(p)),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every rule but the concurrency cap (also what `validate_experiment` reports).
 pub fn check(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
     policy::check(x, &cfg.policy)?;
-    for p in programs(x) {
-        program_allowed(cfg, &p)?;
+    for c in commands(x) {
+        command_allowed(cfg, &c)?;
+    }
+    let t = &x.spec.target;
+    for u in t.url.iter().chain(t.admin.iter()) {
+        url_allowed(cfg, u)?;
     }
     let keep = crate::journal_cmd::KeepArgs {
         store: cfg.store.clone(),

@@ -158,7 +158,9 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
     let policy_file = dir.path().join("policy-in-force.json");
     std::fs::write(&policy_file, serde_json::to_vec_pretty(&policy)?)?;
     let workdir = match &a.workdir {
-        Some(d) => d.canonicalize()?,
+        Some(d) => d
+            .canonicalize()
+            .map_err(|e| anyhow::anyhow!("--workdir {}: {e}", d.display()))?,
         None => std::env::current_dir()?,
     };
     let audit_path = a
@@ -202,7 +204,7 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let ctx = match context(&a) {
             Ok(c) => c,
             Err(e) => {
@@ -233,8 +235,11 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
             );
         }
         ctx.runs.wait_all(Duration::from_secs(60)).await;
-        Ok(code)
-    })
+        Ok::<i32, anyhow::Error>(code)
+    });
+    // A simulation still computing on a blocking thread does not hold the exit.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
 /// SIGINT or SIGTERM.

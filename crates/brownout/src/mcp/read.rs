@@ -60,6 +60,9 @@ pub fn validate_plan(args: &Value) -> Out {
 pub fn validate_experiment(ctx: &Ctx, args: &Value) -> Out {
     let text = str_arg(args, "experiment")?;
     let file = named("experiment", args);
+    if let Err(r) = super::guard::paths_confined(text, &file) {
+        return Ok(json!({"ok": false, "errors": [{"key": r.rule, "message": r.detail}]}));
+    }
     Ok(
         match crate::experiment::load::load_text(text, &file, &ctx.cfg.workdir) {
             Ok(x) => {
@@ -102,8 +105,9 @@ pub fn simulate(args: &Value) -> Out {
     let w = brownout_sim::Workload::from_str_named(str_arg(args, "workload")?, "workload.yaml")
         .map_err(|e| format!("the workload: {e}"))?;
     let gates = gates(args)?;
+    sim_limits(&w, args["tasks"].as_u64())?;
     let opts = brownout_sim::SimOptions {
-        tasks: args["tasks"].as_u64().map(|t| t.min(1_000_000)),
+        tasks: args["tasks"].as_u64(),
         seed: args["seed"].as_u64(),
         keep_series: false,
         gates,
@@ -136,6 +140,12 @@ pub fn find_boundary(ctx: &Ctx, args: &Value) -> Out {
             None => Ok(None),
         }
     };
+    if let Some(t) = args["experiment"].as_str() {
+        super::guard::paths_confined(t, "experiment.yaml").map_err(|r| r.to_string())?;
+        if let Ok(x) = crate::experiment::load::load_text(t, "experiment.yaml", &ctx.cfg.workdir) {
+            sim_limits(&x.workload, None)?;
+        }
+    }
     let experiment = put("experiment.yaml", "experiment")?;
     let plan = put("plan.yaml", "plan")?;
     let workload = put("workload.yaml", "workload")?;
@@ -295,4 +305,42 @@ pub fn inside(path: &Path, dir: &Path) -> bool {
         (Ok(p), Ok(d)) => p.starts_with(d),
         _ => false,
     }
+}
+
+/// The most a simulation asked through MCP may do: tasks, steps, calls per step, agents.
+const MAX_TASKS: u64 = 200_000;
+const MAX_STEPS: usize = 100;
+const MAX_CALLS_PER_STEP: u64 = 100;
+const MAX_AGENTS: u32 = 10_000;
+
+/// A workload within what one MCP call may simulate (a peer's input is bounded).
+pub fn sim_limits(w: &brownout_sim::Workload, tasks: Option<u64>) -> Result<(), String> {
+    let t = tasks.or(w.tasks).unwrap_or(0);
+    if t > MAX_TASKS {
+        return Err(format!(
+            "{t} tasks: through MCP a simulation runs at most {MAX_TASKS}"
+        ));
+    }
+    if w.steps.len() > MAX_STEPS {
+        return Err(format!("{} steps: at most {MAX_STEPS}", w.steps.len()));
+    }
+    for (i, s) in w.steps.iter().enumerate() {
+        let calls: u64 = s
+            .calls
+            .iter()
+            .map(|c| u64::from(c.repeat.unwrap_or(1).max(1)))
+            .sum();
+        if calls > MAX_CALLS_PER_STEP {
+            return Err(format!(
+                "step {} makes {calls} calls: at most {MAX_CALLS_PER_STEP}",
+                i + 1
+            ));
+        }
+    }
+    if let Some(brownout_sim::workload::Arrival::Closed { concurrency }) = &w.arrival {
+        if *concurrency > MAX_AGENTS {
+            return Err(format!("{concurrency} agents: at most {MAX_AGENTS}"));
+        }
+    }
+    Ok(())
 }

@@ -59,6 +59,14 @@ struct Run {
     stdin: Option<tokio::process::ChildStdin>,
 }
 
+/// Why a run did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The concurrency cap: this many runs already going.
+    Full(usize),
+    Io(String),
+}
+
 /// What starting a run needs.
 pub struct Start<'a> {
     pub text: &'a str,
@@ -66,6 +74,9 @@ pub struct Start<'a> {
     pub session: &'a str,
     pub seed: Option<u64>,
     pub lease: Duration,
+    /// At most this many runs at once (checked and the run registered under one lock, so
+    /// simultaneous starts cannot both pass).
+    pub cap: usize,
 }
 
 /// The handle `start_experiment` returns.
@@ -123,7 +134,15 @@ impl Runs {
     }
 
     /// Start a run (the guardrails already passed).
-    pub fn start(self: &Arc<Self>, s: Start<'_>) -> anyhow::Result<Handle> {
+    pub fn start(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
+        let mut runs = self.lock();
+        let active = runs
+            .values()
+            .filter(|r| !matches!(r.state, State::Ended { .. }))
+            .count();
+        if active >= s.cap {
+            return Err(StartError::Full(active));
+        }
         let now = crate::experiment::runner::unix_ms();
         let run_id = crate::store::ingest::fresh_run_id(now);
         let ext = if s.text.trim_start().starts_with('{') {
@@ -132,7 +151,8 @@ impl Runs {
             "yaml"
         };
         let file = self.dir.join(format!("{run_id}.{ext}"));
-        std::fs::write(&file, s.text)?;
+        let io = |e: std::io::Error| StartError::Io(e.to_string());
+        std::fs::write(&file, s.text).map_err(io)?;
         let status_path = self.dir.join(format!("{run_id}.status.json"));
         let journal_path = self.dir.join(format!("{run_id}.journal.json"));
         let mut cmd = tokio::process::Command::new(&self.exe);
@@ -159,7 +179,7 @@ impl Runs {
         if let Some(seed) = s.seed {
             cmd.arg("--seed").arg(seed.to_string());
         }
-        let mut child = cmd.spawn()?;
+        let mut child = cmd.spawn().map_err(io)?;
         let stdin = child.stdin.take();
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(mut err) = child.stderr.take() {
@@ -179,7 +199,7 @@ impl Runs {
         }
         let pid = child.id().map(|p| p as i32);
         let lease_until = Instant::now() + s.lease;
-        self.lock().insert(
+        runs.insert(
             run_id.clone(),
             Run {
                 run_id: run_id.clone(),
@@ -196,6 +216,7 @@ impl Runs {
                 stdin,
             },
         );
+        drop(runs);
         let me = self.clone();
         let id = run_id.clone();
         tokio::spawn(async move {

@@ -171,7 +171,8 @@ impl ServerHandler for McpServer {
             return self.start(&request, &args, &context).await;
         }
         let ctx = self.ctx.clone();
-        let session = self.guard.id.clone();
+        // Stateless requests (2026-07-28) share one "session": their runs hold the lease.
+        let session = session_of(&context, &self.guard.id);
         let client = client_name(&context);
         let out: Out = match name.as_str() {
             "describe_target" => super::describe::describe(&ctx, &args).await,
@@ -224,6 +225,18 @@ impl ServerHandler for McpServer {
         let r: ReadResourceResult =
             serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(ReadResourceResponse::Complete(r))
+    }
+}
+
+/// The session a call belongs to: its MCP session, or `stateless` on 2026-07-28.
+pub(super) fn session_of(context: &RequestContext<RoleServer>, id: &str) -> String {
+    let stateless = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    if stateless {
+        "stateless".into()
+    } else {
+        id.to_string()
     }
 }
 

@@ -39,14 +39,7 @@ impl McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let ctx = &self.ctx;
         // Stateless requests (2026-07-28) have no session to end: their runs hold the lease.
-        let legacy = !context
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let session = if legacy {
-            self.guard.id.clone()
-        } else {
-            "stateless".into()
-        };
+        let session = super::server::session_of(context, &self.guard.id);
         let client = client_name(context);
         let mut entry = Entry {
             session: session.clone(),
@@ -84,6 +77,9 @@ impl McpServer {
             );
         };
         entry.digest = Some(super::audit::digest(text));
+        if let Err(r) = super::guard::paths_confined(text, "experiment.yaml") {
+            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
+        }
         let file = if text.trim_start().starts_with('{') {
             "experiment.json"
         } else {
@@ -110,7 +106,7 @@ impl McpServer {
         // returned as a multi-round-trip input request (2026-07-28).
         let digest = entry.digest.clone().unwrap_or_default();
         let approver = match self
-            .approval(request, args, context, &x.spec.title, &digest)
+            .approval(request, args, context, &what(&x), &digest)
             .await
         {
             Ok(who) => who,
@@ -129,11 +125,9 @@ impl McpServer {
             }
         };
         entry.approver = Some(approver);
-        // The guardrails again: time passed while the person decided.
-        if let Err(r) = ctx
-            .policy_verdict(&x)
-            .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()))
-        {
+        // The guardrails again: time passed while the person decided (the cap is checked
+        // as the run is registered).
+        if let Err(r) = ctx.policy_verdict(&x) {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
         let started = ctx.runs.start(super::runs::Start {
@@ -142,6 +136,7 @@ impl McpServer {
             session: &session,
             seed: args["seed"].as_u64(),
             lease: ctx.cfg.lease,
+            cap: ctx.cfg.policy.max_concurrent as usize,
         });
         match started {
             Ok(h) => {
@@ -160,7 +155,13 @@ impl McpServer {
                 .into();
                 Ok(CallToolResponse::Complete(result(v, false)))
             }
-            Err(e) => decide(
+            Err(super::runs::StartError::Full(n)) => {
+                let r = super::guard::capacity(&ctx.cfg, n)
+                    .err()
+                    .map_or_else(|| format!("{n} run(s) going"), |r| r.detail);
+                decide(&mut entry, "refused", Some("max_concurrent"), r)
+            }
+            Err(super::runs::StartError::Io(e)) => decide(
                 &mut entry,
                 "refused",
                 Some("start"),
@@ -175,7 +176,7 @@ impl McpServer {
         request: &CallToolRequestParams,
         args: &Value,
         context: &RequestContext<RoleServer>,
-        title: &str,
+        what: &str,
         digest: &str,
     ) -> Result<String, Pending> {
         let ctx = &self.ctx;
@@ -187,7 +188,7 @@ impl McpServer {
             };
         }
         let message = format!(
-            "brownout: an agent asks to run the live experiment \"{title}\" ({digest}). Approve it?"
+            "brownout: an agent asks to run a live experiment ({digest}): {what}. Approve it?"
         );
         let stateless = context
             .protocol_version()
@@ -267,7 +268,7 @@ impl McpServer {
         }
         let session = &self.guard.id;
         ctx.approvals
-            .issue(digest, title, session)
+            .issue(digest, what, session)
             .map_err(|e| Pending::Refused("approval", e))?;
         Err(Pending::Asked(
             "a person must approve this live run: a one-time code was printed on the operator's terminal (brownout's stderr). Ask the operator for it and call start_experiment again with the same experiment and `approval_code`".into(),
@@ -280,4 +281,49 @@ enum Pending {
     Refused(&'static str, String),
     Asked(String),
     Input(InputRequiredResult),
+}
+
+/// What a person is asked to approve: the target, the faults, the stages, the gates — not
+/// only the title the agent wrote. Cleaned for a terminal.
+pub fn what(x: &crate::experiment::Loaded) -> String {
+    let t = &x.spec.target;
+    let target = match (&t.command, &t.url) {
+        (Some(c), _) => format!("command `{}`", c.join(" ")),
+        (None, Some(u)) => format!("url {u}"),
+        _ => "no target".into(),
+    };
+    let faults: Vec<String> = x
+        .plan
+        .faults
+        .iter()
+        .map(|f| f.effect.kind().to_string())
+        .collect();
+    let stages: Vec<String> = x
+        .spec
+        .method
+        .iter()
+        .map(|s| format!("{} for {}", s.sessions.0, s.duration.0))
+        .collect();
+    let rollbacks: Vec<String> = x
+        .spec
+        .rollbacks
+        .iter()
+        .map(|r| r.command.join(" "))
+        .collect();
+    super::audit::redact(&format!(
+        "\"{}\" on {target}; faults: {}; stages: {}; gates: {}{}",
+        x.spec.title,
+        faults.join(", "),
+        stages.join(" → "),
+        x.gates
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        if rollbacks.is_empty() {
+            String::new()
+        } else {
+            format!("; rollbacks: {}", rollbacks.join(" | "))
+        }
+    ))
 }

@@ -136,6 +136,9 @@ pub fn open(path: &Path, denied: Arc<Mutex<Option<String>>>) -> Result<Connectio
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+    // No value (a string, a blob such as zeroblob(N)) over 64 MiB: a query cannot make
+    // brownout hold gigabytes.
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 64 << 20)?;
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
     conn.authorizer(Some(move |ctx: AuthContext<'_>| match judge(&ctx.action) {
         None => Authorization::Allow,

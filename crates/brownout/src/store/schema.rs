@@ -146,8 +146,10 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
 
 /// Bring a database to `target` (≤ [`VERSION`]); tests build version-1 stores with it.
 pub fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<i64> {
-    let from: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    let tx = conn.transaction()?;
+    // IMMEDIATE: the write lock first, then the version read under it, so two processes
+    // opening a new store at once migrate it once (the second waits, then finds it done).
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let from: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let mut v = from;
     while v < target {
         match v {
@@ -186,4 +188,27 @@ fn backfill_labels(tx: &Transaction) -> rusqlite::Result<()> {
         ins.execute((r, k, v))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_new_store_opened_by_many_at_once_is_migrated_once() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("s.sqlite");
+        let opens: Vec<_> = (0..8)
+            .map(|_| {
+                let p = path.clone();
+                std::thread::spawn(move || super::super::SqliteStore::open(&p).map(|s| s.version()))
+            })
+            .collect();
+        for o in opens {
+            let v = o.join().expect("thread");
+            assert_eq!(
+                v.ok(),
+                Some(super::VERSION),
+                "every open succeeds at the current version"
+            );
+        }
+    }
 }

@@ -106,7 +106,9 @@ fn run_agent(mut cmd: Command) -> Value {
 pub fn sc(doc: &Value, i: usize) -> Value {
     let op = &doc["ops"][i];
     assert_eq!(op["ok"], true, "op {i}: {op:#}");
-    op["result"]["structuredContent"].clone()
+    let v = op["result"]["structuredContent"].clone();
+    assert!(v.is_object(), "op {i} has no structured content: {op:#}");
+    v
 }
 
 pub fn call(name: &str, args: Value) -> Value {
