@@ -11,7 +11,9 @@ Besides client.py's operations:
   {"op": "read_code", "file": F}   wait (10 s at most) for an approval code in the operator's
                                    approvals file F, as a person reading brownout's terminal;
                                    later arguments written "$code" get it;
-  "$run_id" in arguments is the run_id of the last start_experiment that started a run.
+  "$run_id" in arguments is the run_id of the last start_experiment that started a run;
+  {"op": "call_tool", ..., "progress": true} sends a progress token and returns the
+  notifications received as the result's "progress" list.
 With --elicit the client declares elicitation (form) and answers every approval form:
 accept (approve: true, approver "test-person") or decline. The SDK checks every
 structuredContent against its tool's outputSchema.
@@ -72,8 +74,16 @@ async def run_op(client: Client, op: dict[str, Any], env: dict[str, str]) -> Any
     if kind == "list_tools":
         return dump(await client.list_tools())
     if kind == "call_tool":
+        seen: list[dict[str, Any]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append({"progress": progress, "total": total, "message": message})
+
         r = dump(await client.call_tool(op["name"], substitute(op.get("arguments") or {}, env),
-                                        read_timeout_seconds=op.get("timeout_s", 60)))
+                                        read_timeout_seconds=op.get("timeout_s", 60),
+                                        progress_callback=on_progress if op.get("progress") else None))
+        if op.get("progress"):
+            r["progress"] = seen
         sc = r.get("structuredContent") or {}
         if op["name"] == "start_experiment" and sc.get("decision") == "started":
             env["run_id"] = sc["run_id"]

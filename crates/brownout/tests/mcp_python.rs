@@ -683,3 +683,40 @@ fn simultaneous_starts_do_not_beat_the_concurrency_cap() {
     assert_eq!(sc(&doc, 0)["stopped"].as_array().map(Vec::len), Some(1));
     assert!(r.wait_clean());
 }
+
+/// find_boundary searches the simulator for the barely-violating fault, reports progress to
+/// a client that asked for it, and writes back a plan that validates.
+#[test]
+fn find_boundary_reports_progress_and_writes_a_valid_plan() {
+    let env = Env::new();
+    let plan =
+        std::fs::read_to_string(repo().join("examples/search/cascade-search.yaml")).expect("plan");
+    let workload =
+        std::fs::read_to_string(repo().join("examples/sim/cascade.yaml")).expect("workload");
+    let script = json!([
+        {"op": "call_tool", "name": "find_boundary", "progress": true, "timeout_s": 120,
+         "arguments": {"plan": plan, "workload": workload, "gates": ["error_rate < 1% over 10s"], "seeds": 2}},
+    ]);
+    let doc = agent_stdio(&script, &env.server(&[]), &[]);
+    let out = sc(&doc, 0);
+    let b = out["result"]["segments"][0]["boundary"][0]
+        .as_f64()
+        .expect("a boundary");
+    assert!(b > 0.0 && b < 0.2, "inside the searched range: {out:#}");
+    let written = out["written"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !written.contains("search:"),
+        "the marks are replaced: {written}"
+    );
+    let progress = doc["ops"][0]["result"]["progress"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(progress.len() >= 2, "progress notifications: {progress:?}");
+    let doc = agent_stdio(
+        &json!([call("validate_plan", json!({"plan": written}))]),
+        &env.server(&[]),
+        &[],
+    );
+    assert_eq!(sc(&doc, 0)["ok"], true, "{doc:#}");
+}

@@ -183,3 +183,103 @@ async fn rmcp_over_http_runs_an_approved_experiment_and_its_session_end_stops_it
         .iter()
         .any(|e| e["decision"] == "session_ended"));
 }
+
+/// A client that declares the tasks extension gets the approved run as a task: polling it
+/// shows it working (and renews the lease), cancelling it stops the run and the target holds
+/// no fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_with_the_tasks_extension_gets_the_run_as_a_task() {
+    use rmcp::model::{
+        CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
+        Implementation, TaskStatus,
+    };
+    let env = Env::new();
+    let r = tokio::task::spawn_blocking(remote).await.expect("remote");
+    let args = env.server(&["--allow-run", "--lease", "3s"]);
+    let t = TokioChildProcess::new(tokio::process::Command::new(&args[0]).configure(|c| {
+        c.args(&args[1..]).stderr(std::process::Stdio::null());
+    }))
+    .expect("spawn");
+    let cfg = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("brownout-test", "1"),
+    );
+    let c = tokio::time::timeout(Duration::from_secs(20), cfg.serve(t))
+        .await
+        .expect("handshake in time")
+        .expect("handshake");
+    let x = experiment(
+        "as a task",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        120,
+    );
+    let req = |args: Value| {
+        CallToolRequestParams::new("start_experiment")
+            .with_arguments(args.as_object().cloned().unwrap_or_default())
+    };
+    let first = c
+        .call_tool_once(req(json!({"experiment": x})))
+        .await
+        .expect("call");
+    assert!(
+        matches!(first, CallToolResponse::Complete(_)),
+        "approval first: {first:?}"
+    );
+    let text = std::fs::read_to_string(env.approvals()).expect("approvals");
+    let code = text
+        .rsplit("code ")
+        .next()
+        .and_then(|s| s.split_whitespace().next())
+        .expect("code")
+        .to_string();
+    let created = match c
+        .call_tool_once(req(json!({"experiment": x, "approval_code": code})))
+        .await
+        .expect("call")
+    {
+        CallToolResponse::Task(t) => t,
+        other => panic!("expected a task: {other:?}"),
+    };
+    let id = created.task.task_id.clone();
+    // Polling past the 3 s lease keeps the run: a task's poll renews it.
+    for _ in 0..20 {
+        let info = c
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .expect("get_task");
+        assert_eq!(info.task.status(), TaskStatus::Working, "{info:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let admin = r.admin.clone();
+    let held = tokio::task::spawn_blocking(move || Remote::faults_at(&admin))
+        .await
+        .expect("faults");
+    assert!(!held.is_empty(), "the run holds its fault on the target");
+    c.peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("cancel");
+    let mut last = None;
+    for _ in 0..200 {
+        let info = c
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .expect("get_task");
+        if info.task.status().is_terminal() {
+            last = Some(info.task.status());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(last, Some(TaskStatus::Cancelled));
+    let clean = tokio::task::spawn_blocking(move || r.wait_clean())
+        .await
+        .expect("wait");
+    assert!(clean, "faults left after the task was cancelled");
+    let _ = c.cancel().await;
+}

@@ -23,11 +23,13 @@ const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// Simulated tasks per estimate.
 const ESTIMATE_TASKS: u64 = 2000;
 
-pub async fn design(ctx: &Ctx, args: &Value) -> Out {
+pub async fn design(ctx: &Ctx, args: &Value, progress: &super::progress::Progress) -> Out {
+    progress.report(0.0, None, "describing the target");
     let d = super::describe::describe_target(ctx, args).await?;
     let ctx = ctx.clone();
     let args = args.clone();
-    tokio::task::spawn_blocking(move || propose(&ctx, &args, &d.json, &d.tools))
+    let progress = progress.clone();
+    tokio::task::spawn_blocking(move || propose(&ctx, &args, &d.json, &d.tools, &progress))
         .await
         .map_err(|e| e.to_string())?
 }
@@ -174,7 +176,13 @@ fn stages(ctx: &Ctx, title: &str) -> Vec<String> {
         .collect()
 }
 
-fn propose(ctx: &Ctx, args: &Value, described: &Value, tools: &[rmcp::model::Tool]) -> Out {
+fn propose(
+    ctx: &Ctx,
+    args: &Value,
+    described: &Value,
+    tools: &[rmcp::model::Tool],
+    progress: &super::progress::Progress,
+) -> Out {
     let goal = args["goal"].as_str().unwrap_or("").to_lowercase();
     let max = args["max"].as_u64().unwrap_or(4).clamp(1, 12) as usize;
     let timeout_ms = DEFAULT_TIMEOUT_MS;
@@ -220,7 +228,13 @@ fn propose(ctx: &Ctx, args: &Value, described: &Value, tools: &[rmcp::model::Too
         notes.push(format!("{skipped} tool(s) that need the client's own help (sampling, elicitation) were left out"));
     }
     let mut out = Vec::new();
-    for t in candidates.into_iter().take(max) {
+    let n = candidates.len().min(max);
+    for (i, t) in candidates.into_iter().take(max).enumerate() {
+        progress.report(
+            (i + 1) as f64,
+            Some(n as f64),
+            format!("designed and simulated an experiment for `{}`", t.name),
+        );
         out.push(one(ctx, args, t, timeout_ms)?);
     }
     Ok(json!({"experiments": out, "target": described, "notes": notes}))

@@ -17,6 +17,7 @@ pub mod describe;
 pub mod design;
 pub mod guard;
 pub mod http;
+pub mod progress;
 pub mod read;
 pub mod recommend;
 pub mod resources;
@@ -129,6 +130,9 @@ pub struct Ctx {
     pub runs: Arc<runs::Runs>,
     pub audit: Arc<audit::Audit>,
     pub approvals: Arc<approval::Approvals>,
+    /// Runs offered as tasks (the client declared the tasks extension): task id → run id.
+    pub tasks: rmcp::task_manager::TaskManager,
+    pub task_runs: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Ctx {
@@ -195,6 +199,8 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
         runs,
         audit,
         approvals: Arc::new(approval::Approvals::new(a.approvals.clone())),
+        tasks: rmcp::task_manager::TaskManager::new(),
+        task_runs: Arc::default(),
     })
 }
 

@@ -125,7 +125,7 @@ pub fn simulate(args: &Value) -> Out {
     Ok(json!({"report": v, "breached": breached, "gates": gates}))
 }
 
-pub fn find_boundary(ctx: &Ctx, args: &Value) -> Out {
+pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progress) -> Out {
     let dir = tempfile::Builder::new()
         .prefix("brownout-boundary-")
         .tempdir_in(ctx.cfg.scratch())
@@ -179,7 +179,13 @@ pub fn find_boundary(ctx: &Ctx, args: &Value) -> Out {
         store: None,
     };
     let p = crate::search::Problem::load(&a)?;
-    let found = crate::search::search(&p, &a, &|_| {});
+    let evals = std::sync::atomic::AtomicU64::new(0);
+    let max = a.max_evals as f64;
+    let report = |line: &str| {
+        let n = evals.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress.report(n as f64, Some(max), line);
+    };
+    let found = crate::search::search(&p, &a, &report);
     let result = crate::search::output::to_json(&p, &a, &found);
     let written = found
         .barely

@@ -225,7 +225,7 @@ impl Runs {
                 let _ = o.read_to_end(&mut out).await;
             }
             let code = child.wait().await.ok().and_then(|s| s.code());
-            me.ended(&id, code, &out);
+            me.finish(&id, code, &out);
         });
         Ok(Handle {
             run_id,
@@ -235,7 +235,7 @@ impl Runs {
         })
     }
 
-    fn ended(&self, run_id: &str, code: Option<i32>, stdout: &[u8]) {
+    fn finish(&self, run_id: &str, code: Option<i32>, stdout: &[u8]) {
         let mut runs = self.lock();
         let Some(r) = runs.get_mut(run_id) else {
             return;
@@ -323,6 +323,22 @@ impl Runs {
             lease_expires_unix_ms: crate::experiment::runner::unix_ms()
                 + r.lease.as_millis() as u64,
         })
+    }
+
+    /// Renew a run's lease whatever its session (a task's holder polls it by its task id).
+    pub fn touch(&self, run_id: &str) {
+        if let Some(r) = self.lock().get_mut(run_id) {
+            if r.state == State::Running {
+                r.lease_until = Instant::now() + r.lease;
+            }
+        }
+    }
+
+    /// Whether a run has ended.
+    pub fn ended(&self, run_id: &str) -> bool {
+        self.lock()
+            .get(run_id)
+            .is_none_or(|r| matches!(r.state, State::Ended { .. }))
     }
 
     /// A run as `get_experiment` shows it: state, lease, the live status, and once ended a

@@ -116,6 +116,7 @@ impl ServerHandler for McpServer {
         let caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_tasks()
             .build();
         ServerConfig::new(caps)
             .with_server_info(
@@ -174,20 +175,60 @@ impl ServerHandler for McpServer {
         // Stateless requests (2026-07-28) share one "session": their runs hold the lease.
         let session = session_of(&context, &self.guard.id);
         let client = client_name(&context);
+        let progress = super::progress::Progress::for_request(&context);
         let out: Out = match name.as_str() {
             "describe_target" => super::describe::describe(&ctx, &args).await,
-            "design_experiments" => super::design::design(&ctx, &args).await,
+            "design_experiments" => super::design::design(&ctx, &args, &progress).await,
             _ => {
                 let n = name.clone();
-                tokio::task::spawn_blocking(move || sync_tool(&ctx, &n, &args, &session, &client))
-                    .await
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?
+                tokio::task::spawn_blocking(move || {
+                    sync_tool(&ctx, &n, &args, &session, &client, &progress)
+                })
+                .await
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?
             }
         };
         Ok(CallToolResponse::Complete(match out {
             Ok(v) => result(v, false),
             Err(m) => error_text(m),
         }))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let run = self
+            .ctx
+            .task_runs
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&request.task_id).cloned());
+        if let Some(run) = run {
+            self.ctx.runs.touch(&run);
+        }
+        Ok(rmcp::model::GetTaskResult::new(
+            self.ctx.tasks.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.ctx
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.ctx.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_resources(
@@ -248,7 +289,14 @@ pub(super) fn client_name(context: &RequestContext<RoleServer>) -> String {
 }
 
 /// The tools that only compute or read (run on a blocking thread).
-fn sync_tool(ctx: &Ctx, name: &str, args: &Value, session: &str, client: &str) -> Out {
+fn sync_tool(
+    ctx: &Ctx,
+    name: &str,
+    args: &Value,
+    session: &str,
+    client: &str,
+    progress: &super::progress::Progress,
+) -> Out {
     let audit = |decision: &str, detail: String, run_id: Option<String>| {
         ctx.audit.write(Entry {
             session: session.to_string(),
@@ -265,7 +313,7 @@ fn sync_tool(ctx: &Ctx, name: &str, args: &Value, session: &str, client: &str) -
         "validate_plan" => read::validate_plan(args),
         "validate_experiment" => read::validate_experiment(ctx, args),
         "simulate" => read::simulate(args),
-        "find_boundary" => read::find_boundary(ctx, args),
+        "find_boundary" => read::find_boundary(ctx, args, progress),
         "get_policy" => read::get_policy(ctx),
         "list_runs" => read::list_runs(ctx, args),
         "get_run" => read::get_run(ctx, args),

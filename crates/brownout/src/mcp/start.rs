@@ -146,6 +146,14 @@ impl McpServer {
                 entry.detail =
                     format!("approved by {}", entry.approver.clone().unwrap_or_default());
                 ctx.audit.write(entry);
+                let tasks = context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks());
+                if tasks {
+                    return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+                        self.as_task(&h.run_id),
+                    )));
+                }
                 let mut v = serde_json::to_value(&h).unwrap_or_default();
                 v["decision"] = "started".into();
                 v["detail"] = format!(
@@ -168,6 +176,51 @@ impl McpServer {
                 format!("the run could not start: {e}"),
             ),
         }
+    }
+
+    /// The run as a task (the tasks extension): it completes when the run ends, with the
+    /// run's summary; cancelling it stops the run; polling it renews the run's lease.
+    fn as_task(&self, run_id: &str) -> rmcp::model::Task {
+        use rmcp::task_manager::{TaskExit, TaskOptions};
+        let runs = self.ctx.runs.clone();
+        let id = run_id.to_string();
+        let opts = TaskOptions::new()
+            .with_poll_interval_ms(1000)
+            .with_ttl_ms(Some(3_600_000))
+            .with_status_message(format!("run {run_id} started"));
+        let task = self.ctx.tasks.spawn(opts, move |tctx| {
+            Box::pin(async move {
+                loop {
+                    tokio::select! {
+                        _ = tctx.cancelled() => {
+                            runs.stop(&id, "the task was cancelled");
+                            return Err(TaskExit::Cancelled);
+                        }
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}
+                    }
+                    if let Some(v) = runs.get(&id) {
+                        if let Some(stage) = v.pointer("/live/phase").and_then(Value::as_str) {
+                            tctx.set_status_message(format!("run {id}: {stage}"));
+                        }
+                    }
+                    if runs.ended(&id) {
+                        let v = runs.get(&id).unwrap_or_default();
+                        let out = json!({
+                            "decision": "started",
+                            "detail": format!("the run ended: {}: {}", v["status"].as_str().unwrap_or("?"), v["reason"].as_str().unwrap_or("")),
+                            "run_id": id,
+                            "state": "ended",
+                            "summary": v["summary"],
+                        });
+                        return Ok(result(out, false));
+                    }
+                }
+            })
+        });
+        if let Ok(mut m) = self.ctx.task_runs.lock() {
+            m.insert(task.task_id.clone(), run_id.to_string());
+        }
+        task
     }
 
     /// Get a person's approval; `Ok(approver)` or why not yet.
