@@ -181,7 +181,19 @@ fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
 #[test]
 fn designed_experiments_validate_against_server_everything_and_the_fixture() {
     let env = Env::new();
-    let policy = env.policy("mcp_commands: [\"brownout fixture*\", \"*/node */server-everything/dist/index.js stdio\"]\n");
+    // The example policy as it is, plus this machine's server-everything command line.
+    let example =
+        std::fs::read_to_string(repo().join("examples/mcp/policy.yaml")).expect("example policy");
+    let policy = env.policy(&example.replace(
+        "  - \"npx -y @modelcontextprotocol/server-everything*\"",
+        "  - \"npx -y @modelcontextprotocol/server-everything*\"\n  - \"*/node */server-everything/dist/index.js stdio\"",
+    ));
+    assert!(
+        std::fs::read_to_string(&policy)
+            .unwrap_or_default()
+            .contains("*/node"),
+        "the example changed: update this test"
+    );
     let everything = everything();
     for (target, expect_tool) in [
         (json!({"command": ["brownout", "fixture"]}), "get_incident"),

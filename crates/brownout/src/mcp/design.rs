@@ -244,30 +244,35 @@ fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Resul
     let name = t.name.to_string();
     let sh = shape(t);
     let arguments = example(&Value::Object((*t.input_schema).clone()), 0);
+    // Within the policy's cap on a fault's probability.
+    let p = |x: f64| x.min(ctx.cfg.policy.max_probability);
     let (kind, fault, gate, rationale) = match (sh, drift_path(t)) {
         (Shape::Write, _) => (
             "error",
-            json!({"kind": "error", "tools": [name], "phase": "request", "probability": 0.2}),
+            json!({"kind": "error", "tools": [name], "phase": "request", "probability": p(0.2)}),
             "error_rate < 5% over 5s".to_string(),
             format!("`{name}` writes: a failed write must surface and be retried or escalated, never duplicated; the error is short-circuited (phase: request) so the target never performs it"),
         ),
         (Shape::Drift, Some(path)) => (
             "schema_drift",
-            json!({"kind": "schema_drift", "tools": [name], "mutation": "retype", "path": path, "probability": 0.3}),
+            json!({"kind": "schema_drift", "tools": [name], "mutation": "retype", "path": path, "probability": p(0.3)}),
             "error_rate < 2% over 5s".to_string(),
             format!("`{name}` advertises an outputSchema: a retyped `{path}` must be caught by validation, not acted on silently"),
         ),
         (Shape::List, _) | (Shape::Drift, None) => (
             "partial_result",
-            json!({"kind": "partial_result", "tools": [name], "mode": "truncate_text", "keep": 0.5, "probability": 0.3}),
+            json!({"kind": "partial_result", "tools": [name], "mode": "truncate_text", "keep": 0.5, "probability": p(0.3)}),
             "error_rate < 2% over 5s".to_string(),
             format!("`{name}` returns lists: a truncated answer must not be taken for the whole"),
         ),
         (Shape::Slow, _) => {
-            let added = timeout_ms * 6 / 10;
+            // Toward the timeout, within the policy's cap on added latency (jitter included).
+            let cap_ms = ctx.cfg.policy.max_added_latency.get().as_millis() as u64;
+            let jitter = (timeout_ms / 5).min(cap_ms / 5);
+            let added = (timeout_ms * 6 / 10).min(cap_ms.saturating_sub(jitter));
             (
                 "latency",
-                json!({"kind": "latency", "tools": [name], "added_ms": added, "jitter_ms": timeout_ms / 5, "probability": 0.5}),
+                json!({"kind": "latency", "tools": [name], "added_ms": added, "jitter_ms": jitter, "probability": p(0.5)}),
                 format!("p95 < {}ms over 5s", timeout_ms * 9 / 10),
                 format!("`{name}` slowed toward the client's {timeout_ms} ms timeout: does the p95 stay under 90 % of it, or do timeouts and retries pile up?"),
             )
