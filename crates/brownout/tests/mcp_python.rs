@@ -13,6 +13,33 @@ use common::*;
 use serde_json::{json, Value};
 use support::*;
 
+/// A light experiment against the remote relay: one 10 % stage of `secs`.
+fn light(r: &Remote, title: &str, secs: u32) -> String {
+    experiment(
+        title,
+        &remote_target(r),
+        "{env: staging}",
+        &["10%"],
+        "[\"error_rate < 50% over 2s\"]",
+        secs,
+    )
+}
+
+/// The operator-code flow, then `rest`: ask (a code is printed on the operator's side),
+/// read the code as the operator would, start with it (ops 0, 1, 2).
+fn with_approval(env: &Env, x: &str, rest: Value) -> Value {
+    let mut ops = vec![
+        call("start_experiment", json!({"experiment": x})),
+        json!({"op": "read_code", "file": path_of(&env.approvals())}),
+        call(
+            "start_experiment",
+            json!({"experiment": x, "approval_code": "$code"}),
+        ),
+    ];
+    ops.extend(rest.as_array().cloned().unwrap_or_default());
+    Value::Array(ops)
+}
+
 fn names(doc: &Value, i: usize) -> Vec<String> {
     doc["ops"][i]["result"]["tools"]
         .as_array()
@@ -372,26 +399,20 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
 fn an_approved_run_is_live_and_stops_on_stop_experiment() {
     let env = Env::new();
     let r = remote();
-    let x = experiment(
-        "approved",
-        &remote_target(&r),
-        "{env: staging}",
-        &["10%"],
-        "[\"error_rate < 50% over 2s\"]",
-        60,
+    let x = light(&r, "approved", 60);
+    let script = with_approval(
+        &env,
+        &x,
+        json!([
+            {"op": "sleep", "seconds": 4},
+            call("get_experiment", json!({"run_id": "$run_id"})),
+            call("renew_lease", json!({"run_id": "$run_id"})),
+            call("stop_experiment", json!({"run_id": "$run_id"})),
+            call("stop_experiment", json!({"run_id": "$run_id"})),
+            {"op": "sleep", "seconds": 5},
+            call("get_experiment", json!({"run_id": "$run_id"})),
+        ]),
     );
-    let script = json!([
-        call("start_experiment", json!({"experiment": x})),
-        {"op": "read_code", "file": path_of(&env.approvals())},
-        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
-        {"op": "sleep", "seconds": 4},
-        call("get_experiment", json!({"run_id": "$run_id"})),
-        call("renew_lease", json!({"run_id": "$run_id"})),
-        call("stop_experiment", json!({"run_id": "$run_id"})),
-        call("stop_experiment", json!({"run_id": "$run_id"})),
-        {"op": "sleep", "seconds": 5},
-        call("get_experiment", json!({"run_id": "$run_id"})),
-    ]);
     let server = env.server(&["--allow-run"]);
     let watcher = {
         let admin = r.admin.clone();
@@ -465,21 +486,15 @@ fn an_approved_run_is_live_and_stops_on_stop_experiment() {
 fn a_client_that_disconnects_leaves_no_fault() {
     let env = Env::new();
     let r = remote();
-    let x = experiment(
-        "disconnect",
-        &remote_target(&r),
-        "{env: staging}",
-        &["10%"],
-        "[\"error_rate < 50% over 2s\"]",
-        120,
+    let x = light(&r, "disconnect", 120);
+    let script = with_approval(
+        &env,
+        &x,
+        json!([
+            {"op": "sleep", "seconds": 4},
+            call("get_experiment", json!({"run_id": "$run_id"})),
+        ]),
     );
-    let script = json!([
-        call("start_experiment", json!({"experiment": x})),
-        {"op": "read_code", "file": path_of(&env.approvals())},
-        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
-        {"op": "sleep", "seconds": 4},
-        call("get_experiment", json!({"run_id": "$run_id"})),
-    ]);
     let doc = agent_stdio(&script, &env.server(&["--allow-run"]), &[]);
     assert_eq!(sc(&doc, 4)["state"], "running");
     assert!(
@@ -499,21 +514,15 @@ fn a_client_that_disconnects_leaves_no_fault() {
 fn a_lapsed_lease_stops_the_run() {
     let env = Env::new();
     let r = remote();
-    let x = experiment(
-        "lease",
-        &remote_target(&r),
-        "{env: staging}",
-        &["10%"],
-        "[\"error_rate < 50% over 2s\"]",
-        120,
+    let x = light(&r, "lease", 120);
+    let script = with_approval(
+        &env,
+        &x,
+        json!([
+            {"op": "sleep", "seconds": 10},
+            call("get_experiment", json!({"run_id": "$run_id"})),
+        ]),
     );
-    let script = json!([
-        call("start_experiment", json!({"experiment": x})),
-        {"op": "read_code", "file": path_of(&env.approvals())},
-        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
-        {"op": "sleep", "seconds": 10},
-        call("get_experiment", json!({"run_id": "$run_id"})),
-    ]);
     let doc = agent_stdio(&script, &env.server(&["--allow-run", "--lease", "3s"]), &[]);
     let v = sc(&doc, 4);
     assert!(v["state"] == "ended" || v["state"] == "stopping", "{v:#}");

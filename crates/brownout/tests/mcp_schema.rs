@@ -6,22 +6,9 @@ use brownout_core::{Engine, EngineConfig, Plan, Side, Time};
 use common::*;
 use serde_json::{json, Value};
 
-fn schema_dir() -> std::path::PathBuf {
-    repo().join("../shared/mcp-schema")
-}
-
 /// A validator for one definition of one protocol version's schema.
 fn validator(version: &str, def: &str) -> jsonschema::Validator {
-    let path = schema_dir().join(version).join("schema.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut doc: Value = serde_json::from_str(&text).expect("schema JSON");
-    let defs = if doc.get("$defs").is_some() {
-        "$defs"
-    } else {
-        "definitions"
-    };
-    doc["$ref"] = json!(format!("#/{defs}/{def}"));
-    jsonschema::validator_for(&doc).expect("compile")
+    mcp_schema_validator(version, def)
 }
 
 fn engine(plan: &str) -> Engine {

@@ -15,25 +15,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 use support::Env;
 
-/// A validator for one definition of a version's schema.
-fn validator(version: &str, def: &str) -> jsonschema::Validator {
-    let path = repo()
-        .join("../shared/mcp-schema")
-        .join(version)
-        .join("schema.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut doc: Value = serde_json::from_str(&text).expect("schema JSON");
-    let defs = if doc.get("$defs").is_some() {
-        "$defs"
-    } else {
-        "definitions"
-    };
-    doc["$ref"] = json!(format!("#/{defs}/{def}"));
-    jsonschema::validator_for(&doc).expect("compile")
-}
-
 fn check(version: &str, def: &str, v: &Value) {
-    let val = validator(version, def);
+    let val = mcp_schema_validator(version, def);
     let errors: Vec<String> = val
         .iter_errors(v)
         .map(|e| format!("{e} at {}", e.instance_path()))

@@ -183,6 +183,8 @@ impl McpServer {
     fn as_task(&self, run_id: &str) -> rmcp::model::Task {
         use rmcp::task_manager::{TaskExit, TaskOptions};
         let runs = self.ctx.runs.clone();
+        let audit = self.ctx.audit.clone();
+        let session = self.guard.id.clone();
         let id = run_id.to_string();
         let opts = TaskOptions::new()
             .with_poll_interval_ms(1000)
@@ -194,6 +196,14 @@ impl McpServer {
                     tokio::select! {
                         _ = tctx.cancelled() => {
                             runs.stop(&id, "the task was cancelled");
+                            audit.write(Entry {
+                                session,
+                                tool: "tasks/cancel".into(),
+                                decision: "stopped".into(),
+                                detail: "the task was cancelled: run stopped, faults removed".into(),
+                                run_id: Some(id),
+                                ..Entry::default()
+                            });
                             return Err(TaskExit::Cancelled);
                         }
                         _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}

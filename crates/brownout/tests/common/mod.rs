@@ -274,3 +274,21 @@ pub fn mirror() -> Vec<String> {
             .into(),
     ]
 }
+
+/// A validator for one definition of one MCP protocol version's official JSON Schema
+/// (`../shared/mcp-schema/<version>/schema.json`).
+pub fn mcp_schema_validator(version: &str, def: &str) -> jsonschema::Validator {
+    let path = repo()
+        .join("../shared/mcp-schema")
+        .join(version)
+        .join("schema.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut doc: Value = serde_json::from_str(&text).expect("schema JSON");
+    let defs = if doc.get("$defs").is_some() {
+        "$defs"
+    } else {
+        "definitions"
+    };
+    doc["$ref"] = serde_json::json!(format!("#/{defs}/{def}"));
+    jsonschema::validator_for(&doc).expect("compile")
+}
