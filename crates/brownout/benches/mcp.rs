@@ -37,11 +37,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-async fn connect(bin: &str, store: &std::path::Path) -> Client {
+async fn connect(bin: &str, store: &std::path::Path, workdir: &std::path::Path) -> Client {
     let store = store.display().to_string();
     let t = TokioChildProcess::new(tokio::process::Command::new(bin).configure(|c| {
         c.args(["mcp", "--store", &store, "--audit"])
             .arg(format!("{store}.audit"))
+            .arg("--workdir")
+            .arg(workdir)
             .stderr(std::process::Stdio::null());
     }))
     .expect("spawn brownout mcp");
@@ -71,27 +73,26 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    let examples = repo
+        .join("examples/experiments")
+        .canonicalize()
+        .expect("examples");
     let out = rt.block_on(async {
         let mut starts = Vec::new();
         for _ in 0..10 {
             let t0 = Instant::now();
-            let c = connect(&bin, &store).await;
+            let c = connect(&bin, &store, &examples).await;
             starts.push(ms(t0.elapsed()));
             let _ = c.cancel().await;
         }
-        let c = connect(&bin, &store).await;
+        let c = connect(&bin, &store, &examples).await;
         let mut trivial = Vec::new();
         for _ in 0..200 {
             let t0 = Instant::now();
             call(&c, "list_fault_kinds", json!({})).await;
             trivial.push(ms(t0.elapsed()));
         }
-        let exp = std::fs::read_to_string(repo.join("examples/experiments/green.yaml"))
-            .expect("example")
-            .replace(
-                "fixture-agent.yaml",
-                &repo.join("examples/experiments/fixture-agent.yaml").canonicalize().expect("path").display().to_string(),
-            );
+        let exp = std::fs::read_to_string(examples.join("green.yaml")).expect("example");
         let wl = std::fs::read_to_string(repo.join("examples/sim/headline.yaml")).expect("workload");
         let plan = std::fs::read_to_string(repo.join("examples/sim/errors-2pct.yaml")).expect("plan");
         let (mut v_mcp, mut v_direct, mut s_mcp, mut s_direct) = (vec![], vec![], vec![], vec![]);
@@ -101,7 +102,7 @@ fn main() {
             v_mcp.push(ms(t0.elapsed()));
             assert_eq!(v["ok"], true, "{v}");
             let t0 = Instant::now();
-            let x = brownout::experiment::load::load_text(&exp, "experiment.yaml", &repo).expect("valid");
+            let x = brownout::experiment::load::load_text(&exp, "experiment.yaml", &examples).expect("valid");
             let _ = brownout::experiment::policy::check(&x, &Default::default());
             v_direct.push(ms(t0.elapsed()));
             let t0 = Instant::now();

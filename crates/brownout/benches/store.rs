@@ -109,7 +109,7 @@ fn main() -> anyhow::Result<()> {
         readonly::query(
             &path,
             "SELECT r.experiment, max(s.p99_ms) FROM series s JOIN runs r USING (run_id) GROUP BY 1",
-            Limits { max_rows: 100, timeout: Duration::from_secs(60) },
+            Limits { max_rows: 100, timeout: Duration::from_secs(60), ..Limits::default() },
         )
     });
 

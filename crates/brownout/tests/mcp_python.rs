@@ -212,8 +212,8 @@ fn designed_experiments_validate_against_server_everything_and_the_fixture() {
     let example =
         std::fs::read_to_string(repo().join("examples/mcp/policy.yaml")).expect("example policy");
     let policy = env.policy(&example.replace(
-        "  - \"npx -y @modelcontextprotocol/server-everything*\"",
-        "  - \"npx -y @modelcontextprotocol/server-everything*\"\n  - \"*/node */server-everything/dist/index.js stdio\"",
+        "  - \"npx -y @modelcontextprotocol/server-everything stdio\"",
+        "  - \"npx -y @modelcontextprotocol/server-everything stdio\"\n  - \"*/node */peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio\"",
     ));
     assert!(
         std::fs::read_to_string(&policy)
@@ -330,6 +330,33 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
                 "  workload: /etc/passwd\n  x:\n    name: test agent\n",
             ),
         ),
+        (
+            // In the server's current directory, not in its --workdir: not read.
+            "paths",
+            experiment("cwd", &t, "{env: staging}", &["10%"], gate, 5).replace(
+                "  workload:\n    name: test agent\n",
+                "  workload: Cargo.toml\n  x:\n    name: test agent\n",
+            ),
+        ),
+        (
+            // User `127.0.0.1`, host 192.0.2.2: matched as the host it reaches.
+            "mcp_urls",
+            experiment(
+                "userinfo",
+                "{url: \"http://127.0.0.1:1@192.0.2.2:8999/mcp\"}",
+                "{env: staging}",
+                &["10%"],
+                gate,
+                5,
+            ),
+        ),
+        (
+            "mcp_urls",
+            experiment("webhook", &t, "{env: staging}", &["10%"], gate, 5).replace(
+                "baseline: 500ms\n",
+                "baseline: 500ms\nsteady_state:\n  - {probe: mcp, call: {tool: echo, arguments: {message: x}}, during: true, webhook: \"http://192.0.2.7/hook\"}\n",
+            ),
+        ),
     ];
     let mut script: Vec<Value> = cases
         .iter()
@@ -349,7 +376,12 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
         "start_experiment",
         json!({"experiment": ok, "approval_code": "000-000-001"}),
     ));
-    let doc = agent_stdio(&Value::Array(script), &env.server(&["--allow-run"]), &[]);
+    let workdir = tmp();
+    let doc = agent_stdio(
+        &Value::Array(script),
+        &env.server(&["--allow-run", "--workdir", &path_of(workdir.path())]),
+        &[],
+    );
     for (i, (rule, _)) in cases.iter().enumerate() {
         let v = sc(&doc, i);
         assert_eq!(v["decision"], "refused", "{rule}: {v:#}");
@@ -740,4 +772,44 @@ fn find_boundary_reports_progress_and_writes_a_valid_plan() {
         &[],
     );
     assert_eq!(sc(&doc, 0)["ok"], true, "{doc:#}");
+}
+
+/// A code approves the exact text it was printed for: one character changed, it is refused.
+#[test]
+fn a_code_approves_only_the_exact_text_it_was_printed_for() {
+    let env = Env::new();
+    let r = remote();
+    let x = light(&r, "exact text", 60);
+    let other = x.replace("added_ms: 20", "added_ms: 21");
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        {"op": "read_code", "file": path_of(&env.approvals())},
+        call("start_experiment", json!({"experiment": other, "approval_code": "$code"})),
+        call("start_experiment", json!({"experiment": x})),
+        call("start_experiment", json!({"experiment": x, "approval_code": "$code"})),
+        call("stop_all", json!({})),
+    ]);
+    let doc = agent_stdio(&script, &env.server(&["--allow-run"]), &[]);
+    let v = sc(&doc, 2);
+    assert_eq!(
+        (v["decision"].as_str(), v["rule"].as_str()),
+        (Some("refused"), Some("approval")),
+        "{v:#}"
+    );
+    let again = sc(&doc, 3);
+    assert!(
+        again["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already printed"),
+        "asking again keeps the code: {again:#}"
+    );
+    assert_eq!(sc(&doc, 4)["decision"], "started");
+    let printed = std::fs::read_to_string(env.approvals()).unwrap_or_default();
+    assert_eq!(printed.lines().count(), 1, "one code printed: {printed}");
+    assert!(
+        printed.contains("search_incidents") && printed.contains("10% for 60s"),
+        "the person sees what runs: {printed}"
+    );
+    assert!(r.wait_clean());
 }

@@ -103,6 +103,7 @@ fn a_row_limit_cuts_and_a_time_limit_stops_a_runaway_query() {
         Limits {
             max_rows: 100,
             timeout: Duration::from_secs(30),
+            ..Limits::default()
         },
     )
     .expect("cut, not failed");
@@ -115,6 +116,7 @@ fn a_row_limit_cuts_and_a_time_limit_stops_a_runaway_query() {
         Limits {
             max_rows: 10,
             timeout: Duration::from_millis(300),
+            ..Limits::default()
         },
     );
     assert!(matches!(e, Err(QueryError::Timeout(_))), "{e:?}");

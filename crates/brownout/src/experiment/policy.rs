@@ -246,6 +246,18 @@ fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
             );
         }
         if kind == "latency" {
+            // A normal or Pareto delay has no upper bound of its own: its tail would pass
+            // any cap unless `max_ms` bounds it.
+            let dist = f["distribution"].as_str().unwrap_or("fixed");
+            if matches!(dist, "normal" | "pareto") && f.get("max_ms").is_none() {
+                return refuse(
+                    "max_added_latency",
+                    format!(
+                        "faults[{i}] is a {dist} latency without `max_ms`: its tail is unbounded; set `max_ms` (at most {})",
+                        p.max_added_latency.0
+                    ),
+                );
+            }
             let added = added_latency_ms(f);
             if added > cap {
                 return refuse(
@@ -270,7 +282,11 @@ fn added_latency_ms(f: &Value) -> f64 {
             .unwrap_or(0.0),
         _ => 0.0,
     };
-    let base = ["added_ms", "max_ms", "mean_ms", "min_ms", "scale_ms"]
+    // `max_ms` caps any distribution: with it, the most is that bound.
+    if f.get("max_ms").is_some() {
+        return ms("max_ms") + ms("jitter_ms");
+    }
+    let base = ["added_ms", "mean_ms", "min_ms", "scale_ms"]
         .iter()
         .map(|k| ms(k))
         .fold(0.0, f64::max);

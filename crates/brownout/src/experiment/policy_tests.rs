@@ -121,3 +121,24 @@ fn a_policy_file_is_checked_like_a_plan() {
     let p = Policy::from_str_named("ladder: [\"5%\", \"100%\"]\n", "p.yaml").expect("valid");
     assert!(check_ladder(&[0.05, 1.0], &p).is_ok());
 }
+
+#[test]
+fn an_unbounded_latency_distribution_needs_max_ms() {
+    let p = Policy::default();
+    let doc = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&format!("{{\"faults\": [{f}]}}")).expect("json")
+    };
+    let r = check_faults(
+        &doc(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "shape": 0.3}"#),
+        &p,
+    )
+    .expect_err("a Pareto tail passes any cap");
+    assert_eq!(r.rule, "max_added_latency");
+    assert!(r.detail.contains("max_ms"), "{r}");
+    assert!(check_faults(
+        &doc(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "max_ms": 2000}"#),
+        &p
+    )
+    .is_ok());
+    assert!(check_faults(&doc(r#"{"kind": "latency", "distribution": "normal", "mean_ms": 50, "stddev_ms": 1e9, "max_ms": 20000}"#), &p).is_err());
+}

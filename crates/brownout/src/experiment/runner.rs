@@ -242,8 +242,19 @@ fn signals(stop_on_stdin_eof: bool) -> watch::Receiver<u32> {
             let mut stdin = tokio::io::stdin();
             let mut buf = [0u8; 256];
             while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
-            tx.send_modify(|n| *n += 1);
-            eprintln!("brownout: stdin closed: removing the faults, then rollbacks");
+            // A stop, not a second signal: if the run is stopping already, its rollbacks
+            // still run.
+            let first = tx.send_if_modified(|n| {
+                if *n == 0 {
+                    *n = 1;
+                    true
+                } else {
+                    false
+                }
+            });
+            if first {
+                eprintln!("brownout: stdin closed: removing the faults, then rollbacks");
+            }
         });
     }
     tokio::spawn(async move {
@@ -395,6 +406,11 @@ async fn with_target(
     if let Some(why) = removal_failed {
         j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay's expire with their TTL)", j.reason);
         status = Status::Failed;
+    }
+    if let Some(s) = live.status.as_mut() {
+        s.stage = None;
+        let states = live.last_states.clone();
+        s.update("rollbacks", Duration::ZERO, live.calls, &states, true);
     }
     // The user's rollbacks; a (further) signal skips what is left of them.
     let seen = *sig.borrow_and_update();

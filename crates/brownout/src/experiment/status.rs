@@ -20,7 +20,7 @@ pub type InjectionsNow = Arc<dyn Fn() -> BTreeMap<String, u64> + Send + Sync>;
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct LiveStatus {
     pub run_id: String,
-    /// `warm-up`, `baseline`, a stage's name, `recovery`, or `ended`.
+    /// `warm-up`, `baseline`, a stage's name, `rollbacks`, `recovery`, or `ended`.
     pub phase: String,
     /// The stage's number (1-based) when the phase is a stage.
     pub stage: Option<usize>,
@@ -73,9 +73,12 @@ impl StatusFile {
             return;
         }
         self.last = Some(Instant::now());
-        let in_stage = self
-            .stage
-            .filter(|_| !matches!(phase, "warm-up" | "baseline" | "recovery" | "ended"));
+        let in_stage = self.stage.filter(|_| {
+            !matches!(
+                phase,
+                "warm-up" | "baseline" | "rollbacks" | "recovery" | "ended"
+            )
+        });
         let s = LiveStatus {
             run_id: self.run_id.clone(),
             phase: phase.to_string(),

@@ -261,6 +261,7 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
                 max_rows,
                 timeout: Duration::try_from_secs_f64(timeout)
                     .map_err(|_| anyhow::anyhow!("--timeout {timeout}: expected seconds > 0"))?,
+                ..Limits::default()
             };
             let r = readonly::query(path, &sql, limits)?;
             if json {
@@ -429,6 +430,7 @@ pub fn export(
                 Limits {
                     max_rows: usize::MAX,
                     timeout: Duration::from_secs(3600),
+                    max_bytes: usize::MAX,
                 },
             )?;
             let mut w = csv::Writer::from_writer(out);

@@ -2,7 +2,8 @@
 //! server asks the client's user directly; otherwise it issues a one-time code that only the
 //! operator sees (printed on brownout's stderr, and appended to `--approvals FILE` when
 //! given) and that the agent must pass back with the same experiment. The code is bound to
-//! the experiment's text (its digest): a code for one experiment never starts another. It is
+//! the experiment's exact text (kept and compared whole, not by a hash a search could
+//! collide): a code for one experiment never starts another. It is
 //! used once and expires. There is no argument a model can set to approve by itself.
 
 use std::collections::HashMap;
@@ -25,13 +26,20 @@ struct Pending {
     tries: u32,
 }
 
-/// The pending codes, by experiment digest.
+/// The pending codes, by the experiment's whole text.
 pub struct Approvals {
     pending: Mutex<HashMap<String, Pending>>,
-    /// Multi-round-trip approvals asked and not yet answered: nonce → (digest, issued).
+    /// Multi-round-trip approvals asked and not yet answered: nonce → (text, issued).
     asked: Mutex<HashMap<String, (String, Instant)>>,
     /// Where codes are also written for the operator (besides stderr).
     file: Option<PathBuf>,
+}
+
+/// Whether a code was printed now or one is already waiting for this experiment.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Issued {
+    New,
+    AlreadyPending,
 }
 
 /// What a code check found.
@@ -54,11 +62,23 @@ impl Approvals {
 
     /// Issue a code for an experiment and show it to the operator (never to the client).
     /// `what` describes the experiment (target, faults, stages), already cleaned.
-    pub fn issue(&self, digest: &str, what: &str, session: &str) -> Result<(), String> {
+    /// `text` is the experiment's whole text (the key); `digest` only names it to people.
+    pub fn issue(
+        &self,
+        text: &str,
+        digest: &str,
+        what: &str,
+        session: &str,
+    ) -> Result<Issued, String> {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         p.retain(|_, v| v.issued.elapsed() < CODE_TTL);
+        // One code per experiment at a time: asking again never replaces the code a person
+        // may be reading.
+        if p.contains_key(text) {
+            return Ok(Issued::AlreadyPending);
+        }
         // Full: refuse the new request rather than drop a code a person may be reading.
-        if p.len() >= MAX_PENDING && !p.contains_key(digest) {
+        if p.len() >= MAX_PENDING {
             return Err(format!(
                 "{MAX_PENDING} approvals are already pending; try again when they are used or expire"
             ));
@@ -90,18 +110,19 @@ impl Approvals {
             }
         }
         p.insert(
-            digest.to_string(),
+            text.to_string(),
             Pending {
                 code,
                 issued: Instant::now(),
                 tries: 0,
             },
         );
-        Ok(())
+        Ok(Issued::New)
     }
 
     /// Check (and on success consume) the code given for an experiment.
-    pub fn check(&self, digest: &str, given: &str) -> Check {
+    pub fn check(&self, text: &str, given: &str) -> Check {
+        let digest = text;
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let Some(entry) = p.get_mut(digest).filter(|e| e.issued.elapsed() < CODE_TTL) else {
             p.remove(digest);
@@ -123,9 +144,10 @@ impl Approvals {
         Check::Wrong
     }
 
-    /// A fresh, unguessable request state for a multi-round-trip approval of `digest`: the
+    /// A fresh, unguessable request state for a multi-round-trip approval of `text`: the
     /// answer is taken only with it, once, so a client cannot skip the question.
-    pub fn ask(&self, digest: &str) -> Result<String, String> {
+    pub fn ask(&self, text: &str) -> Result<String, String> {
+        let digest = text;
         let mut b = [0u8; 16];
         getrandom::fill(&mut b).map_err(|e| format!("no randomness for a request state: {e}"))?;
         let nonce: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -144,8 +166,9 @@ impl Approvals {
         Ok(nonce)
     }
 
-    /// Whether `nonce` was issued for `digest` (and still valid); consumed either way.
-    pub fn answered(&self, nonce: &str, digest: &str) -> bool {
+    /// Whether `nonce` was issued for `text` (and still valid); consumed either way.
+    pub fn answered(&self, nonce: &str, text: &str) -> bool {
+        let digest = text;
         let mut a = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         a.remove(nonce)
             .is_some_and(|(d, t)| d == digest && t.elapsed() < CODE_TTL)
@@ -166,8 +189,8 @@ mod tests {
     #[test]
     fn a_code_approves_its_own_experiment_once() {
         let a = Approvals::new(None);
-        a.issue("d1", "t", "s").expect("issue");
-        a.issue("d2", "t2", "s").expect("issue");
+        a.issue("d1", "x1", "t", "s").expect("issue");
+        a.issue("d2", "x2", "t2", "s").expect("issue");
         let c1 = a.code("d1").expect("pending");
         assert_eq!(
             a.check("d2", &c1),
@@ -192,8 +215,14 @@ mod tests {
     #[test]
     fn wrong_guesses_withdraw_the_code() {
         let a = Approvals::new(None);
-        a.issue("d", "t", "s").expect("issue");
+        a.issue("d", "x", "t", "s").expect("issue");
         let c = a.code("d").expect("pending");
+        assert_eq!(
+            a.issue("d", "x", "t", "s"),
+            Ok(Issued::AlreadyPending),
+            "never replaced"
+        );
+        assert_eq!(a.code("d"), Some(c.clone()));
         for _ in 0..MAX_TRIES {
             assert_eq!(a.check("d", "000-000-000"), Check::Wrong);
         }

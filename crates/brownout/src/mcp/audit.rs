@@ -106,11 +106,16 @@ pub fn digest(text: &str) -> String {
 }
 
 /// A text safe to print on a terminal or a log line: control characters (newlines, escape
-/// sequences) shown as `\u{..}`, at most 300 characters.
+/// sequences) shown as `\u{..}`, at most 2,000 characters.
 pub fn clean(text: &str) -> String {
+    clean_n(text, 2000)
+}
+
+/// [`clean`], at most `n` characters (then `…`).
+pub fn clean_n(text: &str, n: usize) -> String {
     let mut out: String = text
         .chars()
-        .take(300)
+        .take(n)
         .map(|c| {
             if c.is_control() {
                 format!("\\u{{{:x}}}", c as u32)
@@ -119,7 +124,7 @@ pub fn clean(text: &str) -> String {
             }
         })
         .collect();
-    if text.chars().count() > 300 {
+    if text.chars().count() > n {
         out.push('…');
     }
     out

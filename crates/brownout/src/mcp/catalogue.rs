@@ -184,7 +184,7 @@ pub fn all() -> Vec<Value> {
         tool("design_experiments", "Design experiments for a target",
             "From a target's tools (described live), its history in the store and an optional goal in words, propose valid, parameterised experiment files: latency toward each tool's observed timeout, schema drift on tools with an outputSchema, partial results on list-like tools, errors on write tools with phase: request. Each has a numeric gate, a staged blast radius and the simulator's estimate of its outcome. Nothing is run.",
             obj(json!({"target": target_schema(), "goal": text("What to learn, in words (e.g. 'does the agent survive slow search?')."),
-                "max": {"type": "integer", "minimum": 1, "maximum": 12}, "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 60000}}), &["target"]),
+                "max": {"type": "integer", "minimum": 1, "maximum": 12, "description": "At most this many experiments (default 8)."}, "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 60000}}), &["target"]),
             out(json!({"experiments": {"type": "array", "items": {"type": "object", "properties": {
                 "title": {"type": "string"}, "rationale": {"type": "string"}, "fault": {"type": "string"}, "tool": {"type": "string"},
                 "experiment": {"type": "string"}, "estimate": {"type": "object"}, "valid": {"type": "boolean"}},

@@ -184,7 +184,7 @@ fn propose(
     progress: &super::progress::Progress,
 ) -> Out {
     let goal = args["goal"].as_str().unwrap_or("").to_lowercase();
-    let max = args["max"].as_u64().unwrap_or(4).clamp(1, 12) as usize;
+    let max = args["max"].as_u64().unwrap_or(8).clamp(1, 12) as usize;
     let timeout_ms = DEFAULT_TIMEOUT_MS;
     let mut notes = vec![format!(
         "client timeout assumed {timeout_ms} ms (latency faults go to 0.6 of it); tools/list took {} ms",
@@ -357,10 +357,19 @@ pub fn estimate(x: &crate::experiment::Loaded) -> Value {
     };
     let r = brownout_sim::simulate(&x.workload, plan, &opts);
     let breached = r.gates.iter().any(|g| g.breached);
+    let gates: Vec<Value> = r
+        .gates
+        .iter()
+        .map(
+            |g| json!({"gate": g.gate, "breached": g.breached, "limit": g.limit, "worst": g.worst}),
+        )
+        .collect();
     json!({
         "at_share": share,
         "verdict": if breached { "breaches a gate" } else { "every gate holds" },
-        "error_rate": 1.0 - r.tcsr,
+        "gates": gates,
+        "visible_error_rate": 1.0 - r.availability,
+        "tool_call_success_rate": r.tcsr,
         "p95_ms": r.latency_ms.p95,
         "robustness": r.robustness,
         "silent_failures": r.silent_failures,

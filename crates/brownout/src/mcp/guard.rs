@@ -41,11 +41,36 @@ pub fn command_allowed(cfg: &Config, cmd: &[String]) -> Result<(), Refusal> {
     ))
 }
 
-/// Whether the policy lets an MCP client have brownout reach this URL.
+/// Whether the policy lets an MCP client have brownout reach this URL. The URL is parsed
+/// and matched in its normal form, `scheme://host:port/path` (the port always written), so
+/// `http://127.0.0.1:1@evil/` (user `127.0.0.1`, host `evil`) is matched as the `evil` it
+/// reaches; URLs with credentials are refused outright.
 pub fn url_allowed(cfg: &Config, url: &str) -> Result<(), Refusal> {
-    let ok = Globs::new(&cfg.policy.mcp_urls)
-        .map(|g| g.is_match(url))
-        .unwrap_or(false);
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        refusal(
+            "mcp_urls",
+            format!("`{}` is not a URL: {e}", super::audit::redact(url)),
+        )
+    })?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(refusal(
+            "mcp_urls",
+            "a URL with credentials (user@host) is refused through MCP".into(),
+        ));
+    }
+    // IPv6 hosts come bracketed (`[::1]`), as in the URL.
+    let host = parsed.host_str().unwrap_or_default().to_string();
+    let normal = format!(
+        "{}://{}:{}{}",
+        parsed.scheme(),
+        host,
+        parsed.port_or_known_default().unwrap_or(0),
+        parsed.path()
+    );
+    let ok = !host.is_empty()
+        && Globs::new(&cfg.policy.mcp_urls)
+            .map(|g| g.is_match(&normal))
+            .unwrap_or(false);
     if ok {
         return Ok(());
     }
@@ -70,7 +95,7 @@ fn list(v: &[String]) -> String {
 /// An experiment's file paths (workload, faults file) must stay inside the working
 /// directory: relative, no `..` — an agent must not read the operator's files through error
 /// messages.
-pub fn paths_confined(text: &str, file: &str) -> Result<(), Refusal> {
+pub fn paths_confined(text: &str, file: &str, workdir: &std::path::Path) -> Result<(), Refusal> {
     use brownout_core::plan::source::{parse, Format};
     let Ok(root) = parse(text, Format::from_path(file)) else {
         return Ok(()); // the loader reports the syntax error
@@ -83,10 +108,19 @@ pub fn paths_confined(text: &str, file: &str) -> Result<(), Refusal> {
                 || path
                     .components()
                     .any(|c| matches!(c, std::path::Component::ParentDir));
-            if escapes {
+            // Inside the working directory once links are followed, and there: a file that is
+            // not would be looked for in the server's own current directory.
+            let inside = !escapes
+                && workdir
+                    .join(path)
+                    .canonicalize()
+                    .ok()
+                    .zip(workdir.canonicalize().ok())
+                    .is_some_and(|(f, d)| f.starts_with(d));
+            if !inside {
                 return Err(refusal(
                     "paths",
-                    format!("`{}` is `{}`: through MCP a file must be a relative path inside the server's working directory (--workdir), without `..`; or write it inline", key[1..].replace('/', "."), super::audit::clean(p)),
+                    format!("`{}` is `{}`: through MCP a file must be a relative path inside the server's working directory (--workdir), without `..`, that exists there; or write it inline", key[1..].replace('/', "."), super::audit::clean(p)),
                 ));
             }
         }
@@ -103,6 +137,11 @@ pub fn check(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
     let t = &x.spec.target;
     for u in t.url.iter().chain(t.admin.iter()) {
         url_allowed(cfg, u)?;
+    }
+    for p in &x.spec.steady_state {
+        if let Some(w) = &p.webhook {
+            url_allowed(cfg, w)?;
+        }
     }
     let keep = crate::journal_cmd::KeepArgs {
         store: cfg.store.clone(),

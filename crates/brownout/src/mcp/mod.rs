@@ -103,6 +103,9 @@ pub enum ApprovalMode {
     Code,
 }
 
+/// The longest experiment, plan or workload text a call may carry (bytes).
+pub const MAX_TEXT: usize = 256 * 1024;
+
 /// What the server was started with: fixed for its life.
 pub struct Config {
     /// Approval only by the operator's one-time code (`--approval code`).

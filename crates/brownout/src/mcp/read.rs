@@ -60,7 +60,7 @@ pub fn validate_plan(args: &Value) -> Out {
 pub fn validate_experiment(ctx: &Ctx, args: &Value) -> Out {
     let text = str_arg(args, "experiment")?;
     let file = named("experiment", args);
-    if let Err(r) = super::guard::paths_confined(text, &file) {
+    if let Err(r) = super::guard::paths_confined(text, &file, &ctx.cfg.workdir) {
         return Ok(json!({"ok": false, "errors": [{"key": r.rule, "message": r.detail}]}));
     }
     Ok(
@@ -141,10 +141,13 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         }
     };
     if let Some(t) = args["experiment"].as_str() {
-        super::guard::paths_confined(t, "experiment.yaml").map_err(|r| r.to_string())?;
-        if let Ok(x) = crate::experiment::load::load_text(t, "experiment.yaml", &ctx.cfg.workdir) {
-            sim_limits(&x.workload, None)?;
-        }
+        super::guard::paths_confined(t, "experiment.yaml", &ctx.cfg.workdir)
+            .map_err(|r| r.to_string())?;
+    }
+    if let Some(t) = args["workload"].as_str() {
+        let w = brownout_sim::Workload::from_str_named(t, "workload.yaml")
+            .map_err(|e| format!("the workload: {e}"))?;
+        sim_limits(&w, None)?;
     }
     let experiment = put("experiment.yaml", "experiment")?;
     let plan = put("plan.yaml", "plan")?;
@@ -179,6 +182,13 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         store: None,
     };
     let p = crate::search::Problem::load(&a)?;
+    if p.experiment {
+        // The experiment's own workload, bounded as any simulation through MCP.
+        let x =
+            crate::experiment::load::load_text(&p.written(&p.lows()), &p.file, &ctx.cfg.workdir)
+                .map_err(|e| e.to_string())?;
+        sim_limits(&x.workload, None)?;
+    }
     let evals = std::sync::atomic::AtomicU64::new(0);
     let max = a.max_evals as f64;
     let report = |line: &str| {
@@ -203,7 +213,11 @@ pub fn get_policy(ctx: &Ctx) -> Out {
         "allow_run": c.allow_run,
         "lease_seconds": c.lease.as_secs_f64(),
         "max_concurrent": c.policy.max_concurrent,
-        "approval": "a person approves every live run: an elicitation form where the client supports it, else a one-time code printed on the operator's terminal",
+        "approval": if c.approval_code_only {
+            "a person approves every live run: a one-time code printed on the operator's terminal, passed back as `approval_code` with the same experiment text"
+        } else {
+            "a person approves every live run: an elicitation form where the client supports it, else a one-time code printed on the operator's terminal, passed back as `approval_code` with the same experiment text"
+        },
         "rules": [
             "read-only unless the operator started the server with --allow-run",
             "the policy is the operator's file, read once at start; no tool changes it",
@@ -269,6 +283,7 @@ pub fn query_runs(ctx: &Ctx, args: &Value) -> Out {
     let limits = crate::store::readonly::Limits {
         max_rows: 1000,
         timeout: std::time::Duration::from_secs(5),
+        max_bytes: 8 << 20,
     };
     let r = crate::store::readonly::query(&path, sql, limits).map_err(|e| e.to_string())?;
     serde_json::to_value(r).map_err(|e| e.to_string())

@@ -168,6 +168,13 @@ impl ServerHandler for McpServer {
             return Err(McpError::invalid_params(why, None));
         }
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let size = serde_json::to_string(&args).map_or(0, |s| s.len());
+        if size > 4 * super::MAX_TEXT {
+            return Ok(CallToolResponse::Complete(error_text(format!(
+                "the arguments are {size} bytes; at most {} through MCP",
+                4 * super::MAX_TEXT
+            ))));
+        }
         if name == "start_experiment" {
             return self.start(&request, &args, &context).await;
         }

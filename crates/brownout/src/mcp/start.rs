@@ -77,7 +77,19 @@ impl McpServer {
             );
         };
         entry.digest = Some(super::audit::digest(text));
-        if let Err(r) = super::guard::paths_confined(text, "experiment.yaml") {
+        if text.len() > super::MAX_TEXT {
+            return decide(
+                &mut entry,
+                "invalid",
+                None,
+                format!(
+                    "the experiment is {} bytes; at most {} through MCP",
+                    text.len(),
+                    super::MAX_TEXT
+                ),
+            );
+        }
+        if let Err(r) = super::guard::paths_confined(text, "experiment.yaml", &ctx.cfg.workdir) {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
         let file = if text.trim_start().starts_with('{') {
@@ -106,7 +118,7 @@ impl McpServer {
         // returned as a multi-round-trip input request (2026-07-28).
         let digest = entry.digest.clone().unwrap_or_default();
         let approver = match self
-            .approval(request, args, context, &what(&x), &digest)
+            .approval(request, args, context, text, &what(&x), &digest)
             .await
         {
             Ok(who) => who,
@@ -239,12 +251,13 @@ impl McpServer {
         request: &CallToolRequestParams,
         args: &Value,
         context: &RequestContext<RoleServer>,
+        text: &str,
         what: &str,
         digest: &str,
     ) -> Result<String, Pending> {
         let ctx = &self.ctx;
         if let Some(code) = args["approval_code"].as_str() {
-            return match ctx.approvals.check(digest, code) {
+            return match ctx.approvals.check(text, code) {
                 super::approval::Check::Approved => Ok("operator (one-time code)".into()),
                 super::approval::Check::Wrong => Err(Pending::Refused("approval", "the approval code is wrong (after 3 wrong codes it is withdrawn)".into())),
                 super::approval::Check::NonePending => Err(Pending::Refused("approval", "no approval code is pending for this experiment's text (codes are single-use, expire after 10 minutes and are bound to the exact text): call start_experiment without a code to ask for one".into())),
@@ -268,7 +281,7 @@ impl McpServer {
                 let asked = request
                     .request_state
                     .as_deref()
-                    .is_some_and(|n| ctx.approvals.answered(n, digest));
+                    .is_some_and(|n| ctx.approvals.answered(n, text));
                 let ok = asked
                     && answers.get(APPROVAL_KEY).is_some_and(|a| {
                         a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
@@ -277,7 +290,9 @@ impl McpServer {
                     let who = answers[APPROVAL_KEY]["content"]["approver"]
                         .as_str()
                         .unwrap_or("the client's user");
-                    return Ok(format!("{who} (elicitation)"));
+                    return Ok(format!(
+                        "elicitation, approver as the client reported it: {who}"
+                    ));
                 }
                 return Err(Pending::Refused(
                     "approval",
@@ -296,7 +311,7 @@ impl McpServer {
             asks.insert(APPROVAL_KEY.into(), InputRequest::Elicitation(req));
             let nonce = ctx
                 .approvals
-                .ask(digest)
+                .ask(text)
                 .map_err(|e| Pending::Refused("approval", e))?;
             return Err(Pending::Input(InputRequiredResult::new(
                 Some(asks),
@@ -310,8 +325,8 @@ impl McpServer {
                 .await
             {
                 Ok(Some(a)) if a.approve => Ok(format!(
-                    "{} (elicitation)",
-                    a.approver.unwrap_or_else(|| "the client's user".into())
+                    "elicitation, approver as the client reported it: {}",
+                    a.approver.unwrap_or_else(|| "(no name)".into())
                 )),
                 Ok(_) => Err(Pending::Refused(
                     "approval",
@@ -330,12 +345,18 @@ impl McpServer {
             };
         }
         let session = &self.guard.id;
-        ctx.approvals
-            .issue(digest, what, session)
+        let issued = ctx
+            .approvals
+            .issue(text, digest, what, session)
             .map_err(|e| Pending::Refused("approval", e))?;
-        Err(Pending::Asked(
-            "a person must approve this live run: a one-time code was printed on the operator's terminal (brownout's stderr). Ask the operator for it and call start_experiment again with the same experiment and `approval_code`".into(),
-        ))
+        let already = if issued == super::approval::Issued::AlreadyPending {
+            " (a code for this exact experiment was already printed and is still valid: no new one)"
+        } else {
+            ""
+        };
+        Err(Pending::Asked(format!(
+            "a person must approve this live run: a one-time code was printed on the operator's terminal (brownout's stderr){already}. Ask the operator for it and call start_experiment again with the same experiment text and `approval_code`"
+        )))
     }
 }
 
@@ -346,47 +367,95 @@ enum Pending {
     Input(InputRequiredResult),
 }
 
-/// What a person is asked to approve: the target, the faults, the stages, the gates — not
-/// only the title the agent wrote. Cleaned for a terminal.
+/// What a person is asked to approve: where the load and the faults go, which calls the
+/// load makes, every fault with its tools, probability and phase, the stages, the gates, the
+/// probes' webhooks, the rollbacks — and the title the agent wrote last, cut to 120
+/// characters, so a long title cannot push the rest out of sight. Cleaned for a terminal,
+/// URLs without credentials.
 pub fn what(x: &crate::experiment::Loaded) -> String {
     let t = &x.spec.target;
-    let target = match (&t.command, &t.url) {
-        (Some(c), _) => format!("command `{}`", c.join(" ")),
-        (None, Some(u)) => format!("url {u}"),
-        _ => "no target".into(),
-    };
-    let faults: Vec<String> = x
-        .plan
-        .faults
+    let mut parts = vec![match (&t.command, &t.url) {
+        (Some(c), _) => format!("target: command `{}`", c.join(" ")),
+        (None, Some(u)) => format!("target: {u}"),
+        _ => "target: none".into(),
+    }];
+    if let Some(a) = &t.admin {
+        parts.push(format!("faults through the admin API {a}"));
+    }
+    if let Some(v) = &t.admin_token_env {
+        parts.push(format!("admin token from ${v}"));
+    }
+    let calls: Vec<String> = x
+        .workload
+        .steps
         .iter()
-        .map(|f| f.effect.kind().to_string())
+        .flat_map(|s| &s.calls)
+        .map(|c| {
+            let args = c
+                .arguments
+                .as_ref()
+                .map(|a| serde_json::to_string(a).unwrap_or_default())
+                .unwrap_or_default();
+            super::audit::clean_n(&format!("{} {args}", c.tool), 80)
+        })
         .collect();
+    parts.push(format!(
+        "load: {} session(s) calling {}",
+        x.spec.load.sessions.unwrap_or(16),
+        calls.join(", ")
+    ));
+    let faults: Vec<String> = x.plan_doc["faults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let mut d = f.clone();
+            if let Some(m) = d.as_object_mut() {
+                m.remove("id");
+            }
+            super::audit::clean_n(&d.to_string(), 160)
+        })
+        .collect();
+    parts.push(format!("faults: {}", faults.join("; ")));
     let stages: Vec<String> = x
         .spec
         .method
         .iter()
         .map(|s| format!("{} for {}", s.sessions.0, s.duration.0))
         .collect();
-    let rollbacks: Vec<String> = x
-        .spec
-        .rollbacks
-        .iter()
-        .map(|r| r.command.join(" "))
-        .collect();
-    super::audit::redact(&format!(
-        "\"{}\" on {target}; faults: {}; stages: {}; gates: {}{}",
-        x.spec.title,
-        faults.join(", "),
-        stages.join(" → "),
+    parts.push(format!("stages: {}", stages.join(" → ")));
+    parts.push(format!(
+        "gates: {}",
         x.gates
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
-            .join("; "),
-        if rollbacks.is_empty() {
-            String::new()
-        } else {
-            format!("; rollbacks: {}", rollbacks.join(" | "))
-        }
-    ))
+            .join("; ")
+    ));
+    for p in x
+        .spec
+        .steady_state
+        .iter()
+        .filter_map(|p| p.webhook.as_ref())
+    {
+        parts.push(format!("probe alerts to {p}"));
+    }
+    if !x.spec.rollbacks.is_empty() {
+        let r: Vec<String> = x
+            .spec
+            .rollbacks
+            .iter()
+            .map(|r| r.command.join(" "))
+            .collect();
+        parts.push(format!("rollbacks: {}", r.join(" | ")));
+    }
+    parts.push(format!(
+        "title: \"{}\"",
+        super::audit::clean_n(&x.spec.title, 120)
+    ));
+    parts
+        .iter()
+        .map(|p| super::audit::redact(p))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }

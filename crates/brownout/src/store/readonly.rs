@@ -37,6 +37,8 @@ pub struct Limits {
     pub max_rows: usize,
     /// Wall-clock time the query may take.
     pub timeout: Duration,
+    /// Bytes of text returned at most (a row that would pass it is cut, `truncated`).
+    pub max_bytes: usize,
 }
 
 impl Default for Limits {
@@ -44,6 +46,7 @@ impl Default for Limits {
         Limits {
             max_rows: 10_000,
             timeout: Duration::from_secs(5),
+            max_bytes: 256 << 20,
         }
     }
 }
@@ -195,9 +198,10 @@ pub fn query(path: &Path, sql: &str, limits: Limits) -> Result<QueryResult, Quer
     let n = columns.len();
     let mut rows = Vec::new();
     let mut truncated = false;
+    let mut bytes = 0usize;
     let mut q = st.query([]).map_err(why)?;
     while let Some(r) = q.next().map_err(why)? {
-        if rows.len() >= limits.max_rows {
+        if rows.len() >= limits.max_rows || bytes > limits.max_bytes {
             truncated = true;
             break;
         }
@@ -209,9 +213,19 @@ pub fn query(path: &Path, sql: &str, limits: Limits) -> Result<QueryResult, Quer
                 ValueRef::Real(x) => {
                     serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
                 }
-                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
+                ValueRef::Text(t) => {
+                    bytes += t.len();
+                    if bytes > limits.max_bytes {
+                        truncated = true;
+                        break;
+                    }
+                    String::from_utf8_lossy(t).into_owned().into()
+                }
                 ValueRef::Blob(b) => format!("<{} bytes>", b.len()).into(),
             });
+        }
+        if row.len() < n {
+            break;
         }
         rows.push(row);
     }
