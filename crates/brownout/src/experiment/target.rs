@@ -257,7 +257,8 @@ impl Remote {
             .map_err(|e| anyhow::anyhow!("the relay's admin API at {}: {e}", self.admin))?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
-        if !status.is_success() && !(is_delete && status == reqwest::StatusCode::NOT_FOUND) {
+        let gone = is_delete && status == reqwest::StatusCode::NOT_FOUND;
+        if !(status.is_success() || gone) {
             anyhow::bail!("the relay's admin API answered {status}: {text}");
         }
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
