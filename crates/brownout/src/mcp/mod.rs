@@ -47,8 +47,10 @@ use std::time::Duration;
 ///   brownout mcp --allow-run --policy policy.yaml  live runs too, within that policy
 ///   brownout mcp --http 127.0.0.1:8920             streamable HTTP at http://127.0.0.1:8920/mcp
 ///
-/// Exit codes: 0 the client went away (stdio) or a signal stopped it; 2 bad usage or input
-/// (an unreadable policy, a listener that cannot bind).
+/// Exit codes: 0 the client went away (stdio) or a signal stopped it, every run stopped
+/// first; 2 bad usage or input (an unreadable policy, a listener that cannot bind, an
+/// address beyond loopback without --allow-remote). The tools, the guardrails and a desktop
+/// agent's configuration: docs/mcp.md.
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct McpArgs {
