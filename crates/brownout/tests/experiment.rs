@@ -185,3 +185,48 @@ gates:\n  - error_rate < 50% over 1s\n";
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("servers"), "{err}");
 }
+
+/// A rollback naming `brownout` runs this brownout (as a target's command does), even
+/// where brownout is not on PATH; and an inline workload needs no file.
+#[test]
+fn a_rollback_naming_brownout_runs_this_executable_and_workloads_can_be_inline() {
+    let dir = common::tmp();
+    let e = Exp {
+        target: "{command: [brownout, fixture]}",
+        rollbacks: "[{command: [brownout, plan, kinds]}]",
+        ..Exp::fixture_green()
+    };
+    let text = experiment_yaml(&e).replace(
+        "workload: workload.yaml",
+        "workload: {arrival: {mode: closed, concurrency: 4}, steps: [{calls: [{tool: search_incidents, arguments: {query: db}}]}]}",
+    );
+    assert!(
+        text.contains("workload: {arrival"),
+        "the workload is inline: {text}"
+    );
+    let file = write(dir.path(), &text);
+    let journal = dir.path().join("j.json");
+    let out = Command::new(brownout())
+        .arg("run")
+        .arg(&file)
+        .arg("--journal")
+        .arg(&journal)
+        .arg("--no-store")
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(dir.path())
+        .output()
+        .expect("run");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&journal).expect("journal")).expect("json");
+    assert_eq!(out.status.code(), Some(0), "{log}\n{j:#}");
+    let rb = j["rollbacks"]
+        .as_array()
+        .and_then(|r| {
+            r.iter()
+                .find(|r| r["action"].as_str().unwrap_or("").contains("plan kinds"))
+        })
+        .cloned()
+        .expect("the rollback ran");
+    assert_eq!(rb["ok"], true, "{rb:#}");
+}

@@ -124,7 +124,9 @@ impl Latency {
             }
         };
         let jitter = self.jitter_ms.map_or(0.0, |j| j * (2.0 * u2 - 1.0));
-        let ms = (base + jitter).max(0.0);
+        // A heavy tail (a Pareto shape near 0) draws astronomically long or infinite delays:
+        // no delay is longer than a day, so time arithmetic never overflows.
+        let ms = (base + jitter).clamp(0.0, MAX_DELAY_MS);
         match (self.distribution, self.max_ms) {
             (Distribution::Uniform, _) | (_, None) => ms,
             (_, Some(cap)) => ms.min(cap),
@@ -137,6 +139,9 @@ impl Latency {
         format!("delay {ms:.1}ms")
     }
 }
+
+/// The longest delay one draw can add: a day.
+pub const MAX_DELAY_MS: f64 = 86_400_000.0;
 
 pub const KIND: KindInfo = KindInfo::of::<Latency>(
     "latency",
@@ -224,5 +229,14 @@ mod tests {
                 .check()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_heavy_tail_never_draws_more_than_a_day() {
+        let l = lat(serde_json::json!({"distribution": "pareto", "scale_ms": 5, "shape": 0.01}));
+        for u in [0.5, 0.99, 0.999_999, 1.0] {
+            let ms = l.sample_ms(u, 0.5);
+            assert!(ms.is_finite() && ms <= MAX_DELAY_MS, "{u}: {ms}");
+        }
     }
 }

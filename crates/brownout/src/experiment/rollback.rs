@@ -21,12 +21,10 @@ pub async fn run_one(
     let (ok, detail) = match r.command.split_first() {
         None => (false, "empty command".to_string()),
         Some((program, args)) => {
+            // As a target's command: on PATH, else beside the experiment, else — `brownout`
+            // itself — this executable.
             let program =
-                if crate::relay::child::which(program).is_none() && dir.join(program).exists() {
-                    dir.join(program).display().to_string()
-                } else {
-                    program.clone()
-                };
+                super::target::program_path(program, dir).unwrap_or_else(|| program.clone());
             let mut cmd = tokio::process::Command::new(&program);
             cmd.args(args)
                 .current_dir(if dir.as_os_str().is_empty() {

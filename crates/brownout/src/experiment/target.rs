@@ -53,7 +53,7 @@ struct Remote {
 /// The program a target's command names: on PATH, else beside the experiment file, else —
 /// for `brownout` itself (the examples' `[brownout, fixture]`) — this very executable, so an
 /// example runs from a checkout (`cargo run -- run …`) where brownout is not installed.
-fn program_path(program: &str, dir: &std::path::Path) -> Option<String> {
+pub(super) fn program_path(program: &str, dir: &std::path::Path) -> Option<String> {
     if crate::relay::child::which(program).is_some() {
         return Some(program.to_string());
     }
