@@ -813,3 +813,62 @@ fn a_code_approves_only_the_exact_text_it_was_printed_for() {
     );
     assert!(r.wait_clean());
 }
+
+/// design_experiments is grounded in the target's history: the client timeout its past
+/// runs set and the latency their probes measured.
+#[test]
+fn designs_are_grounded_in_the_targets_history() {
+    let env = Env::new();
+    let dir = tmp();
+    let exp = "title: history run\nlabels: {env: staging}\ntarget: {command: [brownout, fixture]}\n\
+steady_state:\n  - {probe: mcp, call: {tool: echo, arguments: {message: hi}}, samples: 5}\n\
+load:\n  sessions: 2\n  workload: {arrival: {mode: closed, concurrency: 2}, steps: [{calls: [{tool: echo, arguments: {message: hi}}]}], client: {timeout_ms: 1234}}\n\
+baseline: 1s\nmethod:\n  - {stage: a, duration: 1s, sessions: 10%}\n\
+faults:\n  - {kind: latency, tools: [echo], added_ms: 1}\ngates:\n  - error_rate < 50% over 1s\n";
+    let file = dir.path().join("exp.yaml");
+    std::fs::write(&file, exp).expect("write");
+    let out = std::process::Command::new(brownout())
+        .arg("run")
+        .arg(&file)
+        .arg("--store")
+        .arg(env.store())
+        .arg("--journal")
+        .arg(dir.path().join("j.json"))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = json!([call(
+        "design_experiments",
+        json!({"target": {"command": ["brownout", "fixture"]}, "goal": "slow echo", "max": 2})
+    )]);
+    let doc = agent_stdio(&script, &env.server(&[]), &[]);
+    let v = sc(&doc, 0);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("1 past run"), "{notes}");
+    assert!(notes.contains("1234 ms"), "{notes}");
+    let echo = v["experiments"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["tool"] == "echo"))
+        .cloned()
+        .expect("echo first");
+    assert_eq!(echo["fault"], "latency", "{echo:#}");
+    let text: Value =
+        serde_json::from_str(echo["experiment"].as_str().unwrap_or("{}")).expect("JSON");
+    assert_eq!(
+        text["faults"][0]["added_ms"], 740,
+        "0.6 of the 1234 ms timeout: {text:#}"
+    );
+    assert_eq!(text["load"]["workload"]["client"]["timeout_ms"], 1234);
+    assert!(
+        echo["estimate"]["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("measured"),
+        "{echo:#}"
+    );
+}

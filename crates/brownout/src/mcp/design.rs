@@ -6,7 +6,8 @@
 //!   `error` with `phase: request`, so the server never performs the write;
 //! - a tool that advertises an `outputSchema`: `schema_drift` (retype a field it declares);
 //! - a list-like tool (list/search/find/query, or an array in its output): `partial_result`;
-//! - any other: `latency` toward the client's timeout (0.6 of it, jitter 0.2).
+//! - any other: `latency` toward the client's timeout (0.6 of it, jitter 0.2) — the longest
+//!   timeout past runs of this target set (history.rs), else 5 s.
 //!
 //! Each has a numeric gate, a staged blast radius (the policy's ladder, as far as the
 //! store's history allows this title: the bottom rung for a new one), an inline workload
@@ -185,11 +186,25 @@ fn propose(
 ) -> Out {
     let goal = args["goal"].as_str().unwrap_or("").to_lowercase();
     let max = args["max"].as_u64().unwrap_or(8).clamp(1, 12) as usize;
-    let timeout_ms = DEFAULT_TIMEOUT_MS;
-    let mut notes = vec![format!(
-        "client timeout assumed {timeout_ms} ms (latency faults go to 0.6 of it); tools/list took {} ms",
-        described["tools_list_ms"]
-    )];
+    let history = super::history::of(ctx.cfg.store.as_deref(), &args["target"]);
+    let (timeout_ms, timeout_from) = match &history.timeout_ms {
+        Some((ms, run)) => (*ms, format!("the client timeout run {run} set")),
+        None => (
+            DEFAULT_TIMEOUT_MS,
+            "assumed (no past run of this target set one)".to_string(),
+        ),
+    };
+    let mut notes = vec![
+        format!(
+            "history: {} past run(s) of this target in the store; {} tool(s) with measured latency",
+            history.runs.len(),
+            history.p50_ms.len()
+        ),
+        format!(
+            "client timeout {timeout_ms} ms, {timeout_from} (latency faults go to 0.6 of it); tools/list took {} ms",
+            described["tools_list_ms"]
+        ),
+    ];
     let mut candidates: Vec<&rmcp::model::Tool> = tools
         .iter()
         .filter(|t| {
@@ -235,12 +250,18 @@ fn propose(
             Some(n as f64),
             format!("designed and simulated an experiment for `{}`", t.name),
         );
-        out.push(one(ctx, args, t, timeout_ms)?);
+        out.push(one(ctx, args, t, timeout_ms, &history)?);
     }
     Ok(json!({"experiments": out, "target": described, "notes": notes}))
 }
 
-fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Result<Value, String> {
+fn one(
+    ctx: &Ctx,
+    args: &Value,
+    t: &rmcp::model::Tool,
+    timeout_ms: u64,
+    history: &super::history::TargetHistory,
+) -> Result<Value, String> {
     let name = t.name.to_string();
     let sh = shape(t);
     let arguments = example(&Value::Object((*t.input_schema).clone()), 0);
@@ -284,12 +305,14 @@ fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Resul
         .enumerate()
         .map(|(i, s)| json!({"stage": format!("rung-{}", i + 1), "duration": "10s", "sessions": s}))
         .collect();
+    // The simulator's model of the tool: its measured latency where history has it.
+    let served_ms = history.p50_ms.get(&name).copied().unwrap_or(5.0);
     let workload = json!({
         "name": format!("agent calling {name}"),
         "arrival": {"mode": "closed", "concurrency": 4},
         "think_ms": 20,
         "steps": [{"calls": [{"tool": name, "arguments": arguments}]}],
-        "servers": [{"name": "target", "tools": {name.clone(): {"latency": {"added_ms": 5}}}}],
+        "servers": [{"name": "target", "tools": {name.clone(): {"latency": {"added_ms": served_ms}}}}],
         "client": {"timeout_ms": timeout_ms},
     });
     let exp = json!({
@@ -306,7 +329,11 @@ fn one(ctx: &Ctx, args: &Value, t: &rmcp::model::Tool, timeout_ms: u64) -> Resul
     let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
     let (valid, estimate, errors) =
         match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
-            Ok(x) => (true, estimate(&x), Value::Null),
+            Ok(x) => (
+                true,
+                estimate(&x, history.p50_ms.contains_key(&name)),
+                Value::Null,
+            ),
             Err(e) => (false, Value::Null, json!(super::read::errors_json(&e))),
         };
     let policy = match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir)
@@ -337,7 +364,7 @@ fn target_label(target: &Value) -> String {
 }
 
 /// The simulator's estimate at the widest stage: the gates' verdict, error rate, p95, ρ.
-pub fn estimate(x: &crate::experiment::Loaded) -> Value {
+pub fn estimate(x: &crate::experiment::Loaded, measured: bool) -> Value {
     let share = x
         .spec
         .method
@@ -373,6 +400,10 @@ pub fn estimate(x: &crate::experiment::Loaded) -> Value {
         "p95_ms": r.latency_ms.p95,
         "robustness": r.robustness,
         "silent_failures": r.silent_failures,
-        "note": "simulated with the workload's server model (5 ms per call): calibrate it (brownout calibrate) for a closer estimate",
+        "note": if measured {
+            "simulated with the tool's latency measured by past runs' probes; calibrate (brownout calibrate) for a closer estimate"
+        } else {
+            "simulated with an assumed 5 ms per call (no past run measured this tool): calibrate it (brownout calibrate) for a closer estimate"
+        },
     })
 }

@@ -4,7 +4,8 @@
 //! - [`server`]: the MCP handler (rmcp): tools and resources; [`start`]: `start_experiment`
 //!   (guardrails, a person's approval, the run);
 //! - [`catalogue`]: every tool's schemas and annotations;
-//! - [`read`], [`describe`], [`design`], [`recommend`]: the read-only tools;
+//! - [`read`], [`describe`], [`design`] (with [`history`]: what the store knows of a
+//!   target), [`recommend`]: the read-only tools;
 //! - [`runs`]: experiments started through MCP (child `brownout run`s, leases);
 //! - [`guard`], [`approval`], [`audit`]: the guardrails, a person's approval, the audit log;
 //! - [`compact`]: a journal summarised for an agent's context; [`http`]: the HTTP listener.
@@ -16,6 +17,7 @@ pub mod compact;
 pub mod describe;
 pub mod design;
 pub mod guard;
+pub mod history;
 pub mod http;
 pub mod progress;
 pub mod read;
