@@ -85,7 +85,7 @@ impl RunCmd {
             seed: self.seed,
             dry_run: self.dry_run,
             keep: self.keep,
-            watch: super::runner::Watched {
+            watch: super::stop::Watched {
                 status: self.status,
                 run_id: self.run_id,
                 stop_on_stdin_eof: self.stop_on_stdin_eof,

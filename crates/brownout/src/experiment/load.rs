@@ -45,6 +45,15 @@ impl Loaded {
         Ok((doc, plan))
     }
 
+    /// The gates in one line (`error_rate < 1% over 10s; p99 < 800ms over 10s`).
+    pub fn gates_text(&self) -> String {
+        self.gates
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// The driver the faults run on: brownout's in-process HTTP relay, in front of a
     /// server it starts per session (`command`) or of a URL; `None` behind a remote relay,
     /// which checks the plan itself when the faults are posted.

@@ -8,7 +8,7 @@
 //!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`detect`] (their
 //!   MTTD/MTTR), [`baseline`] (tolerances from history), [`predict`] (the simulator's
 //!   estimate of each stage), [`rollback`], [`recovery`] (removal of the faults, MTTR),
-//!   [`status`] (the live state a watcher reads);
+//!   [`status`] (the live state a watcher reads), [`stop`] (signals, stdin's end);
 //! - [`journal`]: the record of a run, and [`summary`]: its printed form.
 
 pub mod baseline;
@@ -29,6 +29,7 @@ pub mod runner;
 pub mod spec;
 pub mod status;
 pub mod steady;
+pub mod stop;
 pub mod summary;
 pub mod target;
 

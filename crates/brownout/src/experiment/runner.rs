@@ -37,19 +37,7 @@ pub struct RunArgs {
     pub keep: crate::journal_cmd::KeepArgs,
     /// For a program that watches the run (the MCP server): where to keep its live state,
     /// the run id to use, and whether stdin's end stops the run as a signal would.
-    pub watch: Watched,
-}
-
-/// How a watching program (`brownout mcp`) steers a run it started as a child process.
-#[derive(Debug, Clone, Default)]
-pub struct Watched {
-    /// `--status FILE`: the live state, rewritten about once a second.
-    pub status: Option<PathBuf>,
-    /// `--run-id ID`: the run id, chosen by the watcher so it knows it at once.
-    pub run_id: Option<String>,
-    /// `--stop-on-stdin-eof`: the end of stdin (the watcher died or let go) stops the run
-    /// as SIGINT does: faults removed, rollbacks run.
-    pub stop_on_stdin_eof: bool,
+    pub watch: super::stop::Watched,
 }
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
@@ -195,14 +183,7 @@ fn print_plan(x: &Loaded) {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!(
-        "gates: {}",
-        x.gates
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
+    println!("gates: {}", x.gates_text());
     println!(
         "rollbacks: {} command(s) after the faults are removed",
         s.rollbacks.len()
@@ -232,55 +213,10 @@ fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
     Ok(status.exit_code())
 }
 
-/// Count SIGINT/SIGTERM as they come (and the end of stdin, with `stop_on_stdin_eof`).
-fn signals(stop_on_stdin_eof: bool) -> watch::Receiver<u32> {
-    let (tx, rx) = watch::channel(0u32);
-    if stop_on_stdin_eof {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            use tokio::io::AsyncReadExt;
-            let mut stdin = tokio::io::stdin();
-            let mut buf = [0u8; 256];
-            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
-            // A stop, not a second signal: if the run is stopping already, its rollbacks
-            // still run.
-            let first = tx.send_if_modified(|n| {
-                if *n == 0 {
-                    *n = 1;
-                    true
-                } else {
-                    false
-                }
-            });
-            if first {
-                eprintln!("brownout: stdin closed: removing the faults, then rollbacks");
-            }
-        });
-    }
-    tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        loop {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            tx.send_modify(|n| *n += 1);
-            eprintln!("brownout: signal: removing the faults, then rollbacks (again to skip the rollbacks)");
-        }
-    });
-    rx
-}
-
 /// The run from the target's start to its stop.
-async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &Watched) -> Status {
+async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &super::stop::Watched) -> Status {
     let origin = Instant::now();
-    let mut sig = signals(w.stop_on_stdin_eof);
+    let mut sig = super::stop::signals(w.stop_on_stdin_eof);
     let target = match Target::start(x).await {
         Ok(t) => t,
         Err(e) => {

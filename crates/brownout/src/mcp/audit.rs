@@ -97,12 +97,7 @@ pub fn default_path(store: Option<&Path>) -> PathBuf {
 /// FNV-1a (64 bits) of a text, as 16 hex digits: stable across builds, enough to tell texts
 /// apart in a log (not a security digest: nothing is protected by it).
 pub fn digest(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::store::ingest::fnv1a(text.as_bytes()))
 }
 
 /// A text safe to print on a terminal or a log line: control characters (newlines, escape

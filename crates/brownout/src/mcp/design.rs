@@ -327,23 +327,21 @@ fn one(
         "recovery": {"within": "15s"},
     });
     let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
-    let (valid, estimate, errors) =
+    let (valid, estimate, errors, policy) =
         match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
             Ok(x) => (
                 true,
                 estimate(&x, history.p50_ms.contains_key(&name)),
                 Value::Null,
+                super::read::verdict_json(ctx.policy_verdict(&x)),
             ),
-            Err(e) => (false, Value::Null, json!(super::read::errors_json(&e))),
+            Err(e) => (
+                false,
+                Value::Null,
+                json!(super::read::errors_json(&e)),
+                Value::Null,
+            ),
         };
-    let policy = match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir)
-    {
-        Ok(x) => match ctx.policy_verdict(&x) {
-            Ok(()) => json!({"allowed": true}),
-            Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
-        },
-        Err(_) => Value::Null,
-    };
     Ok(json!({
         "title": title, "tool": name, "fault": kind, "rationale": rationale,
         "experiment": text, "valid": valid, "errors": errors,

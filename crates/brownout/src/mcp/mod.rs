@@ -134,6 +134,8 @@ impl Config {
 #[derive(Clone)]
 pub struct Ctx {
     pub cfg: Arc<Config>,
+    /// The tools listed (built once from the catalogue: `--allow-run` decides which).
+    pub tools: Arc<Vec<rmcp::model::Tool>>,
     pub runs: Arc<runs::Runs>,
     pub audit: Arc<audit::Audit>,
     pub approvals: Arc<approval::Approvals>,
@@ -201,7 +203,12 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
         workdir,
         dir,
     });
+    let tools = catalogue::listed(cfg.allow_run)
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<Result<Vec<rmcp::model::Tool>, _>>()?;
     Ok(Ctx {
+        tools: Arc::new(tools),
         cfg,
         runs,
         audit,

@@ -32,6 +32,14 @@ pub fn errors_json(e: &PlanErrors) -> Vec<Value> {
         .collect()
 }
 
+/// The policy's verdict on an experiment, as `policy_check` shows it.
+pub fn verdict_json(v: Result<(), crate::experiment::Refusal>) -> Value {
+    match v {
+        Ok(()) => json!({"allowed": true}),
+        Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
+    }
+}
+
 pub fn list_fault_kinds() -> Out {
     let kinds: Vec<Value> = KINDS
         .iter()
@@ -73,10 +81,7 @@ pub fn validate_experiment(ctx: &Ctx, args: &Value) -> Out {
                     "stages": x.spec.method.len(),
                     "faults": x.plan.faults.len(),
                     "gates": x.gates.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                    "policy_check": match verdict {
-                        Ok(()) => json!({"allowed": true}),
-                        Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
-                    },
+                    "policy_check": verdict_json(verdict),
                 })
             }
             Err(e) => json!({"ok": false, "errors": errors_json(&e)}),

@@ -127,19 +127,13 @@ impl Runs {
 
     /// Runs not yet ended (running or stopping).
     pub fn active(&self) -> usize {
-        self.lock()
-            .values()
-            .filter(|r| !matches!(r.state, State::Ended { .. }))
-            .count()
+        active_in(&self.lock())
     }
 
     /// Start a run (the guardrails already passed).
     pub fn start(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
         let mut runs = self.lock();
-        let active = runs
-            .values()
-            .filter(|r| !matches!(r.state, State::Ended { .. }))
-            .count();
+        let active = active_in(&runs);
         if active >= s.cap {
             return Err(StartError::Full(active));
         }
@@ -423,4 +417,11 @@ impl Runs {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Runs not yet ended in a map of runs.
+fn active_in(runs: &BTreeMap<String, Run>) -> usize {
+    runs.values()
+        .filter(|r| !matches!(r.state, State::Ended { .. }))
+        .count()
 }

@@ -72,10 +72,7 @@ impl McpServer {
     }
 
     fn tools(&self) -> Vec<Tool> {
-        catalogue::listed(self.ctx.cfg.allow_run)
-            .into_iter()
-            .filter_map(|t| serde_json::from_value(t).ok())
-            .collect()
+        self.ctx.tools.as_ref().clone()
     }
 }
 
@@ -149,7 +146,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().into_iter().find(|t| t.name == name)
+        self.ctx.tools.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -158,8 +155,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        let listed = catalogue::listed(self.ctx.cfg.allow_run);
-        if !listed.iter().any(|t| t["name"] == name.as_str()) {
+        if !self.ctx.tools.iter().any(|t| t.name == name.as_str()) {
             let why = if catalogue::RUN_TOOLS.contains(&name.as_str()) {
                 format!("`{name}` is off: the operator started brownout mcp without --allow-run")
             } else {

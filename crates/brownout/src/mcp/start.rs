@@ -424,14 +424,7 @@ pub fn what(x: &crate::experiment::Loaded) -> String {
         .map(|s| format!("{} for {}", s.sessions.0, s.duration.0))
         .collect();
     parts.push(format!("stages: {}", stages.join(" → ")));
-    parts.push(format!(
-        "gates: {}",
-        x.gates
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    ));
+    parts.push(format!("gates: {}", x.gates_text()));
     for p in x
         .spec
         .steady_state
