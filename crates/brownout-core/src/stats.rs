@@ -19,6 +19,55 @@ pub struct Summary {
     injections: BTreeMap<String, (String, u64)>,
     mutated: u64,
     latency_us: Histogram<u64>,
+    silent: Silent,
+}
+
+/// What became of the results faults changed (docs/silent.md): each is `propagated` (the
+/// agent acted on a value the fault introduced), `noticed` (it re-fetched or cancelled),
+/// `unobserved` (neither within the window) or still pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Silent {
+    /// Results a fault changed that reached the client.
+    pub altered: u64,
+    pub propagated: u64,
+    pub noticed: u64,
+    pub unobserved: u64,
+    /// Still within their window.
+    pub pending: u64,
+    /// Propagated / altered: the share that failed silently.
+    pub silent_rate: f64,
+    /// Noticed / altered: the share that failed safely.
+    pub safe_rate: f64,
+}
+
+impl Silent {
+    fn rates(mut self) -> Silent {
+        let r = |n: u64| {
+            if self.altered == 0 {
+                0.0
+            } else {
+                n as f64 / self.altered as f64
+            }
+        };
+        self.pending = self
+            .altered
+            .saturating_sub(self.propagated + self.noticed + self.unobserved);
+        self.silent_rate = r(self.propagated);
+        self.safe_rate = r(self.noticed);
+        self
+    }
+
+    /// The headline, in the words of the people who asked for it.
+    pub fn headline(&self) -> String {
+        format!(
+            "of the {} results a fault changed, {:.1}% failed safely (noticed), {:.1}% silently (acted on); {} unobserved, {} pending",
+            self.altered,
+            self.safe_rate * 100.0,
+            self.silent_rate * 100.0,
+            self.unobserved,
+            self.pending
+        )
+    }
 }
 
 impl Default for Summary {
@@ -28,6 +77,7 @@ impl Default for Summary {
             outcomes: BTreeMap::new(),
             injections: BTreeMap::new(),
             mutated: 0,
+            silent: Silent::default(),
             // 1 µs .. 1 hour, 3 significant digits: a fixed few hundred KiB at most.
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
@@ -55,6 +105,8 @@ pub struct Report {
     /// fault id → (kind, injections).
     pub injections: BTreeMap<String, Injections>,
     pub latency_ms: Percentiles,
+    /// Results faults changed and what the agent did with them.
+    pub silent: Silent,
 }
 
 /// The calls of one tool.
@@ -90,6 +142,7 @@ impl Summary {
             Event::Call(c) => {
                 self.record_call(c.outcome, (c.latency_ms * 1000.0).round() as u64, c.mutated)
             }
+            Event::Taint(t) => self.record_taint(t.class, t.after_notice),
         }
     }
 
@@ -108,6 +161,28 @@ impl Summary {
         }
         self.injections
             .insert(fault.to_string(), (kind.to_string(), 1));
+    }
+
+    /// A taint event's class (`after_notice`: a noticed result acted on after all).
+    pub fn record_taint(&mut self, class: &str, after_notice: bool) {
+        let s = &mut self.silent;
+        match class {
+            "altered" => s.altered += 1,
+            "propagated" => {
+                s.propagated += 1;
+                if after_notice {
+                    s.noticed = s.noticed.saturating_sub(1);
+                }
+            }
+            "noticed" => s.noticed += 1,
+            "unobserved" => s.unobserved += 1,
+            _ => {}
+        }
+    }
+
+    /// The silent-failure counts so far.
+    pub fn silent(&self) -> Silent {
+        self.silent.rates()
     }
 
     pub fn record_call(&mut self, outcome: Outcome, latency_us: u64, mutated: bool) {
@@ -171,6 +246,7 @@ impl Summary {
                     self.latency_us.max() as f64 / 1000.0
                 },
             },
+            silent: self.silent.rates(),
         }
     }
 }
@@ -302,6 +378,9 @@ impl std::fmt::Display for Report {
                     t.error_rate * 100.0,
                 )?;
             }
+        }
+        if self.silent.altered > 0 {
+            writeln!(f, "silent failures: {}", self.silent.headline())?;
         }
         if self.injections.is_empty() {
             writeln!(f, "injections: none")?;
