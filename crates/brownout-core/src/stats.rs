@@ -9,7 +9,8 @@
 use crate::event::{Event, Outcome};
 use crate::sli::Slis;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
@@ -20,12 +21,15 @@ pub struct Summary {
     mutated: u64,
     latency_us: Histogram<u64>,
     silent: Silent,
+    /// The same, per tool whose result was changed (at most [`crate::sli::MAX_SERIES`]
+    /// tools; beyond, under `_other`).
+    silent_tools: BTreeMap<String, Silent>,
 }
 
 /// What became of the results faults changed (docs/silent.md): each is `propagated` (the
 /// agent acted on a value the fault introduced), `noticed` (it re-fetched or cancelled),
 /// `unobserved` (neither within the window) or still pending.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Silent {
     /// Results a fault changed that reached the client.
     pub altered: u64,
@@ -41,7 +45,20 @@ pub struct Silent {
 }
 
 impl Silent {
-    fn rates(mut self) -> Silent {
+    /// The counts since `earlier` (a stage's share of a run), rates recomputed.
+    pub fn since(&self, earlier: &Silent) -> Silent {
+        Silent {
+            altered: self.altered.saturating_sub(earlier.altered),
+            propagated: self.propagated.saturating_sub(earlier.propagated),
+            noticed: self.noticed.saturating_sub(earlier.noticed),
+            unobserved: self.unobserved.saturating_sub(earlier.unobserved),
+            ..Silent::default()
+        }
+        .rates()
+    }
+
+    /// With `pending` and the rates computed from the counts.
+    pub fn rates(mut self) -> Silent {
         let r = |n: u64| {
             if self.altered == 0 {
                 0.0
@@ -78,6 +95,7 @@ impl Default for Summary {
             injections: BTreeMap::new(),
             mutated: 0,
             silent: Silent::default(),
+            silent_tools: BTreeMap::new(),
             // 1 µs .. 1 hour, 3 significant digits: a fixed few hundred KiB at most.
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
@@ -107,6 +125,8 @@ pub struct Report {
     pub latency_ms: Percentiles,
     /// Results faults changed and what the agent did with them.
     pub silent: Silent,
+    /// The same per tool whose result was changed (tools with none are left out).
+    pub silent_tools: BTreeMap<String, Silent>,
 }
 
 /// The calls of one tool.
@@ -142,7 +162,7 @@ impl Summary {
             Event::Call(c) => {
                 self.record_call(c.outcome, (c.latency_ms * 1000.0).round() as u64, c.mutated)
             }
-            Event::Taint(t) => self.record_taint(t.class, t.after_notice),
+            Event::Taint(t) => self.record_taint(&t.from_tool, t.class, t.after_notice),
         }
     }
 
@@ -163,9 +183,29 @@ impl Summary {
             .insert(fault.to_string(), (kind.to_string(), 1));
     }
 
-    /// A taint event's class (`after_notice`: a noticed result acted on after all).
-    pub fn record_taint(&mut self, class: &str, after_notice: bool) {
-        let s = &mut self.silent;
+    /// A taint event's class for a result of `tool` (`after_notice`: a noticed result acted
+    /// on after all).
+    pub fn record_taint(&mut self, tool: &str, class: &str, after_notice: bool) {
+        Self::count_taint(&mut self.silent, class, after_notice);
+        let known = self.silent_tools.contains_key(tool);
+        let tool = if known || self.silent_tools.len() < crate::sli::MAX_SERIES {
+            tool
+        } else {
+            "_other"
+        };
+        let per_tool = self.silent_tools.entry(tool.to_string()).or_default();
+        Self::count_taint(per_tool, class, after_notice);
+    }
+
+    /// The silent-failure counts so far, per tool whose result a fault changed.
+    pub fn silent_tools(&self) -> BTreeMap<String, Silent> {
+        self.silent_tools
+            .iter()
+            .map(|(t, s)| (t.clone(), s.rates()))
+            .collect()
+    }
+
+    fn count_taint(s: &mut Silent, class: &str, after_notice: bool) {
         match class {
             "altered" => s.altered += 1,
             "propagated" => {
@@ -247,6 +287,7 @@ impl Summary {
                 },
             },
             silent: self.silent.rates(),
+            silent_tools: self.silent_tools(),
         }
     }
 }

@@ -176,7 +176,8 @@ impl Engine {
     }
 
     fn record_taint_event(&mut self, e: TaintEvent) {
-        self.summary.record_taint(e.class, e.after_notice);
+        self.summary
+            .record_taint(&e.from_tool, e.class, e.after_notice);
         if self.config.record_events {
             self.events.push(Event::Taint(e));
         }

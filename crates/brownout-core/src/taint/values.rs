@@ -108,17 +108,50 @@ fn walk<'v>(v: &'v Value, at: String, depth: usize, out: &mut Vec<(String, &'v V
     }
 }
 
+/// Like [`leaves`], and a string that holds a JSON object or array (a text content item) is
+/// read as that document, its leaves under the string's pointer (`/content/0/text/service`).
+fn result_leaves(v: &Value, at: String, depth: usize, out: &mut Vec<(String, Value)>) {
+    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                result_leaves(child, p, depth + 1, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                result_leaves(child, format!("{at}/{i}"), depth + 1, out);
+            }
+        }
+        Value::String(s) if s.starts_with(['{', '[']) => match serde_json::from_str::<Value>(s) {
+            Ok(doc) if doc.is_object() || doc.is_array() => {
+                result_leaves(&doc, at, depth + 1, out);
+            }
+            _ => out.push((at, v.clone())),
+        },
+        Value::Null => {}
+        _ => out.push((at, v.clone())),
+    }
+}
+
 /// The distinctive values `delivered` holds that `original` does not hold anywhere (equal,
-/// or inside one of its strings), at most `max` of them.
+/// or inside one of its strings), at most `max` of them. JSON inside text items is read as
+/// JSON, on both sides.
 pub fn introduced(original: &Value, delivered: &Value, max: usize) -> Vec<Tainted> {
     let mut before = Vec::new();
-    leaves(original, "", &mut before);
+    result_leaves(original, String::new(), 0, &mut before);
     let keys: FxHashSet<Key> = before.iter().filter_map(|(_, v)| Key::of(v)).collect();
     let strings: Vec<&str> = before.iter().filter_map(|(_, v)| v.as_str()).collect();
     let mut after = Vec::new();
-    leaves(delivered, "", &mut after);
+    result_leaves(delivered, String::new(), 0, &mut after);
+    // Where both carry it, the structured content names the place.
+    after.sort_by_key(|(p, _)| !p.starts_with("/structuredContent"));
     let mut out: Vec<Tainted> = Vec::new();
     for (pointer, v) in after {
+        let v = &v;
         if out.len() >= max {
             break;
         }
@@ -240,6 +273,25 @@ mod tests {
         // `count` 13 is too small to follow; `note` is inside an original string.
         assert_eq!(pointers, ["/service"]);
         assert_eq!(t[0].key, Key::Str("billing-api".into()));
+    }
+
+    #[test]
+    fn json_in_text_is_read_as_json_and_one_value_taints_once() {
+        let sc = json!({"id": "INC-1", "service": "payments-api"});
+        let bad = json!({"id": "INC-1", "service": "payments-web"});
+        let original =
+            json!({"content": [{"type": "text", "text": sc.to_string()}], "structuredContent": sc});
+        let delivered = json!({"content": [{"type": "text", "text": bad.to_string()}], "structuredContent": bad});
+        let t = introduced(&original, &delivered, 16);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].pointer, "/structuredContent/service");
+        let text_only = json!({"content": [{"type": "text", "text": bad.to_string()}]});
+        let t = introduced(
+            &json!({"content": [{"type": "text", "text": sc.to_string()}]}),
+            &text_only,
+            16,
+        );
+        assert_eq!(t[0].pointer, "/content/0/text/service");
     }
 
     #[test]

@@ -33,6 +33,11 @@ pub struct Policy {
     pub max_added_latency: Dur,
     /// Whether `process` faults (killing, pausing servers) are allowed (default false).
     pub allow_process_faults: bool,
+    /// Refuse an experiment whose faults change results (`corrupt`, `schema_drift`,
+    /// `partial_result`, a stale registry) when no gate sees what the agent does with them
+    /// (`silent_rate`, `safe_rate`, `propagated`; `correctness` for drift). Default false:
+    /// `experiment check` and `brownout run` warn instead.
+    pub require_silent_gate: bool,
     /// Enforce the ladder against the store's history too: a stage may go at most one rung
     /// above the highest rung a stage of this experiment (same title) has passed in a
     /// stored run; with no history, only the bottom rung (default false).
@@ -78,6 +83,7 @@ impl Default for Policy {
             max_probability: 1.0,
             max_added_latency: Dur("10s".into()),
             allow_process_faults: false,
+            require_silent_gate: false,
             ladder_from_history: false,
             max_concurrent: 1,
             mcp_commands: vec!["brownout fixture*".into()],
@@ -132,6 +138,11 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
         .map(|s| s.sessions.fraction().unwrap_or(f64::NAN))
         .collect();
     check_ladder(&shares, p)?;
+    if p.require_silent_gate {
+        if let Some(why) = gates::silent_blind_spot(&x.plan, &x.gates) {
+            return refuse("require_silent_gate", why);
+        }
+    }
     let total = x.spec.baseline.as_ref().map(Dur::get).unwrap_or_default()
         + x.spec
             .method
