@@ -60,7 +60,8 @@ fn finish(mut cmd: Command) -> Value {
 /// The experiment of the live tests with its faults in a file of the working directory.
 fn with_faults_file(r: &Remote, title: &str) -> String {
     let x = light(r, title);
-    let inline = "faults:\n  - {id: search-slow, kind: latency, tools: [search_incidents], added_ms: 20}\n";
+    let inline =
+        "faults:\n  - {id: search-slow, kind: latency, tools: [search_incidents], added_ms: 20}\n";
     assert!(x.contains(inline), "{x}");
     x.replace(inline, "faults: faults-swap.yaml\n")
 }
@@ -168,8 +169,15 @@ fn an_approval_does_not_survive_a_rewritten_plan_file() {
     );
     assert_eq!(decision(&doc, 0).0, "approval_required", "{doc:#}");
     let (d, rule, detail) = decision(&doc, 3);
-    assert_eq!((d.as_str(), rule.as_str()), ("refused", "approval"), "{doc:#}");
-    assert!(detail.contains("faults-swap.yaml"), "names the file: {detail}");
+    assert_eq!(
+        (d.as_str(), rule.as_str()),
+        ("refused", "approval"),
+        "{doc:#}"
+    );
+    assert!(
+        detail.contains("faults-swap.yaml"),
+        "names the file: {detail}"
+    );
     let (d, _, detail) = decision(&doc, 4);
     assert_eq!(d, "refused", "the code was withdrawn: {detail}");
     assert_eq!(decision(&doc, 5).0, "approval_required");
@@ -181,7 +189,9 @@ fn an_approval_does_not_survive_a_rewritten_plan_file() {
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains(" code ")).collect();
     assert_eq!(lines.len(), 2, "{shown}");
     assert!(
-        lines[0].contains("latency") && lines[0].contains("0.01") && lines[0].contains("faults-swap.yaml"),
+        lines[0].contains("latency")
+            && lines[0].contains("0.01")
+            && lines[0].contains("faults-swap.yaml"),
         "{}",
         lines[0]
     );
@@ -209,7 +219,11 @@ fn another_seed_needs_another_approval() {
     let doc = hostile_stdio(&script, &env.server(&["--allow-run"]), &[]);
     for i in [2, 3] {
         let (d, rule, detail) = decision(&doc, i);
-        assert_eq!((d.as_str(), rule.as_str()), ("refused", "approval"), "op {i}: {detail}");
+        assert_eq!(
+            (d.as_str(), rule.as_str()),
+            ("refused", "approval"),
+            "op {i}: {detail}"
+        );
         assert!(detail.contains("seed"), "op {i}: {detail}");
     }
     assert_eq!(decision(&doc, 4).0, "started", "the seed approved: {doc:#}");
@@ -252,8 +266,14 @@ fn exit_of(mut cmd: Command) -> (Option<i32>, String) {
 fn an_empty_token_is_refused_at_start() {
     let env = Env::new();
     let cases: Vec<(Vec<&str>, Option<&str>)> = vec![
-        (vec!["--http", "0.0.0.0:0", "--allow-remote", "--token", ""], None),
-        (vec!["--http", "0.0.0.0:0", "--allow-remote", "--token", "  "], None),
+        (
+            vec!["--http", "0.0.0.0:0", "--allow-remote", "--token", ""],
+            None,
+        ),
+        (
+            vec!["--http", "0.0.0.0:0", "--allow-remote", "--token", "  "],
+            None,
+        ),
         (vec!["--http", "0.0.0.0:0", "--allow-remote"], Some("")),
         (vec!["--http", "127.0.0.1:0", "--token", ""], None),
     ];
@@ -297,7 +317,8 @@ fn an_admin_token_variable_the_policy_does_not_list_is_refused() {
     );
     assert!(detail.contains("HOME"), "{detail}");
     assert_eq!(
-        sc(&doc, 1)["policy_check"]["rule"], "mcp_admin_token_envs",
+        sc(&doc, 1)["policy_check"]["rule"],
+        "mcp_admin_token_envs",
         "{doc:#}"
     );
     // Listed by the operator: past the guardrails, to a person's approval.
@@ -333,11 +354,20 @@ fn a_command_line_hidden_in_one_argument_is_refused() {
         .find(|l| l.starts_with("target:"))
         .expect("target")
         .to_string();
-    x = x.replace(&target_line, "target: {command: [\"brownout fixture\", \"x\"]}");
+    x = x.replace(
+        &target_line,
+        "target: {command: [\"brownout fixture\", \"x\"]}",
+    );
     let script = json!([
-        call("describe_target", json!({"target": {"command": ["brownout fixture", "x"]}})),
+        call(
+            "describe_target",
+            json!({"target": {"command": ["brownout fixture", "x"]}})
+        ),
         call("start_experiment", json!({"experiment": x})),
-        call("describe_target", json!({"target": {"command": ["brownout", "fixture"]}})),
+        call(
+            "describe_target",
+            json!({"target": {"command": ["brownout", "fixture"]}})
+        ),
     ]);
     let doc = hostile_stdio(&script, &env.server(&["--allow-run"]), &[]);
     let r = &doc["ops"][0]["result"];
@@ -350,8 +380,16 @@ fn a_command_line_hidden_in_one_argument_is_refused() {
         "{r:#}"
     );
     let (d, rule, _) = decision(&doc, 1);
-    assert_eq!((d.as_str(), rule.as_str()), ("refused", "mcp_commands"), "{doc:#}");
-    assert_eq!(sc(&doc, 2)["server"]["name"], "brownout-fixture", "the control");
+    assert_eq!(
+        (d.as_str(), rule.as_str()),
+        ("refused", "mcp_commands"),
+        "{doc:#}"
+    );
+    assert_eq!(
+        sc(&doc, 2)["server"]["name"],
+        "brownout-fixture",
+        "the control"
+    );
 }
 
 /// Every tool checks its arguments against its own input schema: an undeclared `form`, an
@@ -364,12 +402,24 @@ fn arguments_a_tool_does_not_declare_are_invalid_params() {
         call("get_run", json!({"run_id": "nope", "form": "xml"})),
         call("get_run", json!({"run_id": "nope", "formats": "journal"})),
         call("list_fault_kinds", json!({"verbose": true})),
-        call("start_experiment", json!({"experiment": "title: t", "priority": 1})),
-        call("start_experiment", json!({"experiment": "title: t", "seed": -1})),
+        call(
+            "start_experiment",
+            json!({"experiment": "title: t", "priority": 1})
+        ),
+        call(
+            "start_experiment",
+            json!({"experiment": "title: t", "seed": -1})
+        ),
         call("list_fault_kinds", json!({})),
     ]);
     let doc = hostile_stdio(&script, &env.server(&["--allow-run"]), &[]);
-    for (i, key) in [(0, "form"), (1, "formats"), (2, "verbose"), (3, "priority"), (4, "seed")] {
+    for (i, key) in [
+        (0, "form"),
+        (1, "formats"),
+        (2, "verbose"),
+        (3, "priority"),
+        (4, "seed"),
+    ] {
         let op = &doc["ops"][i];
         assert_eq!(op["ok"], false, "op {i} was answered: {op:#}");
         assert_eq!(op["error"]["code"], -32602, "InvalidParams: {op:#}");

@@ -640,7 +640,13 @@ fn over_streamable_http_legacy_and_stateless() {
     // Over HTTP the client's form approves only when the operator says so.
     let (_g, url) = http_server(
         &env,
-        &["--allow-run", "--policy", &policy, "--approval", "elicitation"],
+        &[
+            "--allow-run",
+            "--policy",
+            &policy,
+            "--approval",
+            "elicitation",
+        ],
     );
     for (mode, title) in [("legacy", "http legacy"), ("2026-07-28", "http stateless")] {
         let x = experiment(

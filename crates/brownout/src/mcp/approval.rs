@@ -248,7 +248,10 @@ mod tests {
         let a = Approvals::new(None);
         let n = a.ask(&x("d")).expect("ask");
         assert!(a.answered("forged", &x("d")).is_none());
-        assert!(a.answered(&n, &x("other")).is_none(), "bound to its experiment");
+        assert!(
+            a.answered(&n, &x("other")).is_none(),
+            "bound to its experiment"
+        );
         let n = a.ask(&x("d")).expect("ask");
         assert_eq!(a.answered(&n, &x("d")), Some(x("d")));
         assert!(a.answered(&n, &x("d")).is_none(), "used once");

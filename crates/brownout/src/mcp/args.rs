@@ -70,7 +70,9 @@ fn describe(e: &jsonschema::ValidationError<'_>) -> String {
             )
         }
         K::Required { property } => {
-            let name = property.as_str().map_or_else(|| property.to_string(), String::from);
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), String::from);
             if key.is_empty() {
                 format!("argument `{}` is required", clean(&name))
             } else {

@@ -149,7 +149,12 @@ fn read_confined(workdir: &Path, p: &str, key: &str) -> Result<Vec<u8>, Refusal>
     let mut bytes = Vec::new();
     f.take(MAX_FILE as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| refusal(format!("`{key}`: cannot read `{}`: {e}", super::audit::clean(p))))?;
+        .map_err(|e| {
+            refusal(format!(
+                "`{key}`: cannot read `{}`: {e}",
+                super::audit::clean(p)
+            ))
+        })?;
     if bytes.len() > MAX_FILE {
         return Err(refusal(format!(
             "`{key}`: `{}` is over {MAX_FILE} bytes: too large through MCP",

@@ -27,12 +27,7 @@ fn commands(x: &Loaded) -> Vec<Vec<String>> {
 /// argument, so a `*` never spans two arguments and `["brownout fixture", "x"]` is not
 /// `brownout fixture x`; a last word `**` allows any further arguments.
 pub fn command_allowed(cfg: &Config, cmd: &[String]) -> Result<(), Refusal> {
-    if cfg
-        .policy
-        .mcp_commands
-        .iter()
-        .any(|p| argv_matches(p, cmd))
-    {
+    if cfg.policy.mcp_commands.iter().any(|p| argv_matches(p, cmd)) {
         return Ok(());
     }
     let shown: Vec<String> = cmd

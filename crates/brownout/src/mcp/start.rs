@@ -383,7 +383,10 @@ impl McpServer {
                 Ok(Some(a)) if a.approve => Ok((
                     format!(
                         "elicitation, approver as the client reported it: {}",
-                        super::audit::clean_n(&a.approver.unwrap_or_else(|| "(no name)".into()), 100)
+                        super::audit::clean_n(
+                            &a.approver.unwrap_or_else(|| "(no name)".into()),
+                            100
+                        )
                     ),
                     x.clone(),
                 )),
@@ -477,13 +480,14 @@ pub fn what(x: &crate::experiment::Loaded, r: &Resolved) -> String {
         })
         .collect();
     parts.push(format!("faults: {}", faults.join("; ")));
-    let seed = r
-        .seed
-        .or_else(|| x.plan_doc["seed"].as_u64())
-        .unwrap_or(0);
+    let seed = r.seed.or_else(|| x.plan_doc["seed"].as_u64()).unwrap_or(0);
     parts.push(format!(
         "seed: {seed}{}",
-        if r.seed.is_some() { " (the call's)" } else { "" }
+        if r.seed.is_some() {
+            " (the call's)"
+        } else {
+            ""
+        }
     ));
     if !r.files.is_empty() {
         parts.push(format!("files read: {}", r.files_text()));
