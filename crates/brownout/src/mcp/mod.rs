@@ -97,7 +97,8 @@ pub struct McpArgs {
     /// Listen beyond loopback (needs --token).
     #[arg(long, requires = "token")]
     pub allow_remote: bool,
-    /// The bearer token HTTP clients must send (or BROWNOUT_MCP_TOKEN).
+    /// The bearer token HTTP clients must send (or BROWNOUT_MCP_TOKEN); an empty one is
+    /// refused at start.
     #[arg(long, env = "BROWNOUT_MCP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// A browser Origin allowed besides loopback (repeatable).
