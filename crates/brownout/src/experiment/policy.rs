@@ -45,13 +45,17 @@ pub struct Policy {
     /// Experiments started through `brownout mcp` that may run at once (default 1).
     pub max_concurrent: u32,
     /// Command lines an MCP client may have brownout start — an experiment's target command
-    /// and rollbacks, `describe_target`'s command: globs over the program and its arguments
-    /// joined by spaces, as given (default: `brownout fixture*`). `brownout run` is the
-    /// operator's own and is not limited.
+    /// and rollbacks, `describe_target`'s command: each entry's words are globs matched one
+    /// per argument (a `*` never spans two arguments); a last word `**` allows any further
+    /// arguments (default: `brownout fixture **`). `brownout run` is the operator's own and
+    /// is not limited.
     pub mcp_commands: Vec<String>,
     /// URLs an MCP client may have brownout reach — targets, admin APIs: globs (default:
     /// loopback only).
     pub mcp_urls: Vec<String>,
+    /// Environment variables an experiment started through `brownout mcp` may name as
+    /// `target.admin_token_env` (sent as a bearer token to its admin URL); default none.
+    pub mcp_admin_token_envs: Vec<String>,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -86,7 +90,7 @@ impl Default for Policy {
             require_silent_gate: false,
             ladder_from_history: false,
             max_concurrent: 1,
-            mcp_commands: vec!["brownout fixture*".into()],
+            mcp_commands: vec!["brownout fixture **".into()],
             mcp_urls: [
                 "http://127.0.0.1:*",
                 "http://localhost:*",
@@ -95,6 +99,7 @@ impl Default for Policy {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+            mcp_admin_token_envs: Vec::new(),
         }
     }
 }
