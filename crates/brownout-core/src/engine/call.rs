@@ -52,7 +52,9 @@ impl Engine {
             let a = args();
             let fp = crate::taint::fingerprint(a.as_ref());
             if watched {
-                self.taint_request(session, tool, seq, a.as_ref(), fp, now);
+                // A `tools/list` asked again is a re-fetch of `tools/list`.
+                let asked = tool.or(Some(method));
+                self.taint_request(session, asked, seq, a.as_ref(), fp, now);
             }
             alters.then_some(fp)
         } else {

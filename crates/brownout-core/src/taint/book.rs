@@ -121,12 +121,25 @@ impl Book {
         if let Some(a) = args {
             leaves(a, "", &mut arg_leaves);
         }
-        let arg_keys: Vec<(usize, Key)> = arg_leaves
+        let mut arg_keys: Vec<(usize, Key)> = arg_leaves
             .iter()
             .enumerate()
             .filter_map(|(i, (_, v))| Key::of(v).map(|k| (i, k)))
             .take(MAX_LEAVES)
             .collect();
+        // The argument names too (a renamed parameter of a stale schema), pointing at the
+        // first leaf under each, or a leaf of its own when it has none.
+        if let Some(Value::Object(m)) = args {
+            for (k, v) in m {
+                let p = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+                let at = arg_leaves.iter().position(|(lp, _)| lp.starts_with(&p));
+                let at = at.unwrap_or_else(|| {
+                    arg_leaves.push((p.clone(), v));
+                    arg_leaves.len() - 1
+                });
+                arg_keys.push((at, Key::Name(k.as_str().into())));
+            }
+        }
         let mut i = 0;
         while i < self.taints.len() {
             let t = &self.taints[i];
@@ -254,7 +267,7 @@ mod tests {
             seq: 1,
             at,
             args: fingerprint(Some(args)),
-            values: introduced(&original, &delivered, 16),
+            values: introduced(&original, &delivered, 16, false),
             class: Class::Pending,
         }
     }
