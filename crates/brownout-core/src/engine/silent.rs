@@ -66,20 +66,15 @@ impl Engine {
         }
     }
 
-    /// Check a request against its session's taints.
-    pub(super) fn taint_request(
+    /// Record what a request's check against its session's taints found.
+    pub(super) fn taint_findings(
         &mut self,
         session: &str,
+        found: Vec<Finding>,
         tool: Option<&str>,
         seq: u64,
-        args: Option<&Value>,
-        fingerprint: u64,
         now: Time,
     ) {
-        let found = self
-            .session(session)
-            .taints
-            .check(tool.unwrap_or_default(), args, fingerprint);
         for f in found {
             self.finding(session, f, tool, Some(seq), now);
         }

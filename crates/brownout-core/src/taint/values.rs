@@ -54,6 +54,28 @@ pub struct Tainted {
     pub shown: String,
 }
 
+impl Tainted {
+    /// Bytes that any request carrying this value must contain, whatever JSON writer made
+    /// it: an ASCII string's own bytes (no escaping can change them), an integer's digits.
+    /// `None` when no such bytes exist (non-ASCII text may be `\u`-escaped, a fraction
+    /// may be written otherwise): such a value is always checked on the parsed arguments.
+    pub fn needle(&self) -> Option<Vec<u8>> {
+        let plain = |s: &str| {
+            s.bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' && b != b'/')
+        };
+        match &self.key {
+            Key::Str(s) | Key::Name(s) if plain(s) => Some(s.as_bytes().to_vec()),
+            Key::Num(bits) => {
+                let f = f64::from_bits(*bits);
+                (f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .then(|| (f.abs() as i64).to_string().into_bytes())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Is this value specific enough that seeing it again means it was copied? Not a boolean or
 /// null, not an integer below 1000 in magnitude, not a number with fewer than four
 /// significant digits, not a string shorter than four characters or a common word.
