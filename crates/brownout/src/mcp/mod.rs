@@ -19,6 +19,7 @@ pub mod design;
 pub mod guard;
 pub mod history;
 pub mod http;
+pub mod http_limits;
 pub mod progress;
 pub mod read;
 pub mod recommend;
@@ -26,6 +27,8 @@ pub mod resources;
 pub mod runs;
 pub mod server;
 pub mod start;
+pub mod tool_pages;
+pub mod work_bounds;
 
 use crate::experiment::policy::Policy;
 use clap::Args;
@@ -98,6 +101,9 @@ pub struct McpArgs {
     /// A Host allowed besides loopback (repeatable).
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Sessions, connections and timeouts of the HTTP listener (docs/mcp.md#resource-bounds).
+    #[command(flatten)]
+    pub bounds: http_limits::HttpBounds,
 }
 
 /// How a person approves a live run.
