@@ -27,9 +27,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The bounds an operator may tune (`brownout mcp --http` only).
+/// The bounds an operator may tune (all but `--max-sim-time` for `--http` only).
 #[derive(Args, Debug, Clone)]
-pub struct HttpBounds {
+pub struct Bounds {
+    /// The longest one `simulate` call computes (wall time); it then answers with the run
+    /// so far and `stopped_by`.
+    #[arg(long, default_value = "30s", value_parser = crate::control::admin::parse_duration, value_name = "DURATION")]
+    pub max_sim_time: Duration,
     /// At most this many MCP sessions at once (HTTP); beyond, 503 with Retry-After.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_sessions: usize,
@@ -88,7 +92,7 @@ pub struct Capped {
 }
 
 impl Capped {
-    pub fn new(b: &HttpBounds) -> Capped {
+    pub fn new(b: &Bounds) -> Capped {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(b.session_idle_timeout);
         Capped {
@@ -235,8 +239,9 @@ pub async fn sessions_gate(req: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
-    fn bounds(max: usize, per: usize) -> HttpBounds {
-        HttpBounds {
+    fn bounds(max: usize, per: usize) -> Bounds {
+        Bounds {
+            max_sim_time: Duration::from_secs(1),
             max_sessions: max,
             max_sessions_per_client: per,
             session_idle_timeout: Duration::from_secs(60),

@@ -101,9 +101,10 @@ pub struct McpArgs {
     /// A Host allowed besides loopback (repeatable).
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
-    /// Sessions, connections and timeouts of the HTTP listener (docs/mcp.md#resource-bounds).
+    /// Sessions, connections and timeouts of the HTTP listener; a simulation's time
+    /// (docs/mcp.md#resource-bounds).
     #[command(flatten)]
-    pub bounds: http_limits::HttpBounds,
+    pub bounds: http_limits::Bounds,
 }
 
 /// How a person approves a live run.
@@ -171,6 +172,7 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?
         }
     };
+    work_bounds::set_sim_time(a.bounds.max_sim_time);
     // Through MCP the ladder always counts the store's history.
     policy.ladder_from_history = true;
     let dir = tempfile::Builder::new().prefix("brownout-mcp-").tempdir()?;

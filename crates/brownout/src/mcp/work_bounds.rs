@@ -12,15 +12,22 @@ use std::time::{Duration, Instant};
 pub const SIM_MAX_EVENTS: u64 = 50_000_000;
 /// The most memory one simulation through MCP holds (estimated from its state).
 pub const SIM_MAX_BYTES: usize = 512 * 1024 * 1024;
-/// The longest one simulation through MCP runs (wall time).
+/// The longest one simulation through MCP runs (wall time), unless `--max-sim-time`.
 pub const SIM_MAX_TIME: Duration = Duration::from_secs(30);
+
+static SIM_TIME: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// The operator's `--max-sim-time` (set once, at start).
+pub fn set_sim_time(d: Duration) {
+    let _ = SIM_TIME.set(d.max(Duration::from_millis(100)));
+}
 
 /// A simulation's bounds through MCP, stopped early when `cancel` turns true.
 pub fn sim_budget(cancel: &Arc<AtomicBool>) -> Budget {
     Budget {
         max_events: Some(SIM_MAX_EVENTS),
         max_bytes: Some(SIM_MAX_BYTES),
-        deadline: Some(Instant::now() + SIM_MAX_TIME),
+        deadline: Some(Instant::now() + *SIM_TIME.get().unwrap_or(&SIM_MAX_TIME)),
         cancel: Some(Arc::clone(cancel)),
     }
 }
