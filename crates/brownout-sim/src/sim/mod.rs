@@ -213,7 +213,7 @@ impl Sim<'_> {
         let mut events: u64 = 0;
         while let Some(due) = self.queue.pop() {
             events += 1;
-            if events % budget::EVERY == 0 {
+            if events.is_multiple_of(budget::EVERY) {
                 if let Some(why) = self.budget.exceeded(events, || self.footprint()) {
                     self.stopped_by = Some(why);
                     break;

@@ -142,3 +142,23 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_by_line_start_and_columns_in_characters() {
+        let text = "a = 1\nb = \"é\" # ü\nc = 3";
+        let l = Lines::new(text);
+        assert_eq!(l.pos(0), Pos { line: 1, column: 1 });
+        assert_eq!(l.pos(6), Pos { line: 2, column: 1 });
+        // After `é` (2 bytes) the column counts characters.
+        let hash = text.find('#').expect("#");
+        assert_eq!(l.pos(hash), Pos { line: 2, column: 9 });
+        assert_eq!(l.pos(hash - 2), Pos { line: 2, column: 7 });
+        assert_eq!(l.pos(text.len()), Pos { line: 3, column: 6 });
+        let n = parse("x = 1\n[t]\ny = \"ü\"\nz = 2\n").expect("parses");
+        assert_eq!(n.locate("/t/z", true), Pos { line: 4, column: 1 });
+    }
+}
