@@ -3,9 +3,9 @@
 //! served; slow, half-sent request heads are cut after the header timeout and cannot lock
 //! a legitimate client out; `describe_target` on a target whose `tools/list` never ends
 //! stops at the tool (or byte) cap; `simulate` past its bounds answers, naming the bound;
-//! `validate_plan` on a large TOML is fast, and one over the size cap is refused. The
-//! legitimate client is the official Python SDK; the hostile ones are raw
-//! (peers/python/hostile_client.py, hostile_target.py). Timings are never asserted: the
+//! a cancelled `simulate` stops computing; `validate_plan` on a large TOML is fast, and one
+//! over the size cap is refused. The legitimate client is the official Python SDK; the
+//! hostile ones are raw (peers/python/hostile_client.py, hostile_target.py). Timings are never asserted: the
 //! agents' overall timeouts only keep a hang (the old code) from holding the suite.
 
 mod common;
@@ -271,6 +271,57 @@ fn simulate_past_its_bounds_answers_naming_the_bound() {
     );
 }
 
+/// Run the agent over stdio on a script kept in a file (too long for a command line): its
+/// document and its stderr (where the server's stderr goes).
+fn run_agent_file(env: &Env, script: &Value, server: &[String], timeout: &str) -> (Value, String) {
+    let file = env.dir.path().join("script.json");
+    std::fs::write(&file, script.to_string()).expect("write the script");
+    let out = Command::new(python())
+        .arg(repo().join("peers/python/agent.py"))
+        .arg("--script")
+        .arg(&file)
+        .args(["--timeout", timeout, "--"])
+        .args(server)
+        .output()
+        .expect("run the agent");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(doc["completed"], true, "{doc:#}\n{err}");
+    (doc, err)
+}
+
+#[test]
+fn a_cancelled_simulate_stops_computing() {
+    let env = Env::new();
+    let calls: Vec<String> = (0..100).map(|_| "{tool: t}".to_string()).collect();
+    let step = format!("  - calls: [{}]\n", calls.join(", "));
+    let workload = format!(
+        "name: huge\narrival: {{mode: closed, concurrency: 10000}}\ntasks: 200000\nsteps:\n{}servers:\n  - name: s\n    tools:\n      t: {{latency: {{added_ms: 5}}}}\n",
+        step.repeat(100)
+    );
+    // The client gives up after 2 s and says so (notifications/cancelled); the wall-time
+    // bound (120 s) is far away: only the cancellation can stop the simulation in time.
+    let mut sim = call("simulate", json!({"workload": workload}));
+    sim["timeout_s"] = json!(2);
+    let script = json!([sim, {"op": "sleep", "seconds": 3}, call("list_fault_kinds", json!({}))]);
+    let (doc, err) = run_agent_file(
+        &env,
+        &script,
+        &env.server(&["--max-sim-time", "120s"]),
+        "60",
+    );
+    assert_eq!(
+        doc["ops"][0]["ok"], false,
+        "the client abandoned it: {:#}",
+        doc["ops"][0]
+    );
+    assert!(sc(&doc, 2)["kinds"].is_array());
+    assert!(
+        err.contains("simulate stopped early: cancelled"),
+        "the simulation went on after the request was cancelled: {err}"
+    );
+}
+
 /// A TOML plan of about `bytes` bytes: many small faults.
 fn big_toml(bytes: usize) -> String {
     let mut t = String::from("seed = 1\n");
@@ -297,24 +348,7 @@ fn validate_plan_on_a_large_toml_answers_and_a_too_large_one_is_refused() {
             json!({"plan": big_toml(300 * 1024), "format": "toml"})
         ),
     ]);
-    // Too long for a command line: the script goes in a file.
-    let file = env.dir.path().join("script.json");
-    std::fs::write(&file, script.to_string()).expect("write the script");
-    let out = Command::new(python())
-        .arg(repo().join("peers/python/agent.py"))
-        .arg("--script")
-        .arg(&file)
-        .args(["--timeout", "25", "--"])
-        .args(env.server(&[]))
-        .output()
-        .expect("run the agent");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    assert_eq!(
-        doc["completed"],
-        true,
-        "{doc:#}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (doc, _) = run_agent_file(&env, &script, &env.server(&[]), "25");
     let v = sc(&doc, 0);
     assert!(v["ok"].is_boolean(), "{v:#}");
     let r = &doc["ops"][1]["result"];

@@ -156,6 +156,8 @@ pub fn simulate(args: &Value, cancel: &std::sync::Arc<std::sync::atomic::AtomicB
     let gates = v.get("gates").cloned().unwrap_or_else(|| json!([]));
     let mut out = json!({"report": v, "breached": breached, "gates": gates});
     if let Some(why) = stopped_by {
+        // For the operator too: a simulation cut short (or abandoned by its caller).
+        eprintln!("brownout mcp: simulate stopped early: {why}");
         out["complete"] = json!(false);
         out["stopped_by"] = json!(why);
         out["note"] = json!("the simulation reached a bound of brownout mcp and stopped early: the report covers the run up to there (fewer tasks or a smaller workload fit)");
