@@ -103,7 +103,7 @@ impl Corrupt {
         };
         let mut all = Vec::new();
         crate::taint::leaves(&doc, "", &mut all);
-        let history = c.state.get::<History>();
+        let stale = self.mode == Mode::Stale;
         let pointer = match &self.path {
             Some(p) => p.clone(),
             None => {
@@ -121,7 +121,9 @@ impl Corrupt {
                     good
                 };
                 if pool.is_empty() {
-                    history.remember(&tool, &all);
+                    if stale {
+                        c.state.get::<History>().remember(&tool, &all);
+                    }
                     return None;
                 }
                 pool[rng.below(pool.len())].0.clone()
@@ -134,7 +136,9 @@ impl Corrupt {
         let mut options: Vec<Value> = match self.mode {
             Mode::Perturb => perturb::candidates(&old, field_schema, &mut rng),
             Mode::Swap => same_type(&all, &pointer, &old),
-            Mode::Stale => history
+            Mode::Stale => c
+                .state
+                .get::<History>()
                 .0
                 .get(&(tool.clone(), pointer.clone()))
                 .map(|seen| seen.iter().rev().filter(|v| **v != old).cloned().collect())
@@ -143,7 +147,10 @@ impl Corrupt {
         if self.mode == Mode::Swap {
             shuffle(&mut options, &mut rng);
         }
-        history.remember(&tool, &all);
+        // Only `stale` needs what the tool returned before.
+        if stale {
+            c.state.get::<History>().remember(&tool, &all);
+        }
         let validator = c.schema.map(|sc| &sc.validator);
         let new = options.into_iter().take(TRIES).find(|cand| {
             let Some(slot) = doc.pointer_mut(&pointer) else {

@@ -88,14 +88,39 @@ pub struct Finding {
     pub shown: Option<String>,
 }
 
-/// One session's taints, oldest first, with the bytes a request must contain to carry any
-/// of their values (so most requests are cleared without parsing their arguments).
+/// One session's taints, oldest first, each with the bytes a request must contain to carry
+/// one of its values (so most requests are cleared without parsing their arguments).
 #[derive(Debug, Default)]
 pub struct Book {
-    taints: VecDeque<Taint>,
-    needles: Vec<memchr::memmem::Finder<'static>>,
-    /// Some value has no needle: every request's arguments are parsed.
-    always_parse: bool,
+    taints: VecDeque<(Taint, Needles)>,
+}
+
+/// What a request must contain to carry one of a taint's values; `any` when some value has
+/// no such bytes (its requests are always parsed).
+#[derive(Debug)]
+struct Needles {
+    finders: Vec<memchr::memmem::Finder<'static>>,
+    any: bool,
+}
+
+impl Needles {
+    fn of(t: &Taint) -> Needles {
+        let mut n = Needles {
+            finders: Vec::new(),
+            any: false,
+        };
+        for v in &t.values {
+            match v.needle() {
+                Some(b) => n.finders.push(memchr::memmem::Finder::new(&b).into_owned()),
+                None => n.any = true,
+            }
+        }
+        n
+    }
+
+    fn may_be_in(&self, raw: &[u8]) -> bool {
+        self.any || self.finders.iter().any(|f| f.find(raw).is_some())
+    }
 }
 
 impl Book {
@@ -110,27 +135,12 @@ impl Book {
     /// Keep a new taint; returns the oldest one if the book was full (the caller classifies
     /// it as it stood).
     pub fn add(&mut self, t: Taint, cfg: &TaintConfig) -> Option<Taint> {
-        self.taints.push_back(t);
-        let gone = if self.taints.len() > cfg.max_taints.max(1) {
-            self.taints.pop_front().map(close)
-        } else {
-            None
-        };
-        self.reindex();
-        gone
-    }
-
-    fn reindex(&mut self) {
-        self.needles.clear();
-        self.always_parse = false;
-        for v in self.taints.iter().flat_map(|t| &t.values) {
-            match v.needle() {
-                Some(n) => self
-                    .needles
-                    .push(memchr::memmem::Finder::new(&n).into_owned()),
-                None => self.always_parse = true,
-            }
+        let n = Needles::of(&t);
+        self.taints.push_back((t, n));
+        if self.taints.len() > cfg.max_taints.max(1) {
+            return self.taints.pop_front().map(|(t, _)| close(t));
         }
+        None
     }
 
     /// Check a request (its raw bytes; `tool` names what it calls, or its method) against
@@ -147,8 +157,8 @@ impl Book {
         let recall = self
             .taints
             .iter()
-            .any(|t| t.class == Class::Pending && t.tool == tool);
-        let carries = self.always_parse || self.needles.iter().any(|n| n.find(raw).is_some());
+            .any(|(t, _)| t.class == Class::Pending && t.tool == tool);
+        let carries = self.taints.iter().any(|(_, n)| n.may_be_in(raw));
         if !recall && !carries {
             return Vec::new();
         }
@@ -186,9 +196,9 @@ impl Book {
         }
         let mut i = 0;
         while i < self.taints.len() {
-            let t = &self.taints[i];
+            let t = &self.taints[i].0;
             if let Some((from, to)) = hit(t, &arg_keys, &arg_leaves) {
-                let t = self.taints.remove(i).map(|mut t| {
+                let t = self.taints.remove(i).map(|(mut t, _)| {
                     let was = t.class;
                     t.class = Class::Propagated;
                     (t, was)
@@ -210,14 +220,11 @@ impl Book {
                 continue;
             }
             if t.class == Class::Pending && t.tool == tool && t.args == fingerprint {
-                let t = &mut self.taints[i];
+                let t = &mut self.taints[i].0;
                 t.class = Class::Noticed;
                 found.push(finding(t, Class::Noticed, Class::Pending));
             }
             i += 1;
-        }
-        if found.iter().any(|f| f.class == Class::Propagated) {
-            self.reindex();
         }
         found
     }
@@ -225,7 +232,7 @@ impl Book {
     /// The agent cancelled a request: every pending taint is noticed.
     pub fn cancelled(&mut self) -> Vec<Finding> {
         let mut found = Vec::new();
-        for t in self.taints.iter_mut().filter(|t| t.class == Class::Pending) {
+        for (t, _) in self.taints.iter_mut().filter(|(t, _)| t.class == Class::Pending) {
             t.class = Class::Noticed;
             found.push(finding(t, Class::Noticed, Class::Pending));
         }
@@ -238,23 +245,18 @@ impl Book {
         while self
             .taints
             .front()
-            .is_some_and(|t| now.saturating_sub(t.at) >= cfg.window)
+            .is_some_and(|(t, _)| now.saturating_sub(t.at) >= cfg.window)
         {
-            if let Some(t) = self.taints.pop_front() {
+            if let Some((t, _)) = self.taints.pop_front() {
                 out.push(close(t));
             }
-        }
-        if !out.is_empty() {
-            self.reindex();
         }
         out
     }
 
     /// Close every taint (the session or the run ended).
     pub fn drain(&mut self) -> Vec<Taint> {
-        let out = self.taints.drain(..).map(close).collect();
-        self.reindex();
-        out
+        self.taints.drain(..).map(|(t, _)| close(t)).collect()
     }
 }
 
