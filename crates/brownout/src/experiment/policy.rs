@@ -47,6 +47,11 @@ pub struct Policy {
     /// URLs an MCP client may have brownout reach — targets, admin APIs: globs (default:
     /// loopback only).
     pub mcp_urls: Vec<String>,
+    /// Tools an experiment started through `brownout mcp` may call for real (its load and
+    /// its probes) although they may write — annotated destructive, not annotated
+    /// read-only, or a write verb in the name: exact names, no globs (default none: such
+    /// an experiment calls only read-only tools without a write verb).
+    pub load_tools: Vec<String>,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -89,6 +94,7 @@ impl Default for Policy {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+            load_tools: Vec::new(),
         }
     }
 }

@@ -158,6 +158,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         robustness: None,
         calibration: None,
         baselines: Vec::new(),
+        tool_calls: None,
     }
 }
 
@@ -378,6 +379,7 @@ async fn with_target(
     }
     load.stop().await;
     probing.iter().for_each(|p| p.abort());
+    j.tool_calls = target.tool_calls().await;
     if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
         let samples: Vec<_> = live.all_samples.iter().collect();
         j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));

@@ -26,6 +26,8 @@ pub mod resources;
 pub mod runs;
 pub mod server;
 pub mod start;
+pub mod untrusted;
+pub mod writes;
 
 use crate::experiment::policy::Policy;
 use clap::Args;

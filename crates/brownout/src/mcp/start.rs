@@ -2,6 +2,8 @@
 //! approval obtained — the operator's one-time code, an elicitation form in the client, or
 //! on 2026-07-28 a form returned as a multi-round-trip input request — the guardrails
 //! checked again (time passed while the person decided), then the run started (runs.rs).
+//! The load and probes may call only tools that cannot write (writes.rs), judged against
+//! the target described at start; a target that cannot be described is refused.
 //! Every decision is audited.
 
 use super::audit::Entry;
@@ -112,6 +114,10 @@ impl McpServer {
             .policy_verdict(&x)
             .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()));
         if let Err(r) = checked {
+            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
+        }
+        // No real call to a tool that may write: judged against the target's own list.
+        if let Err(r) = super::writes::check_target(ctx, &x).await {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
         // A person approves: the code the operator read, a form in the client, or a form
