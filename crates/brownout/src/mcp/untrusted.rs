@@ -24,25 +24,27 @@ fn hidden(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
 }
 
-/// `s` with every hidden character written out and cut to `cap` characters.
+/// `s` with every hidden character written out, cut to about `cap` characters (the
+/// escapes counted: the result is at most `cap` plus one escape plus the cut's note).
 pub fn text(s: &str, cap: usize) -> String {
     let mut out = String::new();
-    let mut n = 0;
-    let total = s.chars().count();
-    for c in s.chars() {
-        if n >= cap {
-            out.push_str(&format!("…[{} more characters cut]", total - n));
+    let mut len = 0;
+    for (i, c) in s.chars().enumerate() {
+        if len >= cap {
+            let rest = s.chars().count() - i;
+            out.push_str(&format!("…[{rest} more characters cut]"));
             break;
         }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
-            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-        n += 1;
+        let piece = match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            '\\' => "\\\\".to_string(),
+            c if hidden(c) => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        };
+        len += piece.chars().count();
+        out.push_str(&piece);
     }
     out
 }
