@@ -274,7 +274,7 @@ fn loading(h: &Hostile, tool: &str, args: Value) -> String {
 
 #[test]
 fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
-    let h = Hostile::new("load_tools: [transfer_funds]\n");
+    let h = Hostile::new("");
     let mut script = Vec::new();
     let cases = [
         ("restart_service", json!({"service": "payments-prod"})),
@@ -294,11 +294,6 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
     script.push(call(
         "start_experiment",
         json!({"experiment": probed.to_string()}),
-    ));
-    // The operator's policy names transfer_funds: it goes on to approval (not started).
-    script.push(call(
-        "start_experiment",
-        json!({"experiment": loading(&h, "transfer_funds", json!({"amount": 1, "to": "x"}))}),
     ));
     let doc = agent_stdio(
         &Value::Array(script),
@@ -322,12 +317,6 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
         .as_str()
         .unwrap_or("")
         .contains("does not list"));
-    assert_eq!(
-        sc(&doc, 4)["decision"],
-        "approval_required",
-        "{:#}",
-        sc(&doc, 4)
-    );
     assert!(h.counts().is_empty(), "a tool was called: {:?}", h.counts());
     let refused = h
         .env
@@ -336,6 +325,22 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
         .filter(|e| e["rule"] == "load_tools")
         .count();
     assert_eq!(refused, 4, "{:?}", h.env.audit_entries());
+    // The operator's policy names transfer_funds: its load goes on to approval (and only a
+    // person's approval would start it).
+    let allowed = Hostile::new("load_tools: [transfer_funds]\n");
+    let x = loading(&allowed, "transfer_funds", json!({"amount": 1, "to": "x"}));
+    let doc = agent_stdio(
+        &json!([call("start_experiment", json!({"experiment": x}))]),
+        &allowed.server(&["--allow-run"]),
+        &["--timeout", "120"],
+    );
+    assert_eq!(
+        sc(&doc, 0)["decision"],
+        "approval_required",
+        "{:#}",
+        sc(&doc, 0)
+    );
+    assert!(allowed.counts().is_empty(), "{:?}", allowed.counts());
 }
 
 #[test]
