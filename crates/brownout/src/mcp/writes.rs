@@ -117,10 +117,20 @@ pub fn words(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// `payInvoice` → `pay`, `Invoice`; `HTTPServer` → `HTTP`, `Server`; `TRUNCATE` stays whole.
 fn split_camel(s: &str) -> Vec<String> {
+    let cs: Vec<char> = s.chars().collect();
     let mut out = vec![String::new()];
-    for c in s.chars() {
-        if c.is_uppercase() && out.last().is_some_and(|w| !w.is_empty()) {
+    for (i, &c) in cs.iter().enumerate() {
+        let prev = i.checked_sub(1).and_then(|j| cs.get(j)).copied();
+        let next = cs.get(i + 1).copied();
+        let starts = c.is_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_lowercase()
+                    || p.is_numeric()
+                    || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+            });
+        if starts {
             out.push(String::new());
         }
         if let Some(w) = out.last_mut() {
@@ -267,6 +277,8 @@ mod tests {
             );
         }
         assert_eq!(words("payInvoice"), vec!["pay", "invoice"]);
+        assert_eq!(words("HTTPPostRequest"), vec!["http", "post", "request"]);
+        assert_eq!(words("db.TRUNCATE-all"), vec!["db", "truncate", "all"]);
         let mut p = Policy::default();
         let t = tool(json!({"name": "transfer_funds", "inputSchema": schema}));
         assert!(!callable(&t, &p));
