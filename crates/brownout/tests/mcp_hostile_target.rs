@@ -330,7 +330,13 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
     let allowed = Hostile::new("load_tools: [transfer_funds]\n");
     let x = loading(&allowed, "transfer_funds", json!({"amount": 1, "to": "x"}));
     let doc = agent_stdio(
-        &json!([call("start_experiment", json!({"experiment": x}))]),
+        &json!([
+            call("start_experiment", json!({"experiment": x})),
+            call(
+                "design_experiments",
+                json!({"target": {"command": allowed.command()}, "max": 12, "timeout_ms": 60000})
+            ),
+        ]),
         &allowed.server(&["--allow-run"]),
         &["--timeout", "120"],
     );
@@ -339,6 +345,23 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
         "approval_required",
         "{:#}",
         sc(&doc, 0)
+    );
+    // The designer too: transfer_funds gets the write tool's experiment, saying why.
+    let designed = sc(&doc, 1);
+    let transfer = designed["experiments"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["tool"] == "transfer_funds"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(transfer["fault"], "error", "{designed:#}");
+    assert!(transfer["rationale"]
+        .as_str()
+        .unwrap_or("")
+        .contains("`load_tools`"));
+    let skipped = designed["not_designed"].to_string();
+    assert!(
+        skipped.contains("restart_service") && !skipped.contains("transfer_funds"),
+        "{skipped}"
     );
     assert!(allowed.counts().is_empty(), "{:?}", allowed.counts());
 }
