@@ -13,6 +13,46 @@ pub enum Event {
     Fault(FaultEvent),
     /// A call completed (or was given up on), as the client saw it.
     Call(CallEvent),
+    /// A fault changed a result, or the agent acted on, noticed or ignored a changed one
+    /// (docs/silent.md).
+    Taint(TaintEvent),
+}
+
+/// What became of a result a fault changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaintEvent {
+    pub t_ms: f64,
+    pub session: String,
+    /// `altered` (a fault changed a delivered result), `propagated` (a later request carried
+    /// a value it introduced), `noticed` (the agent re-called the tool with the same
+    /// arguments, or cancelled) or `unobserved` (neither within the window).
+    pub class: &'static str,
+    pub fault: String,
+    pub kind: &'static str,
+    /// The tool whose result was changed, and its call's per-session sequence number.
+    pub from_tool: String,
+    pub from_seq: u64,
+    /// The request that acted on it or noticed (`propagated`, `noticed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_tool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_seq: Option<u64>,
+    /// Where the value sat in the changed result and where in the request's arguments
+    /// (JSON pointers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_pointer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_pointer: Option<String>,
+    /// The value, truncated to 24 characters (never whole when long).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `altered`: how many distinctive values the fault introduced (0: none to follow; the
+    /// result can still be noticed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<usize>,
+    /// `propagated`: the result had been noticed first (re-fetched), and acted on after all.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub after_notice: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

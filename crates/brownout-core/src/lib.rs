@@ -20,6 +20,7 @@ pub mod sli;
 pub mod slo;
 pub mod splice;
 pub mod stats;
+pub mod taint;
 pub mod time;
 pub mod verdict;
 

@@ -8,6 +8,7 @@ use crate::event::Outcome;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Upper bounds of the latency buckets, in milliseconds (Prometheus-style, cumulative when
 /// exported; the last bucket, +Inf, is implied).
@@ -66,7 +67,21 @@ pub struct Slis {
     series: BTreeMap<String, BTreeMap<String, Series>>,
     /// How many (method, tool) series exist.
     count: usize,
-    schemas: FxHashMap<String, jsonschema::Validator>,
+    schemas: FxHashMap<String, Arc<ToolSchema>>,
+}
+
+/// A tool's advertised `outputSchema`: as written, and compiled.
+pub struct ToolSchema {
+    pub raw: Value,
+    pub validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for ToolSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSchema")
+            .field("raw", &self.raw)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Slis {
@@ -98,9 +113,16 @@ impl Slis {
                 continue;
             }
             if let Ok(validator) = jsonschema::validator_for(schema) {
-                self.schemas.insert(name.to_string(), validator);
+                let raw = schema.clone();
+                let ts = Arc::new(ToolSchema { raw, validator });
+                self.schemas.insert(name.to_string(), ts);
             }
         }
+    }
+
+    /// A tool's advertised output schema, if it has one.
+    pub fn schema(&self, tool: &str) -> Option<Arc<ToolSchema>> {
+        self.schemas.get(tool).cloned()
     }
 
     /// Whether a tool has an advertised output schema.
@@ -119,7 +141,7 @@ impl Slis {
             return false;
         };
         match v.pointer("/result/structuredContent") {
-            Some(sc) => validator.is_valid(sc),
+            Some(sc) => validator.validator.is_valid(sc),
             None => false,
         }
     }

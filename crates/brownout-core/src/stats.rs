@@ -9,7 +9,8 @@
 use crate::event::{Event, Outcome};
 use crate::sli::Slis;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
@@ -19,6 +20,71 @@ pub struct Summary {
     injections: BTreeMap<String, (String, u64)>,
     mutated: u64,
     latency_us: Histogram<u64>,
+    silent: Silent,
+    /// The same, per tool whose result was changed (at most [`crate::sli::MAX_SERIES`]
+    /// tools; beyond, under `_other`).
+    silent_tools: BTreeMap<String, Silent>,
+}
+
+/// What became of the results faults changed (docs/silent.md): each is `propagated` (the
+/// agent acted on a value the fault introduced), `noticed` (it re-fetched or cancelled),
+/// `unobserved` (neither within the window) or still pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Silent {
+    /// Results a fault changed that reached the client.
+    pub altered: u64,
+    pub propagated: u64,
+    pub noticed: u64,
+    pub unobserved: u64,
+    /// Still within their window.
+    pub pending: u64,
+    /// Propagated / altered: the share that failed silently.
+    pub silent_rate: f64,
+    /// Noticed / altered: the share that failed safely.
+    pub safe_rate: f64,
+}
+
+impl Silent {
+    /// The counts since `earlier` (a stage's share of a run), rates recomputed.
+    pub fn since(&self, earlier: &Silent) -> Silent {
+        Silent {
+            altered: self.altered.saturating_sub(earlier.altered),
+            propagated: self.propagated.saturating_sub(earlier.propagated),
+            noticed: self.noticed.saturating_sub(earlier.noticed),
+            unobserved: self.unobserved.saturating_sub(earlier.unobserved),
+            ..Silent::default()
+        }
+        .rates()
+    }
+
+    /// With `pending` and the rates computed from the counts.
+    pub fn rates(mut self) -> Silent {
+        let r = |n: u64| {
+            if self.altered == 0 {
+                0.0
+            } else {
+                n as f64 / self.altered as f64
+            }
+        };
+        self.pending = self
+            .altered
+            .saturating_sub(self.propagated + self.noticed + self.unobserved);
+        self.silent_rate = r(self.propagated);
+        self.safe_rate = r(self.noticed);
+        self
+    }
+
+    /// The headline, in the words of the people who asked for it.
+    pub fn headline(&self) -> String {
+        format!(
+            "of the {} results a fault changed, {:.1}% failed safely (noticed), {:.1}% silently (acted on); {} unobserved, {} pending",
+            self.altered,
+            self.safe_rate * 100.0,
+            self.silent_rate * 100.0,
+            self.unobserved,
+            self.pending
+        )
+    }
 }
 
 impl Default for Summary {
@@ -28,6 +94,8 @@ impl Default for Summary {
             outcomes: BTreeMap::new(),
             injections: BTreeMap::new(),
             mutated: 0,
+            silent: Silent::default(),
+            silent_tools: BTreeMap::new(),
             // 1 µs .. 1 hour, 3 significant digits: a fixed few hundred KiB at most.
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
@@ -55,6 +123,10 @@ pub struct Report {
     /// fault id → (kind, injections).
     pub injections: BTreeMap<String, Injections>,
     pub latency_ms: Percentiles,
+    /// Results faults changed and what the agent did with them.
+    pub silent: Silent,
+    /// The same per tool whose result was changed (tools with none are left out).
+    pub silent_tools: BTreeMap<String, Silent>,
 }
 
 /// The calls of one tool.
@@ -90,6 +162,7 @@ impl Summary {
             Event::Call(c) => {
                 self.record_call(c.outcome, (c.latency_ms * 1000.0).round() as u64, c.mutated)
             }
+            Event::Taint(t) => self.record_taint(&t.from_tool, t.class, t.after_notice),
         }
     }
 
@@ -108,6 +181,48 @@ impl Summary {
         }
         self.injections
             .insert(fault.to_string(), (kind.to_string(), 1));
+    }
+
+    /// A taint event's class for a result of `tool` (`after_notice`: a noticed result acted
+    /// on after all).
+    pub fn record_taint(&mut self, tool: &str, class: &str, after_notice: bool) {
+        Self::count_taint(&mut self.silent, class, after_notice);
+        let known = self.silent_tools.contains_key(tool);
+        let tool = if known || self.silent_tools.len() < crate::sli::MAX_SERIES {
+            tool
+        } else {
+            "_other"
+        };
+        let per_tool = self.silent_tools.entry(tool.to_string()).or_default();
+        Self::count_taint(per_tool, class, after_notice);
+    }
+
+    /// The silent-failure counts so far, per tool whose result a fault changed.
+    pub fn silent_tools(&self) -> BTreeMap<String, Silent> {
+        self.silent_tools
+            .iter()
+            .map(|(t, s)| (t.clone(), s.rates()))
+            .collect()
+    }
+
+    fn count_taint(s: &mut Silent, class: &str, after_notice: bool) {
+        match class {
+            "altered" => s.altered += 1,
+            "propagated" => {
+                s.propagated += 1;
+                if after_notice {
+                    s.noticed = s.noticed.saturating_sub(1);
+                }
+            }
+            "noticed" => s.noticed += 1,
+            "unobserved" => s.unobserved += 1,
+            _ => {}
+        }
+    }
+
+    /// The silent-failure counts so far.
+    pub fn silent(&self) -> Silent {
+        self.silent.rates()
     }
 
     pub fn record_call(&mut self, outcome: Outcome, latency_us: u64, mutated: bool) {
@@ -171,6 +286,8 @@ impl Summary {
                     self.latency_us.max() as f64 / 1000.0
                 },
             },
+            silent: self.silent.rates(),
+            silent_tools: self.silent_tools(),
         }
     }
 }
@@ -302,6 +419,9 @@ impl std::fmt::Display for Report {
                     t.error_rate * 100.0,
                 )?;
             }
+        }
+        if self.silent.altered > 0 {
+            writeln!(f, "silent failures: {}", self.silent.headline())?;
         }
         if self.injections.is_empty() {
             writeln!(f, "injections: none")?;

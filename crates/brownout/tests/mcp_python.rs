@@ -638,7 +638,17 @@ fn over_streamable_http_legacy_and_stateless() {
     let r = remote();
     // A stopped run counts until its rollbacks and recovery end: allow two at once.
     let policy = env.policy("max_concurrent: 2\n");
-    let (_g, url) = http_server(&env, &["--allow-run", "--policy", &policy]);
+    // Over HTTP the client's form approves only when the operator says so.
+    let (_g, url) = http_server(
+        &env,
+        &[
+            "--allow-run",
+            "--policy",
+            &policy,
+            "--approval",
+            "elicitation",
+        ],
+    );
     for (mode, title) in [("legacy", "http legacy"), ("2026-07-28", "http stateless")] {
         let x = experiment(
             title,
@@ -690,7 +700,7 @@ fn over_streamable_http_legacy_and_stateless() {
 fn simultaneous_starts_do_not_beat_the_concurrency_cap() {
     let env = Env::new();
     let r = remote();
-    let (_g, url) = http_server(&env, &["--allow-run"]);
+    let (_g, url) = http_server(&env, &["--allow-run", "--approval", "elicitation"]);
     let target = remote_target(&r);
     let threads: Vec<_> = (0..4)
         .map(|i| {

@@ -1,5 +1,5 @@
 //! Every message brownout makes itself is valid MCP, checked against the official JSON
-//! Schemas in `../shared/mcp-schema/<version>/schema.json`.
+//! Schemas in `crates/brownout/tests/data/mcp-schema/<version>/schema.json`.
 
 mod common;
 use brownout_core::{Engine, EngineConfig, Plan, Side, Time};

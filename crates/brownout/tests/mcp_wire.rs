@@ -1,7 +1,7 @@
 //! Every message `brownout mcp` writes is valid MCP: raw JSON-RPC over stdio in each
 //! protocol version it speaks (2025-06-18 and 2025-11-25 with the handshake, the stateless
 //! 2026-07-28 with `_meta` on every request), each response checked against the official
-//! JSON Schema of that version (`../shared/mcp-schema/<version>/schema.json`).
+//! JSON Schema of that version (`crates/brownout/tests/data/mcp-schema/<version>/schema.json`).
 
 mod common;
 #[path = "mcp_support/mod.rs"]

@@ -41,6 +41,23 @@ impl Engine {
                 hits.push(i);
             }
         }
+        // Taints: a session that received a changed result has each request checked; a
+        // call a result-changing fault hit keeps its arguments' fingerprint. Neither costs
+        // anything otherwise.
+        let watched = !self.session(session).taints.is_empty();
+        let alters = hits
+            .iter()
+            .any(|&i| self.plan.faults[i].effect.alters_result());
+        let args_fp = if watched || alters {
+            let a = args();
+            let fp = crate::taint::fingerprint(a.as_ref());
+            if watched {
+                self.taint_request(session, tool, seq, a.as_ref(), fp, now);
+            }
+            alters.then_some(fp)
+        } else {
+            None
+        };
         let id = v.id.clone();
         if hits.is_empty() {
             if let Some(id) = id {
@@ -99,6 +116,8 @@ impl Engine {
             applied,
             generation: self.generation,
             altered: false,
+            altered_by: None,
+            args_fp,
         };
         match (shaping.reply.take(), id) {
             (Some(reply), Some(id)) => {
@@ -242,7 +261,12 @@ impl Engine {
                 Phase::Response,
             ) {
                 call.applied.push(f.id.clone());
-                call.altered |= f.effect.alters_result();
+                if f.effect.alters_result() {
+                    call.altered = true;
+                    if call.altered_by.is_none() {
+                        call.altered_by = Some((f.id.clone(), f.effect.kind()));
+                    }
+                }
                 self.fault_event(
                     session,
                     call.seq,
@@ -302,6 +326,9 @@ impl Engine {
                 _ => (Outcome::Malformed, None),
             }
         };
+        if call.altered && outcome == Outcome::Ok {
+            self.taint_result(session, call, shaping.original, bytes, now);
+        }
         if delivered > now {
             // Due later (a delay, a held answer): recorded when it is due, so a run that
             // ends first counts it as unanswered, not as delivered in the future.

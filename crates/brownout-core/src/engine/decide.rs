@@ -129,6 +129,12 @@ impl Engine {
         s: &mut Shaping<'_>,
         phase: Phase,
     ) -> Option<String> {
+        // Only kinds that shape results read the schema: the lookup is skipped for the rest.
+        let schema = if f.effect.alters_result() {
+            tool.and_then(|t| self.slis.schema(t))
+        } else {
+            None
+        };
         let (key, state) = self.kind_state(f, i, session);
         let mut c = Ctx {
             key,
@@ -139,6 +145,7 @@ impl Engine {
             id,
             tools: f.select.tools.as_ref(),
             state,
+            schema: schema.as_deref(),
         };
         let result = f.effect.act(phase, &mut c, s);
         if let Some(answer) = s.expire.take() {

@@ -37,6 +37,7 @@ impl Engine {
                 id: None,
                 tools: f.select.tools.as_ref(),
                 state,
+                schema: None,
             };
             if f.effect.simulate(f.direction, &mut c, &mut out) {
                 out.injected += 1;
@@ -56,6 +57,7 @@ impl Engine {
         self.settle(now);
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for k in keys {
+            self.taint_expire(&k, now);
             let gone = self.session(&k).pending.expire(now);
             self.unanswered(&k, gone, now);
             let Some(ttl) = self.config.idle_session_ttl else {
@@ -64,7 +66,10 @@ impl Engine {
             let s = self.session(&k);
             if s.pending.is_empty() && s.expired.is_none() && now.saturating_sub(s.last_seen) > ttl
             {
-                self.sessions.remove(&k);
+                if let Some(mut s) = self.sessions.remove(&k) {
+                    let taints = s.taints.drain();
+                    self.taint_drain(&k, taints, now);
+                }
             }
         }
     }
@@ -98,6 +103,8 @@ impl Engine {
         if let Some(mut s) = self.sessions.remove(session) {
             let gone = s.pending.drain();
             self.unanswered(session, gone, now);
+            let taints = s.taints.drain();
+            self.taint_drain(session, taints, now);
         }
     }
 
@@ -146,6 +153,7 @@ impl Engine {
                 id: None,
                 tools: f.select.tools.as_ref(),
                 state: &mut state,
+                schema: None,
             };
             let mut shaping = Shaping::new(b"");
             let Some(action) = f.effect.act(Phase::Request, &mut c, &mut shaping) else {

@@ -21,6 +21,7 @@ mod deferred;
 mod lifecycle;
 mod loose;
 mod record;
+mod silent;
 
 use crate::correlate::{Pending, DEFAULT_CAPACITY, DEFAULT_TTL};
 use crate::event::Event;
@@ -67,6 +68,8 @@ pub struct EngineConfig {
     /// Forget sessions idle this long in [`Engine::expire`] (HTTP, where clients come and
     /// go); `None` keeps every session (stdio has one).
     pub idle_session_ttl: Option<Time>,
+    /// Taint tracking's window and bounds (docs/silent.md).
+    pub taint: crate::taint::TaintConfig,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +79,7 @@ impl Default for EngineConfig {
             pending_ttl: DEFAULT_TTL,
             record_events: true,
             idle_session_ttl: None,
+            taint: crate::taint::TaintConfig::default(),
         }
     }
 }
@@ -93,6 +97,11 @@ struct Call {
     generation: u64,
     /// A fault changed the result itself (drift, truncation): not a correct answer.
     altered: bool,
+    /// The first fault that changed the result (its id and kind): the taint's author.
+    altered_by: Option<(String, &'static str)>,
+    /// Fingerprint of the arguments, kept only for calls a result-changing fault hit (a
+    /// re-call with the same ones means the agent noticed).
+    args_fp: Option<u64>,
 }
 
 impl Call {
@@ -105,6 +114,8 @@ impl Call {
             applied: Vec::new(),
             generation,
             altered: false,
+            altered_by: None,
+            args_fp: None,
         }
     }
 }
@@ -131,6 +142,8 @@ struct Session {
     expired: Option<Answer>,
     /// When the session last sent or received a message (idle sessions are forgotten).
     last_seen: Time,
+    /// Values faults put into results this session received (docs/silent.md).
+    taints: crate::taint::Book,
 }
 
 /// The decision-making core shared by every driver.
@@ -277,6 +290,7 @@ impl Engine {
                 expired: None,
                 last_seen: Time::ZERO,
                 counters: Vec::new(),
+                taints: crate::taint::Book::default(),
             };
             self.sessions.insert(key.to_string(), s);
         }
@@ -313,6 +327,7 @@ impl Engine {
     pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
         self.settle(now);
         self.session(session).last_seen = now;
+        self.taint_expire(session, now);
         match classify(bytes) {
             Message::Invalid(_) => Verdict::pass(),
             Message::Single(v) => self.on_view(side, session, &v, bytes, now),
@@ -361,6 +376,9 @@ impl Engine {
             }
             (_, Kind::Notification) => {
                 let method = v.method.as_deref().unwrap_or_default().to_string();
+                if side == Side::Client && method == "notifications/cancelled" {
+                    self.taint_cancelled(session, now);
+                }
                 self.on_loose(side, session, &method, bytes, now)
             }
         }
@@ -373,6 +391,8 @@ mod http_tests;
 mod id_tests;
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod silent_tests;
 #[cfg(test)]
 mod sli_tests;
 #[cfg(test)]

@@ -81,6 +81,7 @@ mod tests {
             id: None,
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let f: Bandwidth =
             serde_json::from_value(serde_json::json!({"bytes_per_sec": 2048})).expect("valid");

@@ -95,6 +95,7 @@ mod tests {
                 id: None,
                 tools: None,
                 state: &mut state,
+                schema: None,
             };
             let mut s = Shaping::new(b"{}");
             cs.apply(&mut c, &mut s);

@@ -190,6 +190,7 @@ mod tests {
             id: Some(&id),
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let mut s = Shaping::new(b"{}");
         f.apply_request(&c, &mut s);

@@ -179,6 +179,7 @@ mod tests {
             id: Some(&id),
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let mut s = Shaping::new(b"{}");
         f.apply(&c, &mut s);

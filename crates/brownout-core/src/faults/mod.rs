@@ -12,6 +12,7 @@ pub mod bandwidth;
 pub mod cold_start;
 pub mod connection;
 pub mod correlation;
+pub mod corrupt;
 pub mod drop;
 pub mod duplicate;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod http_status;
 pub mod latency;
 pub mod malformed;
 pub mod partial_result;
+pub(crate) mod perturb;
 pub mod process;
 pub mod rate_limit;
 pub mod registry;
@@ -57,6 +59,7 @@ pub static KINDS: &[KindInfo] = &[
     rate_limit::KIND,
     schema_drift::KIND,
     partial_result::KIND,
+    corrupt::KIND,
     registry::KIND,
     process::KIND,
     http_status::KIND,
@@ -341,6 +344,8 @@ pub struct Ctx<'a> {
     /// The fault's `tools` globs.
     pub tools: Option<&'a Globs>,
     pub state: &'a mut KindState,
+    /// The tool's advertised `outputSchema`, when the relay has seen `tools/list`.
+    pub schema: Option<&'a crate::sli::ToolSchema>,
 }
 
 impl Ctx<'_> {

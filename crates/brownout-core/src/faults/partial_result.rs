@@ -153,7 +153,7 @@ impl FaultKind for PartialResult {
     }
 
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
-        out.worsen(SimOutcome::Corrupt);
+        out.worsen(SimOutcome::Wrong);
         true
     }
 }
@@ -178,6 +178,7 @@ mod tests {
             id: None,
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let mut s = Shaping::new(&raw);
         let d = PartialResult { mode, keep: None }.apply(&c, &mut s);

@@ -273,6 +273,7 @@ mod tests {
             id: None,
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let mut s = Shaping::new(&raw);
         let r = Registry {

@@ -22,8 +22,12 @@ pub enum SimOutcome {
     FailAfter,
     /// No answer reaches the client (timeout, drop, malformed bytes): its own timeout fires.
     NoAnswer,
-    /// An answer that looks fine and is wrong (schema drift, partial result): a silent failure.
+    /// An answer whose shape is wrong (schema drift): an agent that validates results
+    /// against the tool's `outputSchema` can notice; one that trusts them fails silently.
     Corrupt,
+    /// An answer that keeps its schema and carries wrong values (`corrupt`, a truncated
+    /// `partial_result`): even a validating agent cannot tell; only cross-checking can.
+    Wrong,
 }
 
 /// The combined effect of every fault that hit one simulated call.
@@ -42,10 +46,11 @@ impl SimulatedCall {
         use SimOutcome::*;
         let rank = |o: SimOutcome| match o {
             Server => 0,
-            Corrupt => 1,
-            FailAfter => 2,
-            NoAnswer => 3,
-            FailFast => 4,
+            Wrong => 1,
+            Corrupt => 2,
+            FailAfter => 3,
+            NoAnswer => 4,
+            FailFast => 5,
         };
         if rank(o) > rank(self.outcome) {
             self.outcome = o;

@@ -86,6 +86,7 @@ mod tests {
             id: None,
             tools: None,
             state: &mut state,
+            schema: None,
         };
         let f: SlowStream = serde_json::from_value(serde_json::json!({})).expect("defaults");
         let mut s = Shaping::new(b"{}");

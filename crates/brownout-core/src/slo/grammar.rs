@@ -138,7 +138,7 @@ impl fmt::Display for Gate {
             self.limit.text,
             self.window_text
         )?;
-        let noun = if self.sli.is_task() { "tasks" } else { "calls" };
+        let noun = self.sli.noun();
         if let Some(m) = self.min {
             write!(f, " min {m} {noun}")?;
         }

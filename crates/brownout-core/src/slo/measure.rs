@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The SLI names a gate accepts (percentiles other than these are written `pNN`).
-pub const SLI_NAMES: [&str; 16] = [
+pub const SLI_NAMES: [&str; 19] = [
     "error_rate",
     "availability",
     "correctness",
@@ -21,6 +21,9 @@ pub const SLI_NAMES: [&str; 16] = [
     "p999",
     "task_success",
     "blast_radius",
+    "silent_rate",
+    "safe_rate",
+    "propagated",
 ];
 
 /// What a gate measures.
@@ -50,6 +53,14 @@ pub enum Sli {
     TaskSuccess,
     /// Tasks that failed / tasks.
     BlastRadius,
+    /// Results a fault changed that the agent then acted on (a later request carried a value
+    /// the fault introduced) / results a fault changed: failed silently (docs/silent.md).
+    SilentRate,
+    /// Results a fault changed that the agent noticed (re-fetched, cancelled) / results a
+    /// fault changed: failed safely.
+    SafeRate,
+    /// How many times an agent acted on a value a fault introduced (a count).
+    Propagated,
 }
 
 /// The unit an SLI's values carry.
@@ -67,7 +78,7 @@ impl Sli {
     pub fn kind(self) -> Kind {
         match self {
             Sli::Mean | Sli::Max | Sli::Percentile(_) => Kind::Latency,
-            Sli::Amplification => Kind::Factor,
+            Sli::Amplification | Sli::Propagated => Kind::Factor,
             _ => Kind::Ratio,
         }
     }
@@ -75,6 +86,23 @@ impl Sli {
     /// Measured over tasks rather than calls.
     pub fn is_task(self) -> bool {
         matches!(self, Sli::TaskSuccess | Sli::BlastRadius)
+    }
+
+    /// Measured over results a fault changed (what the agent did with them): fed by
+    /// [`super::GateWatch::observe_taint`], not by calls.
+    pub fn is_taint(self) -> bool {
+        matches!(self, Sli::SilentRate | Sli::SafeRate | Sli::Propagated)
+    }
+
+    /// What its windows count, as a gate writes it (`over 100 calls`).
+    pub fn noun(self) -> &'static str {
+        if self.is_task() {
+            "tasks"
+        } else if self.is_taint() {
+            "results"
+        } else {
+            "calls"
+        }
     }
 
     /// Needs the window's latency histogram.
@@ -95,6 +123,9 @@ impl Sli {
             "max" => Sli::Max,
             "task_success" => Sli::TaskSuccess,
             "blast_radius" => Sli::BlastRadius,
+            "silent_rate" => Sli::SilentRate,
+            "safe_rate" => Sli::SafeRate,
+            "propagated" => Sli::Propagated,
             _ => return percentile(w),
         }))
     }
@@ -149,6 +180,9 @@ impl fmt::Display for Sli {
             Sli::Max => "max",
             Sli::TaskSuccess => "task_success",
             Sli::BlastRadius => "blast_radius",
+            Sli::SilentRate => "silent_rate",
+            Sli::SafeRate => "safe_rate",
+            Sli::Propagated => "propagated",
             Sli::Percentile(ppm) => {
                 let (int, frac) = (ppm / 10_000, ppm % 10_000);
                 if frac == 0 {

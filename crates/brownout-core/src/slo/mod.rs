@@ -50,6 +50,18 @@ pub struct CallObservation {
     pub attempts: u32,
 }
 
+/// What became of a result a fault changed, as a silent-failure gate counts it
+/// (docs/silent.md): the result itself, then at most one of propagated or noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaintMark {
+    /// A fault changed a delivered result.
+    Altered,
+    /// A later request of the agent carried a value the fault introduced: a silent failure.
+    Propagated,
+    /// The agent re-fetched it or gave up on the task: a safe failure.
+    Noticed,
+}
+
 /// A finished task.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TaskObservation {

@@ -322,7 +322,7 @@ impl Parser {
     }
 
     fn window(&mut self, sli: Sli) -> Result<(Window, String), GateError> {
-        let noun = if sli.is_task() { "tasks" } else { "calls" };
+        let noun = sli.noun();
         let over = self.peek().cloned();
         match over.as_ref().map(|t| &t.tok) {
             Some(Tok::Word(w)) if w == "over" => self.pos += 1,
@@ -369,13 +369,13 @@ impl Parser {
 
     /// `calls` or `tasks` after a count; required after a window count, optional after `min`.
     fn noun(&mut self, sli: Sli, required: bool) -> Result<(), GateError> {
-        let noun = if sli.is_task() { "tasks" } else { "calls" };
+        let noun = sli.noun();
         match self.peek().cloned() {
             Some(Spanned { tok: Tok::Word(w), .. }) if w == noun => {
                 self.pos += 1;
                 Ok(())
             }
-            Some(Spanned { tok: Tok::Word(w), col }) if w == "calls" || w == "tasks" => Err(GateError::new(
+            Some(Spanned { tok: Tok::Word(w), col }) if w == "calls" || w == "tasks" || w == "results" => Err(GateError::new(
                 col,
                 format!("`{sli}` counts {noun}, not {w}"),
             )

@@ -116,6 +116,7 @@ fn brute(sli: Sli, calls: &[&Call]) -> Option<f64> {
         Sli::Max => lat.last().copied(),
         Sli::Percentile(ppm) => (n > 0).then(|| lat[(hist::rank(ppm, n as u64) - 1) as usize]),
         Sli::TaskSuccess | Sli::BlastRadius => None,
+        Sli::SilentRate | Sli::SafeRate | Sli::Propagated => None,
     }
 }
 

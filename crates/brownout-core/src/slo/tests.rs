@@ -40,11 +40,13 @@ fn every_sli_parses_with_its_kind() {
     for name in SLI_NAMES {
         let value = match name {
             "mean" | "max" | "p50" | "p90" | "p95" | "p99" | "p999" => "250ms",
-            "amplification" => "1.5",
+            "amplification" | "propagated" => "1.5",
             _ => "5%",
         };
         let noun = if name.starts_with("task") || name == "blast_radius" {
             "tasks"
+        } else if matches!(name, "silent_rate" | "safe_rate" | "propagated") {
+            "results"
         } else {
             "calls"
         };
@@ -54,6 +56,45 @@ fn every_sli_parses_with_its_kind() {
     }
     assert_eq!(parse("amplification <= 1.5x over 10s").limit(), 1.5);
     assert_eq!(parse("task_success >= 99% over 10s").sli, Sli::TaskSuccess);
+    assert_eq!(parse("silent_rate < 1% over 10s").sli, Sli::SilentRate);
+}
+
+#[test]
+fn silent_rates_count_what_became_of_changed_results() {
+    use crate::slo::TaintMark;
+    let mut w = GateWatch::new(vec![
+        parse("silent_rate < 10% over 10s min 4 results"),
+        parse("safe_rate >= 50% over 10s min 4 results"),
+        parse(r#"propagated{tool="get_*"} < 1 over 10s"#),
+    ]);
+    for i in 0..4 {
+        w.observe_taint(f64::from(i), Some("get_incident"), TaintMark::Altered);
+    }
+    w.observe_taint(5.0, Some("get_incident"), TaintMark::Noticed);
+    w.observe_taint(5.0, Some("get_incident"), TaintMark::Noticed);
+    // Calls do not move silent-failure gates.
+    w.observe_call(&CallObservation {
+        at_ms: 5.0,
+        method: "tools/call".into(),
+        tool: Some("get_incident".into()),
+        outcome: crate::event::Outcome::Error,
+        latency_ms: 1.0,
+        correct: false,
+        timed_out: false,
+        attempts: 1,
+    });
+    let s = w.evaluate(6.0);
+    assert_eq!(s[0].value, Some(0.0));
+    assert_eq!(s[1].value, Some(0.5));
+    assert_eq!(s[2].value, Some(0.0));
+    w.observe_taint(7.0, Some("get_incident"), TaintMark::Propagated);
+    let s = w.evaluate(8.0);
+    assert_eq!(s[0].value, Some(0.25));
+    assert_ne!(s[0].status, GateStatus::Holding);
+    assert_eq!(s[2].value, Some(1.0));
+    // Another tool's results are outside the scoped gate.
+    w.observe_taint(8.0, Some("search"), TaintMark::Propagated);
+    assert_eq!(w.evaluate(9.0)[2].value, Some(1.0));
 }
 
 #[test]
@@ -227,7 +268,7 @@ fn errors_point_at_the_column_and_suggest() {
         e.to_string(),
         "column 1: unknown SLI `eror_rate`: one of error_rate, availability, correctness, eta, \
          tcsr, timeouts, amplification, mean, max, p50, p90, p95, p99, p999, task_success, \
-         blast_radius, or pNN (did you mean `error_rate`?)"
+         blast_radius, silent_rate, safe_rate, propagated, or pNN (did you mean `error_rate`?)"
     );
     assert!(err("").message.contains("ends"));
     assert!(err("error_rate < 1% over 10s min 5 min 6")

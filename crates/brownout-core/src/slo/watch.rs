@@ -2,8 +2,10 @@
 
 use super::grammar::{Gate, Window};
 use super::measure::{Cmp, Sli};
-use super::window::{Sample, Sliding, Totals, ANSWERED, CORRECT, OK, TIMED_OUT};
-use super::{CallObservation, GateState, GateStatus, GateSummary, TaskObservation};
+use super::window::{
+    Sample, Sliding, Totals, ALTERED, ANSWERED, CORRECT, NOTICED, OK, PROPAGATED, TIMED_OUT,
+};
+use super::{CallObservation, GateState, GateStatus, GateSummary, TaintMark, TaskObservation};
 use crate::event::Outcome;
 
 #[derive(Debug, Clone)]
@@ -73,7 +75,8 @@ impl GateWatch {
     pub fn observe_call(&mut self, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
         for w in &mut self.gates {
-            if !w.gate.sli.is_task() && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
+            let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint();
+            if calls && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
                 w.window.push(c.at_ms, sample);
             }
         }
@@ -85,6 +88,22 @@ impl GateWatch {
         for w in &mut self.gates {
             if w.gate.sli.is_task() {
                 w.window.push(t.at_ms, sample);
+            }
+        }
+    }
+
+    /// What became of a result a fault changed (`tool` produced it): every silent-failure
+    /// gate whose scope matches counts it.
+    pub fn observe_taint(&mut self, at_ms: f64, tool: Option<&str>, mark: TaintMark) {
+        let flags = match mark {
+            TaintMark::Altered => ALTERED,
+            TaintMark::Propagated => PROPAGATED,
+            TaintMark::Noticed => NOTICED,
+        };
+        let sample = Sample::new(flags, 1, 0.0, false);
+        for w in &mut self.gates {
+            if w.gate.sli.is_taint() && w.gate.scope.matches("tools/call", tool) {
+                w.window.push(at_ms, sample);
             }
         }
     }
@@ -180,6 +199,19 @@ pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
         Sli::Mean => (t.n > 0).then(|| t.latency_ns as f64 / t.n as f64 / 1e6),
         Sli::Max => window.max_ms(),
         Sli::Percentile(ppm) => window.quantile(ppm),
+        // A propagation whose changed result has already left the window still counts
+        // against the results in it (capped at 1): the window errs toward failing.
+        Sli::SilentRate => taint_frac(t.propagated, t.altered),
+        Sli::SafeRate => taint_frac(t.noticed, t.altered),
+        Sli::Propagated => (t.n > 0).then_some(t.propagated as f64),
+    }
+}
+
+fn taint_frac(a: u64, altered: u64) -> Option<f64> {
+    match (a, altered) {
+        (0, 0) => None,
+        (_, 0) => Some(1.0),
+        _ => Some((a as f64 / altered as f64).min(1.0)),
     }
 }
 

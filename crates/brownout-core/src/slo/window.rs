@@ -24,6 +24,12 @@ pub(crate) const OK: u8 = 1;
 pub(crate) const ANSWERED: u8 = 2;
 pub(crate) const CORRECT: u8 = 4;
 pub(crate) const TIMED_OUT: u8 = 8;
+/// A result a fault changed (the silent-failure SLIs' denominator).
+pub(crate) const ALTERED: u8 = 16;
+/// The agent acted on a value a fault introduced.
+pub(crate) const PROPAGATED: u8 = 32;
+/// The agent noticed a changed result.
+pub(crate) const NOTICED: u8 = 64;
 
 /// One call or task, as a window keeps it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,6 +66,9 @@ pub struct Totals {
     pub answered: u64,
     pub correct: u64,
     pub timed_out: u64,
+    pub altered: u64,
+    pub propagated: u64,
+    pub noticed: u64,
     pub attempts: u64,
     pub latency_ns: u128,
 }
@@ -71,6 +80,9 @@ impl Totals {
         self.answered += u64::from(s.flags & ANSWERED != 0);
         self.correct += u64::from(s.flags & CORRECT != 0);
         self.timed_out += u64::from(s.flags & TIMED_OUT != 0);
+        self.altered += u64::from(s.flags & ALTERED != 0);
+        self.propagated += u64::from(s.flags & PROPAGATED != 0);
+        self.noticed += u64::from(s.flags & NOTICED != 0);
         self.attempts += u64::from(s.attempts);
         self.latency_ns += u128::from(s.latency_ns);
     }
@@ -81,6 +93,9 @@ impl Totals {
         self.answered -= u64::from(s.flags & ANSWERED != 0);
         self.correct -= u64::from(s.flags & CORRECT != 0);
         self.timed_out -= u64::from(s.flags & TIMED_OUT != 0);
+        self.altered -= u64::from(s.flags & ALTERED != 0);
+        self.propagated -= u64::from(s.flags & PROPAGATED != 0);
+        self.noticed -= u64::from(s.flags & NOTICED != 0);
         self.attempts -= u64::from(s.attempts);
         self.latency_ns -= u128::from(s.latency_ns);
     }
@@ -91,6 +106,9 @@ impl Totals {
         self.answered -= o.answered;
         self.correct -= o.correct;
         self.timed_out -= o.timed_out;
+        self.altered -= o.altered;
+        self.propagated -= o.propagated;
+        self.noticed -= o.noticed;
         self.attempts -= o.attempts;
         self.latency_ns -= o.latency_ns;
     }

@@ -158,7 +158,7 @@ impl Sim<'_> {
         let answer = match (base_error, outcome) {
             (_, SimOutcome::NoAnswer) => None,
             (true, _) | (_, SimOutcome::FailAfter | SimOutcome::FailFast) => Some(Answer::Fail),
-            (false, SimOutcome::Corrupt) => Some(Answer::Corrupt),
+            (false, SimOutcome::Corrupt | SimOutcome::Wrong) => Some(Answer::Corrupt),
             (false, SimOutcome::Server) => Some(Answer::Ok),
         };
         // A reply at once frees the slot itself (when the client still waits for it).

@@ -5,7 +5,8 @@
 //! Families: calls by method, tool and outcome; latency histograms by method and tool;
 //! injections by fault and kind; per tool availability, correctness and ETA (correct = no
 //! error, `isError` false, `structuredContent` valid against the advertised `outputSchema`);
-//! schema violations; sessions; pending requests; active faults.
+//! schema violations; results faults changed and what the agent did with them (silent and
+//! safe rates, docs/silent.md); sessions; pending requests; active faults.
 
 use crate::relay::Relay;
 use brownout_core::sli::LATENCY_BUCKETS_MS;
@@ -100,6 +101,13 @@ pub fn render(relay: &Relay, active_faults: usize) -> String {
                 violations.push((t(), s.schema_violations));
             }
         }
+        let silent = engine.summary().silent();
+        let results = vec![
+            (vec![("class", "altered".to_string())], silent.altered),
+            (vec![("class", "propagated".to_string())], silent.propagated),
+            (vec![("class", "noticed".to_string())], silent.noticed),
+            (vec![("class", "unobserved".to_string())], silent.unobserved),
+        ];
         let injections = engine
             .summary()
             .report()
@@ -115,6 +123,9 @@ pub fn render(relay: &Relay, active_faults: usize) -> String {
             ("brownout_tool_correctness", "Correct answers over answers, per tool (no error, isError false, structuredContent valid against the advertised outputSchema)", Snapshot::Gauge(correctness)),
             ("brownout_tool_eta", "Effective tool availability: availability x correctness, per tool", Snapshot::Gauge(eta)),
             ("brownout_schema_violations", "Results whose structuredContent broke the tool's advertised outputSchema", Snapshot::Counter(violations)),
+            ("brownout_altered_results", "Results a fault changed (class altered), and what the agent did with them: propagated (acted on a value the fault introduced: failed silently), noticed (re-fetched or cancelled: failed safely), unobserved (neither within the window)", Snapshot::Counter(results)),
+            ("brownout_silent_rate", "Propagated over altered results: the share that failed silently", Snapshot::Gauge(vec![(Vec::new(), silent.silent_rate)])),
+            ("brownout_safe_rate", "Noticed over altered results: the share that failed safely", Snapshot::Gauge(vec![(Vec::new(), silent.safe_rate)])),
             ("brownout_sessions", "Sessions the relay tracks", Snapshot::Gauge(vec![(Vec::new(), engine.session_count() as f64)])),
             ("brownout_pending_requests", "Requests awaiting an answer", Snapshot::Gauge(vec![(Vec::new(), engine.pending_count() as f64)])),
             ("brownout_faults_active", "Faults in the running plan", Snapshot::Gauge(vec![(Vec::new(), active_faults as f64)])),

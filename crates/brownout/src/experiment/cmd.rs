@@ -12,6 +12,9 @@ pub fn check(files: &[PathBuf], json: bool) -> i32 {
     for f in files {
         match load_file(f) {
             Ok(x) => {
+                let warnings: Vec<String> = super::gates::silent_blind_spot(&x.plan, &x.gates)
+                    .into_iter()
+                    .collect();
                 if !json {
                     println!(
                         "{}: ok, {} stage(s), {} fault(s), {} gate(s)",
@@ -20,8 +23,11 @@ pub fn check(files: &[PathBuf], json: bool) -> i32 {
                         x.plan.faults.len(),
                         x.gates.len()
                     );
+                    for w in &warnings {
+                        eprintln!("{}: warning: {w}", f.display());
+                    }
                 }
-                out.push(serde_json::json!({"file": f.display().to_string(), "ok": true}));
+                out.push(serde_json::json!({"file": f.display().to_string(), "ok": true, "warnings": warnings}));
             }
             Err(e) => {
                 bad = true;

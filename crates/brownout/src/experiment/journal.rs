@@ -88,6 +88,9 @@ pub struct Journal {
     /// The simulator's model of the target, fitted to the baseline's calls (the stages'
     /// predictions run on it); `null` without a baseline.
     pub calibration: Option<super::predict::Calibration>,
+    /// Results the faults changed and what the agent did with them, over the run
+    /// (docs/silent.md); `null` when the relay could not say.
+    pub silent: Option<brownout_core::stats::Silent>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
     pub baselines: Vec<super::baseline::BaselineRecord>,
     /// `tools/call` requests of each tool the relay carried over the run — load, probes
@@ -185,6 +188,9 @@ pub struct StageRecord {
     /// The simulator's estimate of the stage, made before it ran, with its error after
     /// (`null` when none could be made: see the journal's `calibration.note`).
     pub prediction: Option<super::predict::Prediction>,
+    /// Results this stage's faults changed and what the agent did with them (counted when
+    /// classified: a result changed near the stage's end may be classified in the next).
+    pub silent: Option<brownout_core::stats::Silent>,
 }
 
 /// The gate breach that aborted the run.

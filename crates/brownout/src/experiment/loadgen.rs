@@ -16,6 +16,12 @@ pub enum Event {
     Task(TaskObservation),
     /// The load could not run (its sessions could not be set up).
     Trouble(String),
+    /// The relay counted `n` results of `tool` changed, acted on or noticed (docs/silent.md).
+    Taint {
+        tool: String,
+        mark: brownout_core::slo::TaintMark,
+        n: u64,
+    },
 }
 
 /// A running load.

@@ -26,6 +26,7 @@ pub mod predict;
 pub mod recovery;
 pub mod rollback;
 pub mod runner;
+pub mod silent;
 pub mod spec;
 pub mod status;
 pub mod steady;

@@ -132,6 +132,12 @@ impl Live {
                         out.tasks += 1;
                         self.watch.observe_task(&t);
                     }
+                    Some(Event::Taint { tool, mark, n }) => {
+                        let at = self.now_ms();
+                        for _ in 0..n {
+                            self.watch.observe_taint(at, Some(&tool), mark);
+                        }
+                    }
                     Some(Event::Trouble(t)) => return End::Trouble(t),
                     None => {
                         tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;

@@ -33,6 +33,11 @@ pub struct Policy {
     pub max_added_latency: Dur,
     /// Whether `process` faults (killing, pausing servers) are allowed (default false).
     pub allow_process_faults: bool,
+    /// Refuse an experiment whose faults change results (`corrupt`, `schema_drift`,
+    /// `partial_result`, a stale registry) when no gate sees what the agent does with them
+    /// (`silent_rate`, `safe_rate`, `propagated`; `correctness` for drift). Default false:
+    /// `experiment check` and `brownout run` warn instead.
+    pub require_silent_gate: bool,
     /// Enforce the ladder against the store's history too: a stage may go at most one rung
     /// above the highest rung a stage of this experiment (same title) has passed in a
     /// stored run; with no history, only the bottom rung (default false).
@@ -40,9 +45,10 @@ pub struct Policy {
     /// Experiments started through `brownout mcp` that may run at once (default 1).
     pub max_concurrent: u32,
     /// Command lines an MCP client may have brownout start — an experiment's target command
-    /// and rollbacks, `describe_target`'s command: globs over the program and its arguments
-    /// joined by spaces, as given (default: `brownout fixture*`). `brownout run` is the
-    /// operator's own and is not limited.
+    /// and rollbacks, `describe_target`'s command: each entry's words are globs matched one
+    /// per argument (a `*` never spans two arguments); a last word `**` allows any further
+    /// arguments (default: `brownout fixture **`). `brownout run` is the operator's own and
+    /// is not limited.
     pub mcp_commands: Vec<String>,
     /// URLs an MCP client may have brownout reach — targets, admin APIs: globs (default:
     /// loopback only).
@@ -52,6 +58,9 @@ pub struct Policy {
     /// read-only, or a write verb in the name: exact names, no globs (default none: such
     /// an experiment calls only read-only tools without a write verb).
     pub load_tools: Vec<String>,
+    /// Environment variables an experiment started through `brownout mcp` may name as
+    /// `target.admin_token_env` (sent as a bearer token to its admin URL); default none.
+    pub mcp_admin_token_envs: Vec<String>,
 }
 
 /// A label that marks production: its key and the values (globs, any case) that do.
@@ -83,9 +92,10 @@ impl Default for Policy {
             max_probability: 1.0,
             max_added_latency: Dur("10s".into()),
             allow_process_faults: false,
+            require_silent_gate: false,
             ladder_from_history: false,
             max_concurrent: 1,
-            mcp_commands: vec!["brownout fixture*".into()],
+            mcp_commands: vec!["brownout fixture **".into()],
             mcp_urls: [
                 "http://127.0.0.1:*",
                 "http://localhost:*",
@@ -95,6 +105,7 @@ impl Default for Policy {
             .map(|s| s.to_string())
             .collect(),
             load_tools: Vec::new(),
+            mcp_admin_token_envs: Vec::new(),
         }
     }
 }
@@ -138,6 +149,11 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
         .map(|s| s.sessions.fraction().unwrap_or(f64::NAN))
         .collect();
     check_ladder(&shares, p)?;
+    if p.require_silent_gate {
+        if let Some(why) = gates::silent_blind_spot(&x.plan, &x.gates) {
+            return refuse("require_silent_gate", why);
+        }
+    }
     let total = x.spec.baseline.as_ref().map(Dur::get).unwrap_or_default()
         + x.spec
             .method

@@ -95,6 +95,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         j.refusal = Some(r);
         return finish(j, Status::Refused, &a);
     }
+    if let Some(w) = super::gates::silent_blind_spot(&x.plan, &x.gates) {
+        eprintln!("brownout: warning: {w}");
+    }
     if a.dry_run {
         // With --json, stdout carries the journal alone.
         if !a.json {
@@ -157,6 +160,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         detection: None,
         robustness: None,
         calibration: None,
+        silent: None,
         baselines: Vec::new(),
         tool_calls: None,
     }
@@ -270,6 +274,8 @@ async fn with_target(
     }
     let sessions = x.spec.load.sessions.unwrap_or(16);
     let (tx, rx) = mpsc::unbounded_channel();
+    let silent_source = target.silent_source();
+    let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
     let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
@@ -378,6 +384,8 @@ async fn with_target(
         }
     }
     load.stop().await;
+    silent_feed.abort();
+    j.silent = silent_source.read().await.map(|c| super::silent::total(&c));
     probing.iter().for_each(|p| p.abort());
     j.tool_calls = target.tool_calls().await;
     if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
@@ -453,6 +461,8 @@ async fn drive(
             Err(e) => return (End::Trouble(e.to_string()), st.stage.clone()),
         };
         let before = target.injections().await;
+        let silent_source = target.silent_source();
+        let silent_before = silent_source.read().await;
         let start_ms = live.now_ms();
         let first = target
             .renew_every()
@@ -485,6 +495,10 @@ async fn drive(
             }
         }
         let after = target.injections().await;
+        let silent = match (silent_before, silent_source.read().await) {
+            (Some(b), Some(a)) => Some(super::silent::total(&a).since(&super::silent::total(&b))),
+            _ => None,
+        };
         let injections = after
             .iter()
             .map(|(k, v)| {
@@ -536,6 +550,7 @@ async fn drive(
             injections,
             slis: c.acc.slis(),
             gate_changes: c.changes,
+            silent,
         };
         super::predict::attach(&mut record, predictions.get(i).cloned().flatten());
         j.stages.push(record);

@@ -39,6 +39,9 @@ pub fn print(j: &Journal, journal: &Path) {
             );
         }
     }
+    if let Some(sl) = j.silent.filter(|s| s.altered > 0) {
+        println!("silent failures: {}", sl.headline());
+    }
     if let Some(b) = &j.breach {
         println!(
             "breach: `{}` at {:.0} ms; the last fault left {:.1} ms later",

@@ -242,6 +242,18 @@ impl Target {
         }))
     }
 
+    /// Where the run reads the relay's silent-failure counts.
+    pub fn silent_source(&self) -> super::silent::Source {
+        match &self.faults {
+            Faults::Local(relay) => super::silent::Source::Local(Arc::clone(relay)),
+            Faults::Remote(r) => super::silent::Source::Remote {
+                status_url: format!("{}/status", r.admin),
+                token: r.token.clone(),
+                http: r.http.clone(),
+            },
+        }
+    }
+
     /// Stop the in-process relay and its server processes.
     pub async fn stop(self) {
         if let Some(l) = self.local {

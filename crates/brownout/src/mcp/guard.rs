@@ -1,7 +1,7 @@
 //! The guardrails of `start_experiment`, in the server, before anything reaches a target:
 //! the operator's policy (production labels, numeric gate, ladder, caps), the ladder
 //! against the store's history (always on through MCP), the programs an agent may have
-//! started, and the concurrency cap. Approval by a person comes after these (approval.rs).
+//! started (argument by argument), the admin token it may send, and the concurrency cap. Approval by a person comes after these (approval.rs).
 
 use super::Config;
 use crate::experiment::load::Loaded;
@@ -22,21 +22,62 @@ fn commands(x: &Loaded) -> Vec<Vec<String>> {
     out
 }
 
-/// Whether the policy lets an MCP client have brownout run this command line.
+/// Whether the policy lets an MCP client have brownout run this command line. Each policy
+/// entry is matched argument by argument: its words (split on whitespace) are globs, one per
+/// argument, so a `*` never spans two arguments and `["brownout fixture", "x"]` is not
+/// `brownout fixture x`; a last word `**` allows any further arguments.
 pub fn command_allowed(cfg: &Config, cmd: &[String]) -> Result<(), Refusal> {
-    let line = cmd.join(" ");
-    let ok = Globs::new(&cfg.policy.mcp_commands)
-        .map(|g| g.is_match(&line))
-        .unwrap_or(false);
-    if ok {
+    if cfg.policy.mcp_commands.iter().any(|p| argv_matches(p, cmd)) {
         return Ok(());
     }
+    let shown: Vec<String> = cmd
+        .iter()
+        .map(|a| format!("\"{}\"", super::audit::clean_n(a, 200)))
+        .collect();
     Err(refusal(
         "mcp_commands",
         format!(
-            "`{}` is not a command line the policy lets an MCP client start (allowed: {})",
-            super::audit::clean(&line),
+            "[{}] is not a command line the policy lets an MCP client start (allowed, one glob per argument: {})",
+            shown.join(", "),
             list(&cfg.policy.mcp_commands)
+        ),
+    ))
+}
+
+/// One `mcp_commands` entry against an argv: word i (a glob) matches argument i; a last
+/// word `**` matches any further arguments, none included.
+pub fn argv_matches(pattern: &str, argv: &[String]) -> bool {
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    let (words, rest) = match words.split_last() {
+        Some((&"**", head)) => (head, true),
+        _ => (&words[..], false),
+    };
+    if words.is_empty() || argv.len() < words.len() || (!rest && argv.len() != words.len()) {
+        return false;
+    }
+    words.iter().zip(argv).all(|(w, a)| {
+        Globs::new(&[w.to_string()])
+            .map(|g| g.is_match(a))
+            .unwrap_or(false)
+    })
+}
+
+/// The environment variable an experiment's `target.admin_token_env` names is sent as a
+/// bearer token to its admin URL: through MCP only one the policy lists
+/// (`mcp_admin_token_envs`), so an agent cannot pick which of the server's secrets leaves.
+pub fn admin_token_env_allowed(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
+    let Some(v) = &x.spec.target.admin_token_env else {
+        return Ok(());
+    };
+    if cfg.policy.mcp_admin_token_envs.iter().any(|e| e == v) {
+        return Ok(());
+    }
+    Err(refusal(
+        "mcp_admin_token_envs",
+        format!(
+            "`target.admin_token_env` names ${}: through MCP only a variable the policy lists may be sent as the admin API's token (allowed: {})",
+            super::audit::clean_n(v, 100),
+            list(&cfg.policy.mcp_admin_token_envs)
         ),
     ))
 }
@@ -134,6 +175,7 @@ pub fn check(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
     for c in commands(x) {
         command_allowed(cfg, &c)?;
     }
+    admin_token_env_allowed(cfg, x)?;
     let t = &x.spec.target;
     for u in t.url.iter().chain(t.admin.iter()) {
         url_allowed(cfg, u)?;

@@ -56,6 +56,11 @@ async fn guard(gate: Arc<Gate>, req: Request, next: Next) -> Response {
 
 /// Serve until SIGINT/SIGTERM; 0, or 2 when the listener cannot start.
 pub async fn serve(ctx: Ctx, addr: &str, a: &McpArgs) -> anyhow::Result<i32> {
+    // An empty token would let every request through: refused before anything listens.
+    if a.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        eprintln!("brownout mcp: the bearer token (--token or BROWNOUT_MCP_TOKEN) is empty: give a non-empty token, or none to serve loopback only");
+        return Ok(2);
+    }
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {

@@ -3,15 +3,19 @@
 //!
 //! - [`server`]: the MCP handler (rmcp): tools and resources; [`start`]: `start_experiment`
 //!   (guardrails, a person's approval, the run);
-//! - [`catalogue`]: every tool's schemas and annotations;
+//! - [`catalogue`]: every tool's schemas and annotations; [`args`]: every call's arguments
+//!   checked against its tool's input schema;
 //! - [`read`], [`describe`], [`design`] (with [`history`]: what the store knows of a
 //!   target), [`recommend`]: the read-only tools;
 //! - [`runs`]: experiments started through MCP (child `brownout run`s, leases);
-//! - [`guard`], [`approval`], [`audit`]: the guardrails, a person's approval, the audit log;
+//! - [`guard`], [`approval`], [`binding`], [`audit`]: the guardrails, a person's approval
+//!   (bound to the resolved experiment: its files, the seed), the audit log;
 //! - [`compact`]: a journal summarised for an agent's context; [`http`]: the HTTP listener.
 
 pub mod approval;
+pub mod args;
 pub mod audit;
+pub mod binding;
 pub mod catalogue;
 pub mod compact;
 pub mod describe;
@@ -42,8 +46,9 @@ use std::time::Duration;
 /// experiments designed for it — all read-only. With --allow-run it can also start, watch
 /// and stop live experiments, inside guardrails it cannot change: the operator's policy
 /// (production labels refused, a numeric gate, the blast-radius ladder against the store's
-/// history, caps), at most N runs at once, a person's approval for every run (an
-/// elicitation form, or a one-time code printed here on stderr), a lease the client renews,
+/// history, caps), at most N runs at once, a person's approval for every run (a one-time
+/// code printed here on stderr; over stdio an elicitation form in the client instead),
+/// bound to the whole resolved experiment (its files, the seed), a lease the client renews,
 /// and every run stops when the MCP session ends. Every mutating call is audited.
 ///
 /// Examples:
@@ -53,7 +58,7 @@ use std::time::Duration;
 ///
 /// Exit codes: 0 the client went away (stdio) or a signal stopped it, every run stopped
 /// first; 2 bad usage or input (an unreadable policy, a listener that cannot bind, an
-/// address beyond loopback without --allow-remote). The tools, the guardrails and a desktop
+/// address beyond loopback without --allow-remote, an empty --token). The tools, the guardrails and a desktop
 /// agent's configuration: docs/mcp.md.
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
@@ -74,9 +79,12 @@ pub struct McpArgs {
     /// The audit log (JSON lines; default: mcp-audit.jsonl beside the store).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// How a person approves a live run: `auto` (an elicitation form in the client where it
-    /// supports one, else a one-time code) or `code` (always the operator's one-time code:
-    /// for clients whose own forms you do not trust).
+    /// How a person approves a live run. `auto`: over stdio (the local app that started
+    /// brownout) an elicitation form in the client where it supports one, else the
+    /// operator's one-time code; over HTTP always the one-time code. `code`: always the
+    /// one-time code (shown only on this terminal and in --approvals FILE). `elicitation`:
+    /// the client's form over HTTP too — any HTTP client that declares elicitation can then
+    /// approve its own runs (warned at start; docs/mcp.md#threat-model).
     #[arg(long, value_enum, default_value = "auto")]
     pub approval: ApprovalMode,
     /// Also append approval codes to this file (they are always printed on stderr).
@@ -91,7 +99,8 @@ pub struct McpArgs {
     /// Listen beyond loopback (needs --token).
     #[arg(long, requires = "token")]
     pub allow_remote: bool,
-    /// The bearer token HTTP clients must send (or BROWNOUT_MCP_TOKEN).
+    /// The bearer token HTTP clients must send (or BROWNOUT_MCP_TOKEN); an empty one is
+    /// refused at start.
     #[arg(long, env = "BROWNOUT_MCP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// A browser Origin allowed besides loopback (repeatable).
@@ -107,6 +116,19 @@ pub struct McpArgs {
 pub enum ApprovalMode {
     Auto,
     Code,
+    Elicitation,
+}
+
+impl ApprovalMode {
+    /// Whether the client's own elicitation form may approve a run, for this transport:
+    /// `auto` trusts it only over stdio, where the client is the app that started brownout.
+    pub fn client_form_trusted(self, http: bool) -> bool {
+        match self {
+            ApprovalMode::Auto => !http,
+            ApprovalMode::Code => false,
+            ApprovalMode::Elicitation => true,
+        }
+    }
 }
 
 /// The longest experiment, plan or workload text a call may carry (bytes).
@@ -114,8 +136,10 @@ pub const MAX_TEXT: usize = 256 * 1024;
 
 /// What the server was started with: fixed for its life.
 pub struct Config {
-    /// Approval only by the operator's one-time code (`--approval code`).
-    pub approval_code_only: bool,
+    /// Whether the client's elicitation form may approve a run (`--approval` and the
+    /// transport: never over HTTP unless `--approval elicitation`); else only the
+    /// operator's one-time code.
+    pub client_form_approves: bool,
     pub policy: Policy,
     pub policy_file: Option<PathBuf>,
     pub allow_run: bool,
@@ -196,7 +220,7 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
         audit.clone(),
     )?;
     let cfg = Arc::new(Config {
-        approval_code_only: a.approval == ApprovalMode::Code,
+        client_form_approves: a.approval.client_form_trusted(a.http.is_some()),
         policy,
         policy_file: a.policy.clone(),
         allow_run: a.allow_run,
@@ -235,6 +259,11 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
             }
         };
         ctx.runs.watch_leases();
+        if a.http.is_some() && a.approval == ApprovalMode::Elicitation && a.allow_run {
+            eprintln!(
+                "brownout mcp: WARNING: --approval elicitation over HTTP: any client that declares elicitation can approve its own live runs; the approver's name is only what the client says (docs/mcp.md#threat-model)"
+            );
+        }
         eprintln!(
             "brownout mcp: {} tools{}; audit log {}",
             catalogue::listed(ctx.cfg.allow_run).len(),

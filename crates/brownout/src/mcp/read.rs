@@ -218,10 +218,10 @@ pub fn get_policy(ctx: &Ctx) -> Out {
         "allow_run": c.allow_run,
         "lease_seconds": c.lease.as_secs_f64(),
         "max_concurrent": c.policy.max_concurrent,
-        "approval": if c.approval_code_only {
-            "a person approves every live run: a one-time code printed on the operator's terminal, passed back as `approval_code` with the same experiment text"
+        "approval": if !c.client_form_approves {
+            "a person approves every live run: a one-time code printed on the operator's terminal (never sent to this client), passed back as `approval_code` with the same experiment text and seed; it approves the experiment as resolved then (every file it names, by content) and is void if a file changes"
         } else {
-            "a person approves every live run: an elicitation form where the client supports it, else a one-time code printed on the operator's terminal, passed back as `approval_code` with the same experiment text"
+            "a person approves every live run: an elicitation form where the client supports it, else a one-time code printed on the operator's terminal, passed back as `approval_code` with the same experiment text and seed; either approves the experiment as resolved then (every file it names, by content) and is void if a file changes"
         },
         "rules": [
             "read-only unless the operator started the server with --allow-run",

@@ -70,6 +70,9 @@ pub enum StartError {
 /// What starting a run needs.
 pub struct Start<'a> {
     pub text: &'a str,
+    /// The files the text names (its relative path, the approved bytes): written beside the
+    /// run's copy of the text, so the run reads these and not the working directory's.
+    pub files: &'a [(String, Vec<u8>)],
     pub title: &'a str,
     pub session: &'a str,
     pub seed: Option<u64>,
@@ -144,8 +147,18 @@ impl Runs {
         } else {
             "yaml"
         };
-        let file = self.dir.join(format!("{run_id}.{ext}"));
         let io = |e: std::io::Error| StartError::Io(e.to_string());
+        // The run's own directory: the text and the files it names, as approved.
+        let own = self.dir.join(&run_id);
+        std::fs::create_dir_all(&own).map_err(io)?;
+        for (rel, bytes) in s.files {
+            let to = own.join(rel);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(&to, bytes).map_err(io)?;
+        }
+        let file = own.join(format!("{run_id}.{ext}"));
         std::fs::write(&file, s.text).map_err(io)?;
         let status_path = self.dir.join(format!("{run_id}.status.json"));
         let journal_path = self.dir.join(format!("{run_id}.journal.json"));

@@ -174,8 +174,10 @@ impl ServerHandler for McpServer {
             ))));
         }
         if name == "start_experiment" {
+            // Its arguments are checked there, after the keys it refuses by rule.
             return self.start(&request, &args, &context).await;
         }
+        super::args::check(&name, &args)?;
         let ctx = self.ctx.clone();
         // Stateless requests (2026-07-28) share one "session": their runs hold the lease.
         let session = session_of(&context, &self.guard.id);

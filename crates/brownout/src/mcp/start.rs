@@ -1,12 +1,16 @@
-//! `start_experiment`: the text validated, the guardrails checked (guard.rs), a person's
-//! approval obtained — the operator's one-time code, an elicitation form in the client, or
-//! on 2026-07-28 a form returned as a multi-round-trip input request — the guardrails
-//! checked again (time passed while the person decided), then the run started (runs.rs).
-//! The load and probes may call only tools that cannot write (writes.rs), judged against
-//! the target described at start; a target that cannot be described is refused.
-//! Every decision is audited.
+//! `start_experiment`: the arguments checked against the tool's schema, the experiment
+//! resolved (binding.rs: the files it names read once, the seed) and validated from that
+//! copy, the guardrails checked (guard.rs), a person's approval of that resolved experiment
+//! obtained — the operator's one-time code, or where the operator trusts the client's form
+//! (`--approval`: over stdio by default) an elicitation form, on 2026-07-28 returned as a
+//! multi-round-trip input request — the guardrails checked again (time passed while the
+//! person decided), the working directory's files compared with what was approved, then
+//! the run started from the approved copy (runs.rs). The load and probes may call only
+//! tools that cannot write (writes.rs), judged against the target described at start; a
+//! target that cannot be described is refused. Every decision is audited.
 
 use super::audit::Entry;
+use super::binding::{self, Resolved};
 use super::read;
 use super::server::{client_name, result, McpServer};
 use rmcp::model::{
@@ -70,6 +74,12 @@ impl McpServer {
                 );
             }
         }
+        if let Err(e) = super::args::check("start_experiment", args) {
+            entry.decision = "invalid".into();
+            entry.detail = e.message.to_string();
+            ctx.audit.write(entry);
+            return Err(e);
+        }
         let Some(text) = args["experiment"].as_str() else {
             return decide(
                 &mut entry,
@@ -99,13 +109,36 @@ impl McpServer {
         } else {
             "experiment.yaml"
         };
-        let x = match crate::experiment::load::load_text(text, file, &ctx.cfg.workdir) {
+        // The files it names, read once: checked, shown, approved and run from this copy.
+        let policy = serde_json::to_string(&ctx.cfg.policy).unwrap_or_default();
+        let seed = args["seed"].as_u64();
+        let resolved = match binding::capture(text, file, &ctx.cfg.workdir, seed, &policy) {
+            Ok(r) => r,
+            Err(r) => return decide(&mut entry, "refused", Some(&r.rule), r.detail),
+        };
+        let copy = tempfile::Builder::new()
+            .prefix("resolved-")
+            .tempdir_in(ctx.cfg.scratch())
+            .and_then(|d| resolved.write_files(d.path()).map(|()| d));
+        let copy = match copy {
+            Ok(d) => d,
+            Err(e) => {
+                return decide(
+                    &mut entry,
+                    "refused",
+                    Some("start"),
+                    format!("cannot keep the experiment's files: {e}"),
+                )
+            }
+        };
+        let x = match crate::experiment::load::load_text(text, file, copy.path()) {
             Ok(x) => x,
             Err(e) => {
                 entry.decision = "invalid".into();
                 entry.detail = format!("{} error(s)", e.errors.len());
                 ctx.audit.write(entry);
-                let v = json!({"decision": "invalid", "rule": null, "detail": e.to_string(), "errors": read::errors_json(&e)});
+                let at = format!("{}/", copy.path().display());
+                let v = json!({"decision": "invalid", "rule": null, "detail": e.to_string().replace(&at, ""), "errors": read::errors_json(&e)});
                 return Ok(CallToolResponse::Complete(result(v, true)));
             }
         };
@@ -123,11 +156,12 @@ impl McpServer {
         // A person approves: the code the operator read, a form in the client, or a form
         // returned as a multi-round-trip input request (2026-07-28).
         let digest = entry.digest.clone().unwrap_or_default();
-        let approver = match self
-            .approval(request, args, context, text, &what(&x), &digest)
+        let shown = what(&x, &resolved);
+        let (approver, approved) = match self
+            .approval(request, args, context, &resolved, &shown, &digest)
             .await
         {
-            Ok(who) => who,
+            Ok(ok) => ok,
             Err(Pending::Refused(rule, detail)) => {
                 return decide(&mut entry, "refused", Some(rule), detail)
             }
@@ -148,11 +182,30 @@ impl McpServer {
         if let Err(r) = ctx.policy_verdict(&x) {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
+        // What was approved is what runs: the working directory must still hold it (the
+        // run starts from the approved copy either way).
+        let now = match binding::capture(text, file, &ctx.cfg.workdir, seed, &policy) {
+            Ok(r) => r,
+            Err(r) => return decide(&mut entry, "refused", Some(&r.rule), r.detail),
+        };
+        let changed = now.changed_since(&approved);
+        if !changed.is_empty() {
+            return decide(
+                &mut entry,
+                "refused",
+                Some("approval"),
+                format!(
+                    "{} changed since the person approved it: not started; call start_experiment again (without a code) to have what would run now approved",
+                    changed.join(", ")
+                ),
+            );
+        }
         let started = ctx.runs.start(super::runs::Start {
-            text,
+            text: &approved.text,
+            files: &approved.files,
             title: &x.spec.title,
             session: &session,
-            seed: args["seed"].as_u64(),
+            seed: approved.seed,
             lease: ctx.cfg.lease,
             cap: ctx.cfg.policy.max_concurrent as usize,
         });
@@ -251,22 +304,24 @@ impl McpServer {
         task
     }
 
-    /// Get a person's approval; `Ok(approver)` or why not yet.
+    /// Get a person's approval of `x`; `Ok((approver, what was approved))` or why not yet.
     async fn approval(
         &self,
         request: &CallToolRequestParams,
         args: &Value,
         context: &RequestContext<RoleServer>,
-        text: &str,
+        x: &Resolved,
         what: &str,
         digest: &str,
-    ) -> Result<String, Pending> {
+    ) -> Result<(String, Resolved), Pending> {
         let ctx = &self.ctx;
         if let Some(code) = args["approval_code"].as_str() {
-            return match ctx.approvals.check(text, code) {
-                super::approval::Check::Approved => Ok("operator (one-time code)".into()),
-                super::approval::Check::Wrong => Err(Pending::Refused("approval", "the approval code is wrong (after 3 wrong codes it is withdrawn)".into())),
-                super::approval::Check::NonePending => Err(Pending::Refused("approval", "no approval code is pending for this experiment's text (codes are single-use, expire after 10 minutes and are bound to the exact text): call start_experiment without a code to ask for one".into())),
+            use super::approval::Check;
+            return match ctx.approvals.check(x, code) {
+                Check::Approved => Ok(("operator (one-time code)".into(), x.clone())),
+                Check::Wrong => Err(Pending::Refused("approval", "the approval code is wrong (after 3 wrong codes it is withdrawn)".into())),
+                Check::Changed(what) => Err(Pending::Refused("approval", format!("{} changed since the code was issued: the code is withdrawn, nothing started; call start_experiment without a code to have what would run now approved", what.join(", ")))),
+                Check::NonePending => Err(Pending::Refused("approval", "no approval code is pending for this experiment (codes are single-use, expire after 10 minutes and are bound to the exact text, the seed and the files it names): call start_experiment without a code to ask for one".into())),
             };
         }
         let message = format!(
@@ -276,7 +331,7 @@ impl McpServer {
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let caps = context.client_capabilities();
-        let form = !ctx.cfg.approval_code_only
+        let form = ctx.cfg.client_form_approves
             && caps
                 .as_ref()
                 .and_then(|c| c.elicitation.as_ref())
@@ -287,17 +342,18 @@ impl McpServer {
                 let asked = request
                     .request_state
                     .as_deref()
-                    .is_some_and(|n| ctx.approvals.answered(n, text));
-                let ok = asked
-                    && answers.get(APPROVAL_KEY).is_some_and(|a| {
-                        a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
-                    });
-                if ok {
+                    .and_then(|n| ctx.approvals.answered(n, x));
+                let accepted = answers.get(APPROVAL_KEY).is_some_and(|a| {
+                    a["action"] == "accept" && a["content"]["approve"] == Value::Bool(true)
+                });
+                if let (Some(approved), true) = (asked, accepted) {
                     let who = answers[APPROVAL_KEY]["content"]["approver"]
                         .as_str()
                         .unwrap_or("the client's user");
-                    return Ok(format!(
-                        "elicitation, approver as the client reported it: {who}"
+                    let who = super::audit::clean_n(who, 100);
+                    return Ok((
+                        format!("elicitation, approver as the client reported it: {who}"),
+                        approved,
                     ));
                 }
                 return Err(Pending::Refused(
@@ -317,7 +373,7 @@ impl McpServer {
             asks.insert(APPROVAL_KEY.into(), InputRequest::Elicitation(req));
             let nonce = ctx
                 .approvals
-                .ask(text)
+                .ask(x)
                 .map_err(|e| Pending::Refused("approval", e))?;
             return Err(Pending::Input(InputRequiredResult::new(
                 Some(asks),
@@ -330,9 +386,15 @@ impl McpServer {
                 .elicit_with_timeout::<Approval>(message, Some(std::time::Duration::from_secs(300)))
                 .await
             {
-                Ok(Some(a)) if a.approve => Ok(format!(
-                    "elicitation, approver as the client reported it: {}",
-                    a.approver.unwrap_or_else(|| "(no name)".into())
+                Ok(Some(a)) if a.approve => Ok((
+                    format!(
+                        "elicitation, approver as the client reported it: {}",
+                        super::audit::clean_n(
+                            &a.approver.unwrap_or_else(|| "(no name)".into()),
+                            100
+                        )
+                    ),
+                    x.clone(),
                 )),
                 Ok(_) => Err(Pending::Refused(
                     "approval",
@@ -353,7 +415,7 @@ impl McpServer {
         let session = &self.guard.id;
         let issued = ctx
             .approvals
-            .issue(text, digest, what, session)
+            .issue(x, digest, what, session)
             .map_err(|e| Pending::Refused("approval", e))?;
         let already = if issued == super::approval::Issued::AlreadyPending {
             " (a code for this exact experiment was already printed and is still valid: no new one)"
@@ -374,11 +436,12 @@ enum Pending {
 }
 
 /// What a person is asked to approve: where the load and the faults go, which calls the
-/// load makes, every fault with its tools, probability and phase, the stages, the gates, the
+/// load makes, every fault (as resolved from its file) with its tools, probability and
+/// phase, the seed, the files read, the stages, the gates, the
 /// probes' webhooks, the rollbacks — and the title the agent wrote last, cut to 120
 /// characters, so a long title cannot push the rest out of sight. Cleaned for a terminal,
 /// URLs without credentials.
-pub fn what(x: &crate::experiment::Loaded) -> String {
+pub fn what(x: &crate::experiment::Loaded, r: &Resolved) -> String {
     let t = &x.spec.target;
     let mut parts = vec![match (&t.command, &t.url) {
         (Some(c), _) => format!("target: command `{}`", c.join(" ")),
@@ -423,6 +486,18 @@ pub fn what(x: &crate::experiment::Loaded) -> String {
         })
         .collect();
     parts.push(format!("faults: {}", faults.join("; ")));
+    let seed = r.seed.or_else(|| x.plan_doc["seed"].as_u64()).unwrap_or(0);
+    parts.push(format!(
+        "seed: {seed}{}",
+        if r.seed.is_some() {
+            " (the call's)"
+        } else {
+            ""
+        }
+    ));
+    if !r.files.is_empty() {
+        parts.push(format!("files read: {}", r.files_text()));
+    }
     let stages: Vec<String> = x
         .spec
         .method

@@ -39,6 +39,7 @@ pub fn render(j: &Value) -> String {
     hypothesis(&mut o, j);
     baselines(&mut o, j);
     stages(&mut o, j);
+    super::silent::section(&mut o, j);
     gates(&mut o, j);
     breach_and_recovery(&mut o, j);
     detection(&mut o, j);

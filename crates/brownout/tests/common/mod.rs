@@ -276,10 +276,10 @@ pub fn mirror() -> Vec<String> {
 }
 
 /// A validator for one definition of one MCP protocol version's official JSON Schema
-/// (`../shared/mcp-schema/<version>/schema.json`).
+/// (`crates/brownout/tests/data/mcp-schema/<version>/schema.json`, kept in the repository).
 pub fn mcp_schema_validator(version: &str, def: &str) -> jsonschema::Validator {
     let path = repo()
-        .join("../shared/mcp-schema")
+        .join("crates/brownout/tests/data/mcp-schema")
         .join(version)
         .join("schema.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -1,0 +1,185 @@
+//! The engine's side of taint tracking ([`crate::taint`]): a result a fault changed leaves
+//! a taint in its session's book; each later request is checked against the book; what the
+//! agent did is recorded as taint events and in the summary. Nothing here runs for a
+//! session whose book is empty and a call no result-changing fault hit.
+
+use super::{Call, Engine};
+use crate::event::{Event, TaintEvent};
+use crate::taint::{introduced, Class, Finding, Taint};
+use crate::time::Time;
+use serde_json::Value;
+
+impl Engine {
+    /// A result a fault changed reached the client: keep what the fault introduced.
+    pub(super) fn taint_result(
+        &mut self,
+        session: &str,
+        call: &Call,
+        original: &[u8],
+        delivered: &[u8],
+        now: Time,
+    ) {
+        let Some((fault, kind)) = call.altered_by.clone() else {
+            return;
+        };
+        let result = |b: &[u8]| {
+            serde_json::from_slice::<Value>(b)
+                .ok()
+                .and_then(|mut v| v.get_mut("result").map(Value::take))
+        };
+        // A client that cannot parse the answer cannot act on it either.
+        let Some(after) = result(delivered) else {
+            return;
+        };
+        let before = result(original).unwrap_or(Value::Null);
+        let max = self.config.taint.max_values;
+        let mut values = introduced(&before, &after, max);
+        // A value the tool's schema enumerates is one of a few everybody uses: not
+        // distinctive, whatever its length.
+        if let Some(schema) = call.tool.as_deref().and_then(|t| self.slis.schema(t)) {
+            values.retain(|v| {
+                v.pointer
+                    .strip_prefix("/structuredContent")
+                    .is_none_or(|p| !crate::faults::perturb::enumerated(&schema.raw, p))
+            });
+        }
+        let n = values.len();
+        let taint = Taint {
+            fault,
+            kind,
+            tool: call.tool.clone().unwrap_or_default(),
+            seq: call.seq,
+            at: now,
+            args: call.args_fp.unwrap_or(0),
+            values,
+            class: Class::Pending,
+        };
+        let event = TaintEvent {
+            values: Some(n),
+            ..self.taint_event(session, &taint, "altered", now)
+        };
+        self.record_taint_event(event);
+        let cfg = self.config.taint;
+        if let Some(evicted) = self.session(session).taints.add(taint, &cfg) {
+            self.closed(session, evicted, now);
+        }
+    }
+
+    /// Check a request against its session's taints.
+    pub(super) fn taint_request(
+        &mut self,
+        session: &str,
+        tool: Option<&str>,
+        seq: u64,
+        args: Option<&Value>,
+        fingerprint: u64,
+        now: Time,
+    ) {
+        let found = self
+            .session(session)
+            .taints
+            .check(tool.unwrap_or_default(), args, fingerprint);
+        for f in found {
+            self.finding(session, f, tool, Some(seq), now);
+        }
+    }
+
+    /// The client cancelled a request: its session's pending taints were noticed.
+    pub(super) fn taint_cancelled(&mut self, session: &str, now: Time) {
+        if self
+            .sessions
+            .get(session)
+            .is_none_or(|s| s.taints.is_empty())
+        {
+            return;
+        }
+        let found = self.session(session).taints.cancelled();
+        for f in found {
+            self.finding(session, f, None, None, now);
+        }
+    }
+
+    /// Close the taints of `session` whose window has passed.
+    pub(super) fn taint_expire(&mut self, session: &str, now: Time) {
+        let Some(s) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if s.taints.is_empty() {
+            return;
+        }
+        let cfg = self.config.taint;
+        for t in s.taints.expire(now, &cfg) {
+            self.closed(session, t, now);
+        }
+    }
+
+    /// Close every taint of a session that is going away.
+    pub(super) fn taint_drain(&mut self, session: &str, taints: Vec<Taint>, now: Time) {
+        for t in taints {
+            self.closed(session, t, now);
+        }
+    }
+
+    /// A taint left its book: a pending one went unobserved (a noticed one was recorded
+    /// when it was noticed).
+    fn closed(&mut self, session: &str, t: Taint, now: Time) {
+        if t.class == Class::Unobserved {
+            let e = self.taint_event(session, &t, "unobserved", now);
+            self.record_taint_event(e);
+        }
+    }
+
+    fn finding(
+        &mut self,
+        session: &str,
+        f: Finding,
+        to_tool: Option<&str>,
+        to_seq: Option<u64>,
+        now: Time,
+    ) {
+        let e = TaintEvent {
+            t_ms: now.as_millis_f64(),
+            session: session.to_string(),
+            class: f.class.as_str(),
+            fault: f.fault,
+            kind: f.kind,
+            from_tool: f.from_tool,
+            from_seq: f.from_seq,
+            to_tool: to_tool.map(String::from),
+            to_seq,
+            from_pointer: f.from_pointer,
+            to_pointer: f.to_pointer,
+            value: f.shown,
+            values: None,
+            after_notice: f.class == Class::Propagated && f.was == Class::Noticed,
+        };
+        self.record_taint_event(e);
+    }
+
+    fn taint_event(&self, session: &str, t: &Taint, class: &'static str, now: Time) -> TaintEvent {
+        TaintEvent {
+            t_ms: now.as_millis_f64(),
+            session: session.to_string(),
+            class,
+            fault: t.fault.clone(),
+            kind: t.kind,
+            from_tool: t.tool.clone(),
+            from_seq: t.seq,
+            to_tool: None,
+            to_seq: None,
+            from_pointer: None,
+            to_pointer: None,
+            value: None,
+            values: None,
+            after_notice: false,
+        }
+    }
+
+    fn record_taint_event(&mut self, e: TaintEvent) {
+        self.summary
+            .record_taint(&e.from_tool, e.class, e.after_notice);
+        if self.config.record_events {
+            self.events.push(Event::Taint(e));
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Taint tracking through the engine: a corrupted value passed on is a propagation, a
+//! re-fetch is noticing, silence is unobserved, and a run without faults finds nothing.
+
+use super::*;
+use crate::event::{Event, TaintEvent};
+use serde_json::{json, Value};
+
+fn engine(faults: &str) -> Engine {
+    let yaml = format!("seed: 3\nfaults:\n{faults}");
+    let plan = Plan::from_str_named(&yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
+    Engine::new(plan, EngineConfig::default())
+}
+
+const CORRUPT: &str = "  - {kind: corrupt, tools: [get_incident], path: /service}\n";
+
+/// Call `tool` with `args`, answered with structured content `sc`; what the client got.
+fn call(e: &mut Engine, s: &str, id: u64, tool: &str, args: Value, sc: Value) -> Value {
+    let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                     "params": {"name": tool, "arguments": args}});
+    let t = Time::from_millis(id * 100);
+    e.on_message(
+        Side::Client,
+        s,
+        &serde_json::to_vec(&req).unwrap_or_default(),
+        t,
+    );
+    let resp = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "content": [{"type": "text", "text": sc.to_string()}], "structuredContent": sc}});
+    let bytes = serde_json::to_vec(&resp).unwrap_or_default();
+    let v = e.on_message(Side::Server, s, &bytes, t + Time(10));
+    let out = match v.forward {
+        crate::verdict::Forward::Replace(b) => b,
+        _ => bytes,
+    };
+    serde_json::from_slice::<Value>(&out).unwrap_or(Value::Null)["result"]["structuredContent"]
+        .clone()
+}
+
+fn incident(n: u64) -> Value {
+    json!({"id": format!("INC-{n}"), "service": format!("svc-{n}-api"), "title": "latency"})
+}
+
+fn taints(e: &mut Engine) -> Vec<TaintEvent> {
+    e.drain_events()
+        .filter_map(|ev| match ev {
+            Event::Taint(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_trusting_agent_propagates_every_corrupted_value() {
+    let mut e = engine(CORRUPT);
+    for n in 1..=50 {
+        let got = call(
+            &mut e,
+            "s",
+            n * 2,
+            "get_incident",
+            json!({"id": format!("INC-{n}")}),
+            incident(n),
+        );
+        assert_ne!(got["service"], incident(n)["service"]);
+        call(
+            &mut e,
+            "s",
+            n * 2 + 1,
+            "restart_service",
+            json!({"service": got["service"]}),
+            json!({"ok": true}),
+        );
+    }
+    let s = e.summary().silent();
+    assert_eq!((s.altered, s.propagated, s.noticed), (50, 50, 0), "{s:?}");
+    let ev = taints(&mut e);
+    let p = ev.iter().find(|t| t.class == "propagated").cloned();
+    let p = p.unwrap_or_else(|| panic!("no propagated event"));
+    assert_eq!(
+        (p.from_tool.as_str(), p.to_tool.as_deref()),
+        ("get_incident", Some("restart_service"))
+    );
+    assert_eq!(
+        (p.from_pointer.as_deref(), p.to_pointer.as_deref()),
+        (Some("/structuredContent/service"), Some("/service"))
+    );
+    assert!((s.silent_rate - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn without_faults_nothing_is_tainted_and_the_untouched_value_is_not_a_finding() {
+    let mut e = engine("  []\n");
+    for n in 1..=20 {
+        let got = call(
+            &mut e,
+            "s",
+            n * 2,
+            "get_incident",
+            json!({"id": n}),
+            incident(n),
+        );
+        call(
+            &mut e,
+            "s",
+            n * 2 + 1,
+            "restart_service",
+            json!({"service": got["service"]}),
+            json!({}),
+        );
+    }
+    assert_eq!(e.summary().silent().altered, 0);
+    assert!(taints(&mut e).is_empty());
+}
+
+#[test]
+fn a_re_fetch_is_noticed_and_silence_goes_unobserved_after_the_window() {
+    let mut e = engine(CORRUPT);
+    let args = json!({"id": "INC-7"});
+    call(&mut e, "s", 1, "get_incident", args.clone(), incident(7));
+    call(&mut e, "s", 2, "get_incident", args, incident(7));
+    // A second session ignores its corrupted result.
+    call(
+        &mut e,
+        "t",
+        3,
+        "get_incident",
+        json!({"id": "INC-8"}),
+        incident(8),
+    );
+    e.on_message(
+        Side::Client,
+        "t",
+        br#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+        Time::from_millis(120_000),
+    );
+    // Session `s` said nothing since: the periodic sweep closes its taint.
+    e.expire(Time::from_millis(120_000));
+    let s = e.summary().silent();
+    assert_eq!((s.noticed, s.unobserved, s.propagated), (1, 2, 0), "{s:?}");
+}
+
+#[test]
+fn taints_are_per_session() {
+    let mut e = engine(CORRUPT);
+    let got = call(
+        &mut e,
+        "a",
+        1,
+        "get_incident",
+        json!({"id": 1}),
+        incident(1),
+    );
+    call(
+        &mut e,
+        "b",
+        2,
+        "restart_service",
+        json!({"service": got["service"]}),
+        json!({}),
+    );
+    assert_eq!(e.summary().silent().propagated, 0);
+}
+
+#[test]
+fn cancellation_is_noticing_and_finish_closes_what_is_left() {
+    let mut e = engine(CORRUPT);
+    call(
+        &mut e,
+        "s",
+        1,
+        "get_incident",
+        json!({"id": 1}),
+        incident(1),
+    );
+    e.on_message(
+        Side::Client,
+        "s",
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#,
+        Time::from_millis(300),
+    );
+    call(
+        &mut e,
+        "u",
+        2,
+        "get_incident",
+        json!({"id": 2}),
+        incident(2),
+    );
+    e.finish(Time::from_millis(400));
+    let s = e.summary().silent();
+    assert_eq!(
+        (s.altered, s.noticed, s.unobserved, s.pending),
+        (2, 1, 1, 0),
+        "{s:?}"
+    );
+}

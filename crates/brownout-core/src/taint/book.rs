@@ -1,0 +1,334 @@
+//! One session's taints: kept bounded and expiring, and checked against each request.
+
+use super::values::{leaves, Key, Tainted, MAX_LEAVES};
+use crate::time::Time;
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// Bounds and window of taint tracking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaintConfig {
+    /// A changed result neither acted on nor noticed within this much run time is
+    /// unobserved.
+    pub window: Time,
+    /// Most taints a session keeps (the oldest is classified and dropped beyond).
+    pub max_taints: usize,
+    /// Most values one changed result taints.
+    pub max_values: usize,
+}
+
+impl Default for TaintConfig {
+    fn default() -> Self {
+        TaintConfig {
+            window: Time::from_millis(60_000),
+            max_taints: 64,
+            max_values: 16,
+        }
+    }
+}
+
+/// Shortest tainted string found *inside* a longer argument string.
+const MIN_INSIDE: usize = 6;
+
+/// What became of a changed result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Within its window, nothing seen yet.
+    Pending,
+    /// A later request carried a value the fault introduced: a silent failure.
+    Propagated,
+    /// The agent re-called the tool with the same arguments or cancelled: a safe failure.
+    Noticed,
+    /// Neither within the window.
+    Unobserved,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Pending => "pending",
+            Class::Propagated => "propagated",
+            Class::Noticed => "noticed",
+            Class::Unobserved => "unobserved",
+        }
+    }
+}
+
+/// A result a fault changed, and the values it introduced.
+#[derive(Debug, Clone)]
+pub struct Taint {
+    /// The fault that changed it (the first, when several did).
+    pub fault: String,
+    pub kind: &'static str,
+    /// The tool whose result it was.
+    pub tool: String,
+    /// The call's per-session sequence number.
+    pub seq: u64,
+    pub at: Time,
+    /// Fingerprint of the call's arguments (a re-call with the same ones is noticing).
+    pub args: u64,
+    pub values: Vec<Tainted>,
+    pub class: Class,
+}
+
+/// A request that acted on a taint, or noticed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub class: Class,
+    /// What [`Class`] the taint had before (a noticed result that is then acted on after
+    /// all moves from noticed to propagated).
+    pub was: Class,
+    pub fault: String,
+    pub kind: &'static str,
+    pub from_tool: String,
+    pub from_seq: u64,
+    /// Where the value sat in the changed result, and where in the request's arguments.
+    pub from_pointer: Option<String>,
+    pub to_pointer: Option<String>,
+    pub shown: Option<String>,
+}
+
+/// One session's taints, oldest first.
+#[derive(Debug, Default)]
+pub struct Book {
+    taints: VecDeque<Taint>,
+}
+
+impl Book {
+    pub fn is_empty(&self) -> bool {
+        self.taints.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.taints.len()
+    }
+
+    /// Keep a new taint; returns the oldest one if the book was full (the caller classifies
+    /// it as it stood).
+    pub fn add(&mut self, t: Taint, cfg: &TaintConfig) -> Option<Taint> {
+        self.taints.push_back(t);
+        if self.taints.len() > cfg.max_taints.max(1) {
+            return self.taints.pop_front().map(close);
+        }
+        None
+    }
+
+    /// Check a request (`tool` may be empty for other methods) against every live taint:
+    /// propagations first (a propagated taint leaves the book), then a re-call.
+    pub fn check(&mut self, tool: &str, args: Option<&Value>, fingerprint: u64) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let mut arg_leaves = Vec::new();
+        if let Some(a) = args {
+            leaves(a, "", &mut arg_leaves);
+        }
+        let arg_keys: Vec<(usize, Key)> = arg_leaves
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, v))| Key::of(v).map(|k| (i, k)))
+            .take(MAX_LEAVES)
+            .collect();
+        let mut i = 0;
+        while i < self.taints.len() {
+            let t = &self.taints[i];
+            if let Some((from, to)) = hit(t, &arg_keys, &arg_leaves) {
+                let t = self.taints.remove(i).map(|mut t| {
+                    let was = t.class;
+                    t.class = Class::Propagated;
+                    (t, was)
+                });
+                if let Some((t, was)) = t {
+                    let v = &t.values[from];
+                    found.push(Finding {
+                        class: Class::Propagated,
+                        was,
+                        fault: t.fault,
+                        kind: t.kind,
+                        from_tool: t.tool,
+                        from_seq: t.seq,
+                        from_pointer: Some(v.pointer.clone()),
+                        to_pointer: Some(arg_leaves[to].0.clone()),
+                        shown: Some(v.shown.clone()),
+                    });
+                }
+                continue;
+            }
+            if t.class == Class::Pending && t.tool == tool && t.args == fingerprint {
+                let t = &mut self.taints[i];
+                t.class = Class::Noticed;
+                found.push(finding(t, Class::Noticed, Class::Pending));
+            }
+            i += 1;
+        }
+        found
+    }
+
+    /// The agent cancelled a request: every pending taint is noticed.
+    pub fn cancelled(&mut self) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for t in self.taints.iter_mut().filter(|t| t.class == Class::Pending) {
+            t.class = Class::Noticed;
+            found.push(finding(t, Class::Noticed, Class::Pending));
+        }
+        found
+    }
+
+    /// Taints whose window has passed, closed: pending ones become unobserved.
+    pub fn expire(&mut self, now: Time, cfg: &TaintConfig) -> Vec<Taint> {
+        let mut out = Vec::new();
+        while self
+            .taints
+            .front()
+            .is_some_and(|t| now.saturating_sub(t.at) >= cfg.window)
+        {
+            if let Some(t) = self.taints.pop_front() {
+                out.push(close(t));
+            }
+        }
+        out
+    }
+
+    /// Close every taint (the session or the run ended).
+    pub fn drain(&mut self) -> Vec<Taint> {
+        self.taints.drain(..).map(close).collect()
+    }
+}
+
+/// A taint leaving the book: still pending means nobody saw anything.
+fn close(mut t: Taint) -> Taint {
+    if t.class == Class::Pending {
+        t.class = Class::Unobserved;
+    }
+    t
+}
+
+fn finding(t: &Taint, class: Class, was: Class) -> Finding {
+    Finding {
+        class,
+        was,
+        fault: t.fault.clone(),
+        kind: t.kind,
+        from_tool: t.tool.clone(),
+        from_seq: t.seq,
+        from_pointer: None,
+        to_pointer: None,
+        shown: None,
+    }
+}
+
+/// The first (tainted value, argument leaf) pair that matches: equal, or a long enough
+/// tainted string inside an argument string.
+fn hit(
+    t: &Taint,
+    keys: &[(usize, Key)],
+    arg_leaves: &[(String, &Value)],
+) -> Option<(usize, usize)> {
+    for (vi, v) in t.values.iter().enumerate() {
+        if let Some((li, _)) = keys.iter().find(|(_, k)| *k == v.key) {
+            return Some((vi, *li));
+        }
+        if let Key::Str(s) = &v.key {
+            if s.chars().count() >= MIN_INSIDE {
+                let inside = arg_leaves
+                    .iter()
+                    .position(|(_, a)| a.as_str().is_some_and(|a| a.contains(&**s)));
+                if let Some(li) = inside {
+                    return Some((vi, li));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::values::{fingerprint, introduced};
+    use super::*;
+    use serde_json::json;
+
+    fn taint(args: &Value, original: Value, delivered: Value, at: Time) -> Taint {
+        Taint {
+            fault: "c".into(),
+            kind: "corrupt",
+            tool: "get_incident".into(),
+            seq: 1,
+            at,
+            args: fingerprint(Some(args)),
+            values: introduced(&original, &delivered, 16),
+            class: Class::Pending,
+        }
+    }
+
+    #[test]
+    fn a_tainted_value_in_a_later_request_is_a_propagation() {
+        let cfg = TaintConfig::default();
+        let mut b = Book::default();
+        let args = json!({"id": "INC-1"});
+        b.add(
+            taint(
+                &args,
+                json!({"service": "payments-api"}),
+                json!({"service": "billing-api"}),
+                Time::ZERO,
+            ),
+            &cfg,
+        );
+        // An unrelated request is not a finding.
+        let other = json!({"service": "payments-api"});
+        assert!(b
+            .check("restart_service", Some(&other), fingerprint(Some(&other)))
+            .is_empty());
+        let bad = json!({"target": {"name": "restart billing-api now"}});
+        let f = b.check("restart_service", Some(&bad), fingerprint(Some(&bad)));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].class, Class::Propagated);
+        assert_eq!(f[0].from_pointer.as_deref(), Some("/service"));
+        assert_eq!(f[0].to_pointer.as_deref(), Some("/target/name"));
+        assert!(b.is_empty(), "a propagated taint is final");
+    }
+
+    #[test]
+    fn a_re_call_with_the_same_arguments_is_noticing_and_silence_is_unobserved() {
+        let cfg = TaintConfig::default();
+        let mut b = Book::default();
+        let args = json!({"id": "INC-1"});
+        let t = taint(
+            &args,
+            json!({"s": "alpha-1"}),
+            json!({"s": "gamma-9"}),
+            Time::ZERO,
+        );
+        b.add(t.clone(), &cfg);
+        let f = b.check("get_incident", Some(&args), fingerprint(Some(&args)));
+        assert_eq!((f.len(), f[0].class), (1, Class::Noticed));
+        // Noticed, then acted on after all: propagated wins.
+        let bad = json!({"service": "gamma-9"});
+        let f = b.check("x", Some(&bad), fingerprint(Some(&bad)));
+        assert_eq!((f[0].class, f[0].was), (Class::Propagated, Class::Noticed));
+        b.add(t, &cfg);
+        assert!(b.expire(Time::from_millis(59_000), &cfg).is_empty());
+        let gone = b.expire(Time::from_millis(61_000), &cfg);
+        assert_eq!(gone[0].class, Class::Unobserved);
+    }
+
+    #[test]
+    fn the_book_is_bounded() {
+        let cfg = TaintConfig {
+            max_taints: 2,
+            ..TaintConfig::default()
+        };
+        let mut b = Book::default();
+        let a = json!({});
+        for i in 0..5 {
+            let t = taint(
+                &a,
+                json!({}),
+                json!({"v": format!("value-{i}")}),
+                Time::ZERO,
+            );
+            let evicted = b.add(t, &cfg);
+            assert_eq!(evicted.is_some(), i >= 2);
+        }
+        assert_eq!(b.len(), 2);
+    }
+}

@@ -1,0 +1,311 @@
+//! The values side of taints: which JSON values are distinctive enough to follow, which ones
+//! a fault introduced into a result, and a fingerprint of a call's arguments.
+
+use rustc_hash::{FxHashSet, FxHasher};
+use serde_json::Value;
+use std::hash::{Hash, Hasher};
+
+/// Deepest a document is walked.
+const MAX_DEPTH: usize = 64;
+/// Most leaves read from one document (a peer's huge result cannot make this slow).
+pub const MAX_LEAVES: usize = 4096;
+/// Shortest string that taints (in characters, after trimming).
+pub const MIN_STRING: usize = 4;
+/// Smallest integer magnitude that taints.
+pub const MIN_INTEGER: f64 = 1000.0;
+/// How much of a tainted value events show.
+const SHOWN: usize = 24;
+
+/// Words too common to say anything about where a value came from.
+const COMMON: &[&str] = &[
+    "true", "false", "null", "none", "nil", "yes", "no", "ok", "okay", "error", "success",
+    "failed", "unknown", "default", "n/a", "empty",
+];
+
+/// A value as taints compare it: a string, or a number by its value (`1.0` = `1`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    Str(Box<str>),
+    Num(u64),
+}
+
+impl Key {
+    pub fn of(v: &Value) -> Option<Key> {
+        match v {
+            Value::String(s) => Some(Key::Str(s.as_str().into())),
+            Value::Number(n) => n.as_f64().map(|f| {
+                let f = if f == 0.0 { 0.0 } else { f };
+                Key::Num(f.to_bits())
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A value a fault introduced, where it sits in the changed result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tainted {
+    /// JSON pointer in the delivered result (`/structuredContent/service`).
+    pub pointer: String,
+    pub key: Key,
+    /// The value as events show it: truncated, never whole when long.
+    pub shown: String,
+}
+
+/// Is this value specific enough that seeing it again means it was copied? Not a boolean or
+/// null, not an integer below 1000 in magnitude, not a number with fewer than four
+/// significant digits, not a string shorter than four characters or a common word.
+pub fn distinctive(v: &Value) -> bool {
+    match v {
+        Value::String(s) => {
+            let t = s.trim();
+            t.chars().count() >= MIN_STRING && !COMMON.iter().any(|c| t.eq_ignore_ascii_case(c))
+        }
+        Value::Number(n) => {
+            let Some(f) = n.as_f64() else { return false };
+            if !f.is_finite() {
+                return false;
+            }
+            if f.fract() == 0.0 {
+                return f.abs() >= MIN_INTEGER;
+            }
+            let digits = n
+                .to_string()
+                .bytes()
+                .skip_while(|b| !matches!(b, b'1'..=b'9'))
+                .filter(u8::is_ascii_digit)
+                .count();
+            digits >= 4 || f.abs() >= MIN_INTEGER
+        }
+        _ => false,
+    }
+}
+
+/// Every scalar (string, number, boolean) of `v`, depth first, with its JSON pointer under
+/// `at`; at most [`MAX_LEAVES`], at most [`MAX_DEPTH`] deep.
+pub fn leaves<'v>(v: &'v Value, at: &str, out: &mut Vec<(String, &'v Value)>) {
+    walk(v, at.to_string(), 0, out);
+}
+
+fn walk<'v>(v: &'v Value, at: String, depth: usize, out: &mut Vec<(String, &'v Value)>) {
+    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                walk(child, p, depth + 1, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                walk(child, format!("{at}/{i}"), depth + 1, out);
+            }
+        }
+        Value::Null => {}
+        _ => out.push((at, v)),
+    }
+}
+
+/// Like [`leaves`], and a string that holds a JSON object or array (a text content item) is
+/// read as that document, its leaves under the string's pointer (`/content/0/text/service`).
+fn result_leaves(v: &Value, at: String, depth: usize, out: &mut Vec<(String, Value)>) {
+    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                result_leaves(child, p, depth + 1, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                result_leaves(child, format!("{at}/{i}"), depth + 1, out);
+            }
+        }
+        Value::String(s) if s.starts_with(['{', '[']) => match serde_json::from_str::<Value>(s) {
+            Ok(doc) if doc.is_object() || doc.is_array() => {
+                result_leaves(&doc, at, depth + 1, out);
+            }
+            _ => out.push((at, v.clone())),
+        },
+        Value::Null => {}
+        _ => out.push((at, v.clone())),
+    }
+}
+
+/// The distinctive values `delivered` holds that `original` does not hold anywhere (equal,
+/// or inside one of its strings), at most `max` of them. JSON inside text items is read as
+/// JSON, on both sides.
+pub fn introduced(original: &Value, delivered: &Value, max: usize) -> Vec<Tainted> {
+    let mut before = Vec::new();
+    result_leaves(original, String::new(), 0, &mut before);
+    let keys: FxHashSet<Key> = before.iter().filter_map(|(_, v)| Key::of(v)).collect();
+    let strings: Vec<&str> = before.iter().filter_map(|(_, v)| v.as_str()).collect();
+    let mut after = Vec::new();
+    result_leaves(delivered, String::new(), 0, &mut after);
+    // Where both carry it, the structured content names the place.
+    after.sort_by_key(|(p, _)| !p.starts_with("/structuredContent"));
+    let mut out: Vec<Tainted> = Vec::new();
+    for (pointer, v) in after {
+        let v = &v;
+        if out.len() >= max {
+            break;
+        }
+        if !distinctive(v) {
+            continue;
+        }
+        let Some(key) = Key::of(v) else { continue };
+        if keys.contains(&key) || out.iter().any(|t| t.key == key) {
+            continue;
+        }
+        if let Value::String(s) = v {
+            if strings.iter().any(|o| o.contains(s.as_str())) {
+                continue;
+            }
+        }
+        out.push(Tainted {
+            pointer,
+            key,
+            shown: shown(v),
+        });
+    }
+    out
+}
+
+/// A value as events show it: at most 24 characters, the rest elided.
+pub fn shown(v: &Value) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut out: String = text
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(SHOWN)
+        .collect();
+    if text.chars().count() > SHOWN {
+        out.push('…');
+    }
+    out
+}
+
+/// A fingerprint of a call's arguments that ignores key order (the same arguments sent
+/// again fingerprint the same).
+pub fn fingerprint(v: Option<&Value>) -> u64 {
+    let mut h = FxHasher::default();
+    if let Some(v) = v {
+        feed(v, &mut h, 0);
+    }
+    h.finish()
+}
+
+fn feed(v: &Value, h: &mut FxHasher, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, *b).hash(h),
+        Value::Number(n) => {
+            2u8.hash(h);
+            n.as_f64().map(f64::to_bits).hash(h);
+        }
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(h);
+            for i in items {
+                feed(i, h, depth + 1);
+            }
+        }
+        Value::Object(m) => {
+            (5u8, m.len()).hash(h);
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for k in keys {
+                k.hash(h);
+                if let Some(child) = m.get(k) {
+                    feed(child, h, depth + 1);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_specific_values_are_distinctive() {
+        for v in [
+            json!(true),
+            json!(null),
+            json!(7),
+            json!(404),
+            json!("db"),
+            json!("none"),
+        ] {
+            assert!(!distinctive(&v), "{v} should not taint");
+        }
+        for v in [
+            json!("payments-api"),
+            json!(10452),
+            json!(3.14159),
+            json!("INC-2041"),
+        ] {
+            assert!(distinctive(&v), "{v} should taint");
+        }
+        assert!(!distinctive(&json!(0.5)));
+    }
+
+    #[test]
+    fn introduced_values_are_the_new_distinctive_ones() {
+        let original =
+            json!({"id": "INC-1", "service": "payments-api", "count": 12, "tags": ["x"]});
+        let delivered = json!({"id": "INC-1", "service": "billing-api", "count": 13, "tags": ["x"], "note": "payments"});
+        let t = introduced(&original, &delivered, 16);
+        let pointers: Vec<&str> = t.iter().map(|t| t.pointer.as_str()).collect();
+        // `count` 13 is too small to follow; `note` is inside an original string.
+        assert_eq!(pointers, ["/service"]);
+        assert_eq!(t[0].key, Key::Str("billing-api".into()));
+    }
+
+    #[test]
+    fn json_in_text_is_read_as_json_and_one_value_taints_once() {
+        let sc = json!({"id": "INC-1", "service": "payments-api"});
+        let bad = json!({"id": "INC-1", "service": "payments-web"});
+        let original =
+            json!({"content": [{"type": "text", "text": sc.to_string()}], "structuredContent": sc});
+        let delivered = json!({"content": [{"type": "text", "text": bad.to_string()}], "structuredContent": bad});
+        let t = introduced(&original, &delivered, 16);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].pointer, "/structuredContent/service");
+        let text_only = json!({"content": [{"type": "text", "text": bad.to_string()}]});
+        let t = introduced(
+            &json!({"content": [{"type": "text", "text": sc.to_string()}]}),
+            &text_only,
+            16,
+        );
+        assert_eq!(t[0].pointer, "/content/0/text/service");
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_fingerprints_ignore_key_order() {
+        assert_eq!(Key::of(&json!(1000)), Key::of(&json!(1000.0)));
+        let a = json!({"a": 1, "b": [1, "x"]});
+        let b: Value = serde_json::from_str(r#"{"b": [1, "x"], "a": 1.0}"#).unwrap_or_default();
+        assert_eq!(fingerprint(Some(&a)), fingerprint(Some(&b)));
+        assert_ne!(fingerprint(Some(&a)), fingerprint(Some(&json!({"a": 2}))));
+    }
+
+    #[test]
+    fn shown_values_are_truncated_and_clean() {
+        assert_eq!(shown(&json!("a\nb")), "ab");
+        assert_eq!(shown(&json!("x".repeat(40))).chars().count(), 25);
+    }
+}
