@@ -168,6 +168,10 @@ pub struct Report {
     /// with room, < 0 one breached; `null` without gates or samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub robustness: Option<f64>,
+    /// The bound that stopped the run before its end (events, memory, time, cancelled),
+    /// when one did: the report then covers the run up to there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 impl Report {
@@ -237,6 +241,7 @@ impl Report {
             },
             gates: Vec::new(),
             robustness: None,
+            stopped_by: None,
         }
     }
 }

@@ -49,6 +49,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<i32> {
         gates: a.gates.clone(),
         stop_at_breach: false,
         sessions: a.sessions,
+        budget: Default::default(),
     };
     let started = std::time::Instant::now();
     let report = simulate(&w, plan, &opts);

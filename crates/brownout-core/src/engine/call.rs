@@ -45,19 +45,21 @@ impl Engine {
         // call a result-changing fault hit keeps its arguments' fingerprint. Neither costs
         // anything otherwise.
         let watched = !self.session(session).taints.is_empty();
+        if watched {
+            // A `tools/list` asked again is a re-fetch of `tools/list`.
+            let asked = tool.unwrap_or(method);
+            let found = self.session(session).taints.check_raw(
+                asked,
+                bytes,
+                &mut args,
+                crate::taint::fingerprint,
+            );
+            self.taint_findings(session, found, Some(asked), seq, now);
+        }
         let alters = hits
             .iter()
             .any(|&i| self.plan.faults[i].effect.alters_result());
-        let args_fp = if watched || alters {
-            let a = args();
-            let fp = crate::taint::fingerprint(a.as_ref());
-            if watched {
-                self.taint_request(session, tool, seq, a.as_ref(), fp, now);
-            }
-            alters.then_some(fp)
-        } else {
-            None
-        };
+        let args_fp = alters.then(|| crate::taint::fingerprint(args().as_ref()));
         let id = v.id.clone();
         if hits.is_empty() {
             if let Some(id) = id {

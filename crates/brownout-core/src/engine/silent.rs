@@ -33,7 +33,8 @@ impl Engine {
         };
         let before = result(original).unwrap_or(Value::Null);
         let max = self.config.taint.max_values;
-        let mut values = introduced(&before, &after, max);
+        let names = call.method == "tools/list";
+        let mut values = introduced(&before, &after, max, names);
         // A value the tool's schema enumerates is one of a few everybody uses: not
         // distinctive, whatever its length.
         if let Some(schema) = call.tool.as_deref().and_then(|t| self.slis.schema(t)) {
@@ -47,7 +48,7 @@ impl Engine {
         let taint = Taint {
             fault,
             kind,
-            tool: call.tool.clone().unwrap_or_default(),
+            tool: call.tool.clone().unwrap_or_else(|| call.method.clone()),
             seq: call.seq,
             at: now,
             args: call.args_fp.unwrap_or(0),
@@ -65,20 +66,15 @@ impl Engine {
         }
     }
 
-    /// Check a request against its session's taints.
-    pub(super) fn taint_request(
+    /// Record what a request's check against its session's taints found.
+    pub(super) fn taint_findings(
         &mut self,
         session: &str,
+        found: Vec<Finding>,
         tool: Option<&str>,
         seq: u64,
-        args: Option<&Value>,
-        fingerprint: u64,
         now: Time,
     ) {
-        let found = self
-            .session(session)
-            .taints
-            .check(tool.unwrap_or_default(), args, fingerprint);
         for f in found {
             self.finding(session, f, tool, Some(seq), now);
         }

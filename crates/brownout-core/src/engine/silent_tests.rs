@@ -194,3 +194,47 @@ fn cancellation_is_noticing_and_finish_closes_what_is_left() {
         "{s:?}"
     );
 }
+
+#[test]
+fn an_agent_that_calls_with_a_stale_schema_s_renamed_parameter_acted_on_it() {
+    let mut e = engine("  - {kind: registry, action: stale_schema, tools: [restart_service]}\n");
+    let list = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"restart_service","inputSchema":{"type":"object","properties":{"service":{"type":"string"}}}}]}}"#;
+    e.on_message(
+        Side::Client,
+        "s",
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        Time(1),
+    );
+    let v = e.on_message(Side::Server, "s", list, Time(2));
+    let got: Value = match v.forward {
+        crate::verdict::Forward::Replace(b) => serde_json::from_slice(&b).unwrap_or_default(),
+        _ => Value::Null,
+    };
+    let props = got["result"]["tools"][0]["inputSchema"]["properties"].clone();
+    let renamed = props
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .unwrap_or_default();
+    assert_ne!(renamed, "service", "the schema went stale: {got}");
+    call(
+        &mut e,
+        "s",
+        2,
+        "restart_service",
+        json!({renamed.clone(): "checkout"}),
+        json!({}),
+    );
+    let s = e.summary().silent();
+    assert_eq!((s.altered, s.propagated), (1, 1), "{s:?}");
+    let ev = taints(&mut e);
+    let p = ev
+        .iter()
+        .find(|t| t.class == "propagated")
+        .cloned()
+        .unwrap_or_else(|| panic!("{ev:?}"));
+    assert_eq!(p.from_tool, "tools/list");
+    assert_eq!(
+        p.to_pointer.as_deref(),
+        Some(format!("/{renamed}").as_str())
+    );
+}

@@ -221,6 +221,12 @@ impl FaultKind for Registry {
         Registry::acts_on_response(self)
     }
 
+    /// A stale schema is a changed `tools/list` result: an agent that builds its calls
+    /// from it (a renamed parameter) acted on it (docs/silent.md).
+    fn alters_result(&self) -> bool {
+        self.action == Action::StaleSchema
+    }
+
     fn needs(&self, _direction: Direction) -> Vec<Need> {
         match self.action {
             Action::ListChanged => vec![Need::key(Capability::MultipleAnswers, "action")],

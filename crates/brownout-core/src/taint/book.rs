@@ -88,10 +88,14 @@ pub struct Finding {
     pub shown: Option<String>,
 }
 
-/// One session's taints, oldest first.
+/// One session's taints, oldest first, with the bytes a request must contain to carry any
+/// of their values (so most requests are cleared without parsing their arguments).
 #[derive(Debug, Default)]
 pub struct Book {
     taints: VecDeque<Taint>,
+    needles: Vec<memchr::memmem::Finder<'static>>,
+    /// Some value has no needle: every request's arguments are parsed.
+    always_parse: bool,
 }
 
 impl Book {
@@ -107,10 +111,50 @@ impl Book {
     /// it as it stood).
     pub fn add(&mut self, t: Taint, cfg: &TaintConfig) -> Option<Taint> {
         self.taints.push_back(t);
-        if self.taints.len() > cfg.max_taints.max(1) {
-            return self.taints.pop_front().map(close);
+        let gone = if self.taints.len() > cfg.max_taints.max(1) {
+            self.taints.pop_front().map(close)
+        } else {
+            None
+        };
+        self.reindex();
+        gone
+    }
+
+    fn reindex(&mut self) {
+        self.needles.clear();
+        self.always_parse = false;
+        for v in self.taints.iter().flat_map(|t| &t.values) {
+            match v.needle() {
+                Some(n) => self
+                    .needles
+                    .push(memchr::memmem::Finder::new(&n).into_owned()),
+                None => self.always_parse = true,
+            }
         }
-        None
+    }
+
+    /// Check a request (its raw bytes; `tool` names what it calls, or its method) against
+    /// every live taint. Most requests carry no tainted bytes and re-call no tainted tool:
+    /// they are cleared here, without parsing. Otherwise `args` parses the arguments and
+    /// `fingerprint` is theirs.
+    pub fn check_raw(
+        &mut self,
+        tool: &str,
+        raw: &[u8],
+        args: impl FnOnce() -> Option<Value>,
+        fingerprint: impl Fn(Option<&Value>) -> u64,
+    ) -> Vec<Finding> {
+        let recall = self
+            .taints
+            .iter()
+            .any(|t| t.class == Class::Pending && t.tool == tool);
+        let carries = self.always_parse || self.needles.iter().any(|n| n.find(raw).is_some());
+        if !recall && !carries {
+            return Vec::new();
+        }
+        let a = args();
+        let fp = if recall { fingerprint(a.as_ref()) } else { 0 };
+        self.check(tool, a.as_ref(), fp)
     }
 
     /// Check a request (`tool` may be empty for other methods) against every live taint:
@@ -121,12 +165,25 @@ impl Book {
         if let Some(a) = args {
             leaves(a, "", &mut arg_leaves);
         }
-        let arg_keys: Vec<(usize, Key)> = arg_leaves
+        let mut arg_keys: Vec<(usize, Key)> = arg_leaves
             .iter()
             .enumerate()
             .filter_map(|(i, (_, v))| Key::of(v).map(|k| (i, k)))
             .take(MAX_LEAVES)
             .collect();
+        // The argument names too (a renamed parameter of a stale schema), pointing at the
+        // first leaf under each, or a leaf of its own when it has none.
+        if let Some(Value::Object(m)) = args {
+            for (k, v) in m {
+                let p = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+                let at = arg_leaves.iter().position(|(lp, _)| lp.starts_with(&p));
+                let at = at.unwrap_or_else(|| {
+                    arg_leaves.push((p.clone(), v));
+                    arg_leaves.len() - 1
+                });
+                arg_keys.push((at, Key::Name(k.as_str().into())));
+            }
+        }
         let mut i = 0;
         while i < self.taints.len() {
             let t = &self.taints[i];
@@ -159,6 +216,9 @@ impl Book {
             }
             i += 1;
         }
+        if found.iter().any(|f| f.class == Class::Propagated) {
+            self.reindex();
+        }
         found
     }
 
@@ -184,12 +244,17 @@ impl Book {
                 out.push(close(t));
             }
         }
+        if !out.is_empty() {
+            self.reindex();
+        }
         out
     }
 
     /// Close every taint (the session or the run ended).
     pub fn drain(&mut self) -> Vec<Taint> {
-        self.taints.drain(..).map(close).collect()
+        let out = self.taints.drain(..).map(close).collect();
+        self.reindex();
+        out
     }
 }
 
@@ -254,7 +319,7 @@ mod tests {
             seq: 1,
             at,
             args: fingerprint(Some(args)),
-            values: introduced(&original, &delivered, 16),
+            values: introduced(&original, &delivered, 16, false),
             class: Class::Pending,
         }
     }

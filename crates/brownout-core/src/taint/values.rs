@@ -22,11 +22,13 @@ const COMMON: &[&str] = &[
     "failed", "unknown", "default", "n/a", "empty",
 ];
 
-/// A value as taints compare it: a string, or a number by its value (`1.0` = `1`).
+/// A value as taints compare it: a string, a number by its value (`1.0` = `1`), or an
+/// object key (a property a stale schema renamed, that the agent then sends as an argument).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
     Str(Box<str>),
     Num(u64),
+    Name(Box<str>),
 }
 
 impl Key {
@@ -50,6 +52,28 @@ pub struct Tainted {
     pub key: Key,
     /// The value as events show it: truncated, never whole when long.
     pub shown: String,
+}
+
+impl Tainted {
+    /// Bytes that any request carrying this value must contain, whatever JSON writer made
+    /// it: an ASCII string's own bytes (no escaping can change them), an integer's digits.
+    /// `None` when no such bytes exist (non-ASCII text may be `\u`-escaped, a fraction
+    /// may be written otherwise): such a value is always checked on the parsed arguments.
+    pub fn needle(&self) -> Option<Vec<u8>> {
+        let plain = |s: &str| {
+            s.bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' && b != b'/')
+        };
+        match &self.key {
+            Key::Str(s) | Key::Name(s) if plain(s) => Some(s.as_bytes().to_vec()),
+            Key::Num(bits) => {
+                let f = f64::from_bits(*bits);
+                (f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .then(|| (f.abs() as i64).to_string().into_bytes())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Is this value specific enough that seeing it again means it was copied? Not a boolean or
@@ -110,15 +134,46 @@ fn walk<'v>(v: &'v Value, at: String, depth: usize, out: &mut Vec<(String, &'v V
 
 /// Like [`leaves`], and a string that holds a JSON object or array (a text content item) is
 /// read as that document, its leaves under the string's pointer (`/content/0/text/service`).
+/// Object keys are collected in `names`.
 fn result_leaves(v: &Value, at: String, depth: usize, out: &mut Vec<(String, Value)>) {
-    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+    let mut names = Vec::new();
+    result_walk(v, at, depth, out, &mut names);
+    out.extend(
+        names
+            .into_iter()
+            .map(|(p, n)| (p, Value::Object(single(n)))),
+    );
+}
+
+/// A marker for an object key among leaves: `{"\u{0}name": key}`.
+fn single(name: String) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(NAME.into(), Value::String(name));
+    m
+}
+
+const NAME: &str = "\u{0}name";
+
+fn name_of(v: &Value) -> Option<&str> {
+    v.as_object()?.get(NAME)?.as_str()
+}
+
+fn result_walk(
+    v: &Value,
+    at: String,
+    depth: usize,
+    out: &mut Vec<(String, Value)>,
+    names: &mut Vec<(String, String)>,
+) {
+    if out.len() + names.len() >= MAX_LEAVES || depth > MAX_DEPTH {
         return;
     }
     match v {
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-                result_leaves(child, p, depth + 1, out);
+                names.push((p.clone(), k.clone()));
+                result_walk(child, p, depth + 1, out, names);
             }
         }
         Value::Array(items) => {
@@ -139,11 +194,13 @@ fn result_leaves(v: &Value, at: String, depth: usize, out: &mut Vec<(String, Val
 
 /// The distinctive values `delivered` holds that `original` does not hold anywhere (equal,
 /// or inside one of its strings), at most `max` of them. JSON inside text items is read as
-/// JSON, on both sides.
-pub fn introduced(original: &Value, delivered: &Value, max: usize) -> Vec<Tainted> {
+/// JSON, on both sides. With `names`, an object key only the changed result has taints too
+/// (a property a stale `tools/list` schema renamed: the agent may send it as an argument).
+pub fn introduced(original: &Value, delivered: &Value, max: usize, keys_too: bool) -> Vec<Tainted> {
     let mut before = Vec::new();
     result_leaves(original, String::new(), 0, &mut before);
     let keys: FxHashSet<Key> = before.iter().filter_map(|(_, v)| Key::of(v)).collect();
+    let names: FxHashSet<&str> = before.iter().filter_map(|(_, v)| name_of(v)).collect();
     let strings: Vec<&str> = before.iter().filter_map(|(_, v)| v.as_str()).collect();
     let mut after = Vec::new();
     result_leaves(delivered, String::new(), 0, &mut after);
@@ -154,6 +211,24 @@ pub fn introduced(original: &Value, delivered: &Value, max: usize) -> Vec<Tainte
         let v = &v;
         if out.len() >= max {
             break;
+        }
+        if let Some(n) = name_of(v) {
+            if !keys_too {
+                continue;
+            }
+            // A key only the changed result has (a renamed property), long enough to mean it.
+            let fresh = !names.contains(n) && !keys.contains(&Key::Str(n.into()));
+            if fresh && n.chars().count() >= MIN_STRING && !COMMON.contains(&n) {
+                let key = Key::Name(n.into());
+                if !out.iter().any(|t| t.key == key) {
+                    out.push(Tainted {
+                        pointer,
+                        key,
+                        shown: shown(&Value::String(n.to_string())),
+                    });
+                }
+            }
+            continue;
         }
         if !distinctive(v) {
             continue;
@@ -268,11 +343,20 @@ mod tests {
         let original =
             json!({"id": "INC-1", "service": "payments-api", "count": 12, "tags": ["x"]});
         let delivered = json!({"id": "INC-1", "service": "billing-api", "count": 13, "tags": ["x"], "note": "payments"});
-        let t = introduced(&original, &delivered, 16);
+        let t = introduced(&original, &delivered, 16, false);
         let pointers: Vec<&str> = t.iter().map(|t| t.pointer.as_str()).collect();
         // `count` 13 is too small to follow; `note` is inside an original string.
         assert_eq!(pointers, ["/service"]);
         assert_eq!(t[0].key, Key::Str("billing-api".into()));
+    }
+
+    #[test]
+    fn a_renamed_property_taints_its_new_name() {
+        let before = json!({"tools": [{"name": "restart", "inputSchema": {"properties": {"service": {"type": "string"}}}}]});
+        let after = json!({"tools": [{"name": "restart", "inputSchema": {"properties": {"service_v2": {"type": "string"}}}}]});
+        let t = introduced(&before, &after, 16, true);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].key, Key::Name("service_v2".into()));
     }
 
     #[test]
@@ -282,7 +366,7 @@ mod tests {
         let original =
             json!({"content": [{"type": "text", "text": sc.to_string()}], "structuredContent": sc});
         let delivered = json!({"content": [{"type": "text", "text": bad.to_string()}], "structuredContent": bad});
-        let t = introduced(&original, &delivered, 16);
+        let t = introduced(&original, &delivered, 16, false);
         assert_eq!(t.len(), 1, "{t:?}");
         assert_eq!(t[0].pointer, "/structuredContent/service");
         let text_only = json!({"content": [{"type": "text", "text": bad.to_string()}]});
@@ -290,6 +374,7 @@ mod tests {
             &json!({"content": [{"type": "text", "text": sc.to_string()}]}),
             &text_only,
             16,
+            false,
         );
         assert_eq!(t[0].pointer, "/content/0/text/service");
     }

@@ -12,6 +12,7 @@
 
 mod attempts;
 pub mod breaker;
+pub mod budget;
 mod gates;
 #[cfg(test)]
 mod gates_tests;
@@ -53,6 +54,8 @@ pub struct SimOptions {
     /// do) instead of one session per task: faults' `sessions` shares then select what
     /// they select live.
     pub sessions: Option<u64>,
+    /// Bounds on the work (events, memory, wall time, cancellation): none by default.
+    pub budget: budget::Budget,
 }
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
@@ -187,6 +190,9 @@ struct Sim<'w> {
     sessions: Option<u64>,
     /// The reply being handled is the client's timeout firing.
     timing_out: bool,
+    budget: budget::Budget,
+    /// The bound that stopped the run early, if one did.
+    stopped_by: Option<String>,
 }
 
 impl Sim<'_> {
@@ -204,7 +210,15 @@ impl Sim<'_> {
             Some(Arrival::Open { .. }) => self.push(0, Ev::Arrive),
             None => self.push(0, Ev::StartTask),
         }
+        let mut events: u64 = 0;
         while let Some(due) = self.queue.pop() {
+            events += 1;
+            if events.is_multiple_of(budget::EVERY) {
+                if let Some(why) = self.budget.exceeded(events, || self.footprint()) {
+                    self.stopped_by = Some(why);
+                    break;
+                }
+            }
             match due {
                 Due::Event(at, ev) => {
                     if self.gates.is_some() {
@@ -296,6 +310,23 @@ impl Sim<'_> {
             }
             Ev::StepDeadline(t, step_gen) => self.step_deadline(t, step_gen),
         }
+    }
+
+    /// An estimate of the memory the state holds, in bytes.
+    fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        let calls_per_task: usize = self
+            .tasks
+            .iter()
+            .flatten()
+            .map(|t| t.calls.capacity())
+            .sum();
+        self.queue.footprint()
+            + self.tasks.capacity() * size_of::<Option<Task>>()
+            + calls_per_task * size_of::<u32>()
+            + self.calls.items.capacity() * size_of::<Call>()
+            + self.attempts.items.capacity() * size_of::<Attempt>()
+            + self.c.series.capacity() * size_of::<crate::metrics::Second>()
     }
 
     /// A client timeout came due: it fails the attempt if the client still waits for it.
@@ -395,6 +426,8 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         stop_at_breach: opts.stop_at_breach,
         sessions: opts.sessions,
         timing_out: false,
+        budget: opts.budget.clone(),
+        stopped_by: None,
     };
     if !opts.gates.is_empty() {
         sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
@@ -421,5 +454,6 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
     );
     report.gates = gates.unwrap_or_default();
     report.robustness = Report::robustness_of(&report.gates);
+    report.stopped_by = sim.stopped_by.take();
     report
 }

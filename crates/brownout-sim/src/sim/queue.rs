@@ -53,6 +53,15 @@ impl<T: Copy> EventQueue<T> {
         self.heap.push(Reverse((at, self.seq, slot)));
     }
 
+    /// The bytes its tables hold (for a simulation's memory bound).
+    pub(super) fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        self.heap.capacity() * size_of::<Reverse<(u64, u64, usize)>>()
+            + self.events.capacity() * size_of::<T>()
+            + self.free.capacity() * size_of::<usize>()
+            + self.timeouts.capacity() * size_of::<(u64, u32, u32)>()
+    }
+
     /// A client timeout; timeouts must be pushed in the order they come due.
     pub(super) fn push_timeout(&mut self, at: u64, attempt: u32, gen: u32) {
         self.timeouts.push_back((at, attempt, gen));

@@ -179,3 +179,58 @@ fn long_lived_sessions_are_the_ones_the_relay_would_select() {
         per_task.availability
     );
 }
+
+#[test]
+fn a_budget_stops_the_run_and_names_the_bound() {
+    let w = Workload::from_str_named(&one_tool(100_000, 5, "", ""), "w.yaml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let opts = |budget: budget::Budget| SimOptions {
+        budget,
+        ..SimOptions::default()
+    };
+    let full = simulate(&w, Plan::empty(), &SimOptions::default());
+    assert_eq!(full.stopped_by, None);
+    let r = simulate(
+        &w,
+        Plan::empty(),
+        &opts(budget::Budget {
+            max_events: Some(10_000),
+            ..Default::default()
+        }),
+    );
+    assert!(r
+        .stopped_by
+        .as_deref()
+        .is_some_and(|s| s.starts_with("events:")));
+    assert!(
+        r.calls > 0 && r.calls < full.calls,
+        "{} of {}",
+        r.calls,
+        full.calls
+    );
+    let cancelled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let r = simulate(
+        &w,
+        Plan::empty(),
+        &opts(budget::Budget {
+            cancel: Some(cancelled),
+            ..Default::default()
+        }),
+    );
+    assert!(r
+        .stopped_by
+        .as_deref()
+        .is_some_and(|s| s.starts_with("cancelled")));
+    let r = simulate(
+        &w,
+        Plan::empty(),
+        &opts(budget::Budget {
+            max_bytes: Some(1),
+            ..Default::default()
+        }),
+    );
+    assert!(r
+        .stopped_by
+        .as_deref()
+        .is_some_and(|s| s.starts_with("memory:")));
+}

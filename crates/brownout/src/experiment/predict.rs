@@ -115,6 +115,7 @@ pub fn before_stages(
                 gates: if gates { x.gates.clone() } else { Vec::new() },
                 stop_at_breach: false,
                 sessions: Some(u64::from(x.spec.load.sessions.unwrap_or(16))),
+                budget: Default::default(),
             };
             // The stage's SLIs: the stage alone.
             let r = simulate(&w, plan, &opts(n, false));

@@ -12,9 +12,6 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// The most tools described (a target that lists more is cut, and says so).
-const MAX_TOOLS: usize = 500;
-
 /// What a description found, for `design_experiments` too.
 pub struct Described {
     pub json: Value,
@@ -88,15 +85,16 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
     let connect_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let info = client.peer_info();
     let t1 = Instant::now();
-    let tools = tokio::time::timeout(timeout, client.list_all_tools()).await;
+    // Bounded while reading: tools, bytes, pages, and the call's timeout (tool_pages.rs).
+    let read = super::tool_pages::read(client.peer(), t1 + timeout).await;
     let tools_list_ms = t1.elapsed().as_secs_f64() * 1000.0;
-    let _ = client.cancel().await;
-    let mut tools = tools
-        .map_err(|_| format!("tools/list took longer than {} ms", timeout.as_millis()))?
-        .map_err(|e| format!("tools/list failed: {e}"))?;
-    let cut = tools.len() > MAX_TOOLS;
-    tools.truncate(MAX_TOOLS);
-    let json = shape(info.as_deref(), &tools, cut, tools_list_ms, connect_ms);
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.cancel()).await;
+    let read = read?;
+    let cut = read.stopped_by.is_some();
+    let tools = read.tools;
+    let mut json = shape(info.as_deref(), &tools, cut, tools_list_ms, connect_ms);
+    json["tools_stopped_by"] = json!(read.stopped_by);
+    json["tools_list_pages"] = json!(read.pages);
     Ok(Described { json, tools })
 }
 

@@ -413,6 +413,7 @@ pub fn estimate(x: &crate::experiment::Loaded, measured: bool) -> Value {
         gates: x.gates.clone(),
         stop_at_breach: false,
         sessions: Some(u64::from(x.spec.load.sessions.unwrap_or(16))),
+        budget: Default::default(),
     };
     let r = brownout_sim::simulate(&x.workload, plan, &opts);
     let breached = r.gates.iter().any(|g| g.breached);

@@ -2,7 +2,8 @@
 //! unless `--allow-remote` (which needs a bearer token); the `Origin`/`Host` checks of the
 //! relay's front (`http_guard`); a bearer token compared in constant time when one is set.
 //! Each MCP session gets its own handler, dropped — and its runs stopped — when the
-//! session is deleted or idles out.
+//! session is deleted or idles out. Sessions, connections and slow clients are bounded
+//! ([`super::http_limits`]).
 
 use super::server::McpServer;
 use super::{Ctx, McpArgs};
@@ -10,14 +11,11 @@ use axum::extract::Request;
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
-/// An idle session (no request, no open stream) ends after this long.
-const SESSION_IDLE: Duration = Duration::from_secs(300);
 /// The largest request body accepted.
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
@@ -81,8 +79,8 @@ pub async fn serve(ctx: Ctx, addr: &str, a: &McpArgs) -> anyhow::Result<i32> {
         hosts: a.allow_host.clone(),
     });
     let ct = tokio_util::sync::CancellationToken::new();
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let b = &a.bounds;
+    let sessions = super::http_limits::Capped::new(b);
     // Host and Origin are checked by `guard` (the same rules as every brownout listener).
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
@@ -96,16 +94,28 @@ pub async fn serve(ctx: Ctx, addr: &str, a: &McpArgs) -> anyhow::Result<i32> {
     );
     let app = axum::Router::new()
         .nest_service("/mcp", svc)
+        .layer(axum::middleware::from_fn(super::http_limits::sessions_gate))
         .layer(axum::middleware::from_fn(move |req, next| {
             guard(gate.clone(), req, next)
         }));
     eprintln!("brownout mcp: serving MCP at http://{local}/mcp");
     let stop = ct.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
+    let timeouts = crate::relay::http_serve::Timeouts {
+        header: b.header_timeout.max(Duration::from_millis(100)),
+        body: crate::relay::http_serve::Timeouts::default().body,
+        idle: b.idle_timeout.max(Duration::from_millis(100)),
+    };
+    crate::relay::http_serve::serve_capped(
+        listener,
+        app,
+        timeouts,
+        b.max_connections.max(1),
+        Duration::from_secs(5),
+        async move {
             super::shutdown_signal().await;
             stop.cancel();
-        })
-        .await?;
+        },
+    )
+    .await?;
     Ok(0)
 }

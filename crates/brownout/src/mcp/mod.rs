@@ -23,6 +23,7 @@ pub mod design;
 pub mod guard;
 pub mod history;
 pub mod http;
+pub mod http_limits;
 pub mod progress;
 pub mod read;
 pub mod recommend;
@@ -30,7 +31,9 @@ pub mod resources;
 pub mod runs;
 pub mod server;
 pub mod start;
+pub mod tool_pages;
 pub mod untrusted;
+pub mod work_bounds;
 pub mod writes;
 
 use crate::experiment::policy::Policy;
@@ -109,6 +112,10 @@ pub struct McpArgs {
     /// A Host allowed besides loopback (repeatable).
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Sessions, connections and timeouts of the HTTP listener; a simulation's time
+    /// (docs/mcp.md#resource-bounds).
+    #[command(flatten)]
+    pub bounds: http_limits::Bounds,
 }
 
 /// How a person approves a live run.
@@ -191,6 +198,7 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?
         }
     };
+    work_bounds::set_sim_time(a.bounds.max_sim_time);
     // Through MCP the ladder always counts the store's history.
     policy.ladder_from_history = true;
     let dir = tempfile::Builder::new().prefix("brownout-mcp-").tempdir()?;

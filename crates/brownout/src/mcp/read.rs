@@ -20,6 +20,26 @@ pub fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("`{key}` is required (a string)"))
 }
 
+/// A document argument (plan, experiment, workload), refused before any parsing when it is
+/// longer than [`super::MAX_TEXT`].
+pub fn text_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
+    let t = str_arg(args, key)?;
+    too_long(key, t)?;
+    Ok(t)
+}
+
+fn too_long(key: &str, t: &str) -> Result<(), String> {
+    if t.len() > super::MAX_TEXT {
+        return Err(format!(
+            "`{key}` is {} bytes: at most {} bytes ({} KiB) through MCP",
+            t.len(),
+            super::MAX_TEXT,
+            super::MAX_TEXT / 1024
+        ));
+    }
+    Ok(())
+}
+
 /// The file name errors are reported under, carrying the format.
 fn named(base: &str, args: &Value) -> String {
     format!("{base}.{}", args["format"].as_str().unwrap_or("yaml"))
@@ -51,7 +71,7 @@ pub fn list_fault_kinds() -> Out {
 }
 
 pub fn validate_plan(args: &Value) -> Out {
-    let text = str_arg(args, "plan")?;
+    let text = text_arg(args, "plan")?;
     let file = named("plan", args);
     Ok(
         match Plan::from_str_named(text, &file).map_err(crate::search::marks::explain) {
@@ -66,7 +86,7 @@ pub fn validate_plan(args: &Value) -> Out {
 }
 
 pub fn validate_experiment(ctx: &Ctx, args: &Value) -> Out {
-    let text = str_arg(args, "experiment")?;
+    let text = text_arg(args, "experiment")?;
     let file = named("experiment", args);
     if let Err(r) = super::guard::paths_confined(text, &file, &ctx.cfg.workdir) {
         return Ok(json!({"ok": false, "errors": [{"key": r.rule, "message": r.detail}]}));
@@ -101,13 +121,18 @@ fn gates(args: &Value) -> Result<Vec<brownout_core::slo::Gate>, String> {
         .collect()
 }
 
-pub fn simulate(args: &Value) -> Out {
+/// Simulate, within [`super::work_bounds`]: stopped early by the events, memory or time
+/// bound, or by `cancel` (the request cancelled); the answer then names the bound.
+pub fn simulate(args: &Value, cancel: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Out {
     let plan = match args["plan"].as_str().filter(|s| !s.trim().is_empty()) {
-        Some(t) => Plan::from_str_format(t, "plan.yaml", Format::Yaml)
-            .map_err(|e| format!("the plan: {e}"))?,
+        Some(t) => {
+            too_long("plan", t)?;
+            Plan::from_str_format(t, "plan.yaml", Format::Yaml)
+                .map_err(|e| format!("the plan: {e}"))?
+        }
         None => Plan::empty(),
     };
-    let w = brownout_sim::Workload::from_str_named(str_arg(args, "workload")?, "workload.yaml")
+    let w = brownout_sim::Workload::from_str_named(text_arg(args, "workload")?, "workload.yaml")
         .map_err(|e| format!("the workload: {e}"))?;
     let gates = gates(args)?;
     sim_limits(&w, args["tasks"].as_u64())?;
@@ -118,16 +143,26 @@ pub fn simulate(args: &Value) -> Out {
         gates,
         stop_at_breach: false,
         sessions: args["sessions"].as_u64(),
+        budget: super::work_bounds::sim_budget(cancel),
     };
     let report = brownout_sim::simulate(&w, plan, &opts);
     let breached = report.gates.iter().any(|g| g.breached);
+    let stopped_by = report.stopped_by.clone();
     let mut v = serde_json::to_value(&report).map_err(|e| e.to_string())?;
     if let Some(m) = v.as_object_mut() {
         m.remove("series");
     }
     // The report leaves out `gates` when there are none.
     let gates = v.get("gates").cloned().unwrap_or_else(|| json!([]));
-    Ok(json!({"report": v, "breached": breached, "gates": gates}))
+    let mut out = json!({"report": v, "breached": breached, "gates": gates});
+    if let Some(why) = stopped_by {
+        // For the operator too: a simulation cut short (or abandoned by its caller).
+        eprintln!("brownout mcp: simulate stopped early: {why}");
+        out["complete"] = json!(false);
+        out["stopped_by"] = json!(why);
+        out["note"] = json!("the simulation reached a bound of brownout mcp and stopped early: the report covers the run up to there (fewer tasks or a smaller workload fit)");
+    }
+    Ok(out)
 }
 
 pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progress) -> Out {

@@ -183,18 +183,22 @@ impl ServerHandler for McpServer {
         let session = session_of(&context, &self.guard.id);
         let client = client_name(&context);
         let progress = super::progress::Progress::for_request(&context);
+        // Set when the request is cancelled or this call dropped: long work stops with it.
+        let cancel = super::work_bounds::Cancel::new(&context.ct);
+        let flag = cancel.flag.clone();
         let out: Out = match name.as_str() {
             "describe_target" => super::describe::describe(&ctx, &args).await,
             "design_experiments" => super::design::design(&ctx, &args, &progress).await,
             _ => {
                 let n = name.clone();
                 tokio::task::spawn_blocking(move || {
-                    sync_tool(&ctx, &n, &args, &session, &client, &progress)
+                    sync_tool(&ctx, &n, &args, &session, &client, &progress, &flag)
                 })
                 .await
                 .map_err(|e| McpError::internal_error(e.to_string(), None))?
             }
         };
+        drop(cancel);
         Ok(CallToolResponse::Complete(match out {
             Ok(v) => result(v, false),
             Err(m) => error_text(m),
@@ -303,6 +307,7 @@ fn sync_tool(
     session: &str,
     client: &str,
     progress: &super::progress::Progress,
+    cancel: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Out {
     let audit = |decision: &str, detail: String, run_id: Option<String>| {
         ctx.audit.write(Entry {
@@ -319,7 +324,7 @@ fn sync_tool(
         "list_fault_kinds" => read::list_fault_kinds(),
         "validate_plan" => read::validate_plan(args),
         "validate_experiment" => read::validate_experiment(ctx, args),
-        "simulate" => read::simulate(args),
+        "simulate" => read::simulate(args, cancel),
         "find_boundary" => read::find_boundary(ctx, args, progress),
         "get_policy" => read::get_policy(ctx),
         "list_runs" => read::list_runs(ctx, args),

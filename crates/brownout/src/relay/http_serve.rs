@@ -9,6 +9,11 @@
 //! - **body**: a request body must arrive within this time (enforced by the front when it
 //!   reads the body; see [`super::http_front`]).
 //!
+//! With a connection cap ([`serve_capped`]), a connection accepted at the cap displaces the
+//! oldest open connection with no request in flight (one still sending its head, or idle),
+//! so clients holding connections open cannot lock others out; when every connection has
+//! a request in flight, the new one is closed at once.
+//!
 //! A response in flight (a long SSE stream) is never cut by these timers. On `stop`, the
 //! listener closes, connections finish what is in flight, and what is left after the grace
 //! period is closed.
@@ -57,6 +62,42 @@ pub async fn serve(
     grace: Duration,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    serve_capped(listener, router, timeouts, usize::MAX, grace, stop).await
+}
+
+/// The open connections, for the cap: each one's activity and how to close it.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    conns: std::collections::BTreeMap<u64, (Arc<Activity>, Arc<tokio::sync::Notify>)>,
+}
+
+/// Removes a connection from [`Open`] when it ends.
+struct Registered {
+    open: Arc<Mutex<Open>>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.open).conns.remove(&self.id);
+    }
+}
+
+fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
+    open.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// As [`serve`], with at most `max_connections` open at once (see the module documentation).
+pub async fn serve_capped(
+    listener: TcpListener,
+    router: Router,
+    timeouts: Timeouts,
+    max_connections: usize,
+    grace: Duration,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let open = Arc::new(Mutex::new(Open::default()));
     let (closing_tx, closing_rx) = watch::channel(false);
     // Each connection holds a sender: when all are gone, every connection has ended.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
@@ -80,9 +121,42 @@ pub async fn serve(
         // No Nagle: an SSE answer is written in pieces, and waiting for ACKs between them
         // costs a delayed-ACK period (~40 ms) per answer.
         let _ = tcp.set_nodelay(true);
+        let activity = Arc::new(Activity::opened());
+        let close = Arc::new(tokio::sync::Notify::new());
+        let registered = {
+            let mut o = lock(&open);
+            if o.conns.len() >= max_connections {
+                // The oldest connection with nothing in flight makes room; else refuse.
+                let victim = o
+                    .conns
+                    .iter()
+                    .find(|(_, (a, _))| a.in_flight.load(Ordering::Acquire) == 0)
+                    .map(|(id, (_, n))| (*id, Arc::clone(n)));
+                match victim {
+                    Some((id, n)) => {
+                        o.conns.remove(&id);
+                        n.notify_one();
+                    }
+                    None => continue,
+                }
+            }
+            o.next += 1;
+            let id = o.next;
+            o.conns
+                .insert(id, (Arc::clone(&activity), Arc::clone(&close)));
+            Registered {
+                open: Arc::clone(&open),
+                id,
+            }
+        };
         tokio::spawn(connection(
-            tcp,
-            peer,
+            Conn {
+                tcp,
+                peer,
+                activity,
+                close,
+                _registered: registered,
+            },
             router.clone(),
             timeouts,
             closing_rx.clone(),
@@ -112,6 +186,15 @@ struct Activity {
 }
 
 impl Activity {
+    /// A new connection owes its first request's head at once: the header timeout runs.
+    fn opened() -> Activity {
+        let now = Instant::now();
+        Activity {
+            in_flight: AtomicUsize::new(0),
+            marks: Mutex::new((now, Some(now))),
+        }
+    }
+
     fn marks(&self) -> std::sync::MutexGuard<'_, (Instant, Option<Instant>)> {
         self.marks.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -148,20 +231,30 @@ impl Activity {
     }
 }
 
-async fn connection(
+/// An accepted connection: the stream, its peer, its activity, and the signal that closes
+/// it to make room under the cap.
+struct Conn {
     tcp: TcpStream,
     peer: SocketAddr,
+    activity: Arc<Activity>,
+    close: Arc<tokio::sync::Notify>,
+    _registered: Registered,
+}
+
+async fn connection(
+    c: Conn,
     router: Router,
     timeouts: Timeouts,
     mut closing: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
 ) {
-    // A new connection owes its first request's head at once: the header timeout runs.
-    let opened = Instant::now();
-    let activity = Arc::new(Activity {
-        in_flight: AtomicUsize::new(0),
-        marks: Mutex::new((opened, Some(opened))),
-    });
+    let Conn {
+        tcp,
+        peer,
+        activity,
+        close,
+        _registered,
+    } = c;
     let io = hyper_util::rt::TokioIo::new(Watched {
         tcp,
         activity: Arc::clone(&activity),
@@ -190,6 +283,8 @@ async fn connection(
         });
         tokio::select! {
             _ = conn.as_mut() => return,
+            // Displaced under the connection cap (it had nothing in flight).
+            _ = close.notified() => return,
             changed = closing.changed(), if !closing_seen => {
                 closing_seen = true;
                 if changed.is_ok() {

@@ -206,13 +206,18 @@ pub fn render(j: &Value) -> Result<String, ReportError> {
     w.write_event(Event::Start(BytesStart::new("properties")))
         .map_err(x)?;
     let seed = j.get("seed").map(Value::to_string).unwrap_or_default();
+    let silent = super::silent::headline(j).unwrap_or_default();
     for (k, v) in [
         ("run_id", crate::store::ingest::run_id(j)),
         ("status", s(j, "status").to_string()),
         ("reason", s(j, "reason").to_string()),
         ("seed", seed),
         ("brownout_version", s(j, "brownout_version").to_string()),
-    ] {
+        ("failed_safely_or_silently", silent),
+    ]
+    .into_iter()
+    .filter(|(k, v)| *k != "failed_safely_or_silently" || !v.is_empty())
+    {
         let mut p = BytesStart::new("property");
         p.push_attribute(("name", k));
         p.push_attribute(("value", v.as_str()));

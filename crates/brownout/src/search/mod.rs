@@ -207,6 +207,7 @@ impl Problem {
             gates,
             stop_at_breach: !full,
             sessions,
+            budget: Default::default(),
         };
         simulate(&w, plan, &opts).robustness.unwrap_or(1.0)
     }

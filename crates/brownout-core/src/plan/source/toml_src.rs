@@ -5,15 +5,55 @@ use super::{too_deep, Entry, Node, NodeValue, Pos, SyntaxError, MAX_DEPTH};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+/// Byte offsets → line and column, in time linear in the text: the start of every line (and
+/// whether it is ASCII) is found once, a line is a binary search, and a column is a byte
+/// difference on an ASCII line, or counted in characters from the last position asked on
+/// that line (positions are asked mostly in document order).
 struct Lines<'a> {
     text: &'a str,
+    /// The byte offset where each line starts, and whether the line is ASCII.
+    starts: Vec<(usize, bool)>,
+    /// The last non-ASCII position: (byte offset, its column).
+    last: std::cell::Cell<(usize, usize)>,
 }
 
-impl Lines<'_> {
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Lines<'a> {
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            starts.push((at, line.is_ascii()));
+            at += line.len();
+        }
+        if starts.is_empty() || text.ends_with('\n') {
+            starts.push((at, true));
+        }
+        Lines {
+            text,
+            starts,
+            last: std::cell::Cell::new((usize::MAX, 0)),
+        }
+    }
+
     fn pos(&self, offset: usize) -> Pos {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        // The last line starting at or before `offset`.
+        let line = self.starts.partition_point(|&(s, _)| s <= offset).max(1);
+        let (start, ascii) = self.starts[line - 1];
+        let column = if ascii {
+            offset - start + 1
+        } else {
+            let (from, col) = match self.last.get() {
+                (o, c) if o != usize::MAX && o >= start && o <= offset => (o, c),
+                _ => (start, 1),
+            };
+            let c = col + self.text[from..offset].chars().count();
+            self.last.set((offset, c));
+            c
+        };
         Pos { line, column }
     }
 }
@@ -78,7 +118,7 @@ fn busiest_line(text: &str) -> Pos {
 }
 
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-    let lines = Lines { text };
+    let lines = Lines::new(text);
     match DeTable::parse(text) {
         Ok(root) => Ok(Node {
             value: NodeValue::Map(table(&lines, root.get_ref(), 1)?),
@@ -100,5 +140,25 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                 message: e.message().to_string(),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_by_line_start_and_columns_in_characters() {
+        let text = "a = 1\nb = \"é\" # ü\nc = 3";
+        let l = Lines::new(text);
+        assert_eq!(l.pos(0), Pos { line: 1, column: 1 });
+        assert_eq!(l.pos(6), Pos { line: 2, column: 1 });
+        // After `é` (2 bytes) the column counts characters.
+        let hash = text.find('#').expect("#");
+        assert_eq!(l.pos(hash), Pos { line: 2, column: 9 });
+        assert_eq!(l.pos(hash - 2), Pos { line: 2, column: 7 });
+        assert_eq!(l.pos(text.len()), Pos { line: 3, column: 6 });
+        let n = parse("x = 1\n[t]\ny = \"ü\"\nz = 2\n").expect("parses");
+        assert_eq!(n.locate("/t/z", true), Pos { line: 4, column: 1 });
     }
 }
