@@ -10,7 +10,7 @@
 use crate::plan::spec::{ArgMatcher, DirectionSpec, SelectorSpec, Span, WindowSpec};
 use crate::rng::{hash_str, mix, to_unit};
 use crate::time::Time;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde_json::Value;
 
@@ -32,7 +32,24 @@ impl Direction {
     }
 }
 
-/// A compiled glob list; `None` means "anything".
+/// The characters a glob gives a meaning to; [`escape`] quotes them.
+pub const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
+
+/// A glob that matches `name` and nothing else: every glob character preceded by `\`
+/// (a tool named `*` becomes the pattern `\*`, matching only a tool named `*`).
+pub fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if GLOB_CHARS.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A compiled glob list; `None` means "anything". A `\` quotes the character after it
+/// (`\*` is a literal star) on every platform.
 #[derive(Debug, Clone)]
 pub struct Globs {
     set: GlobSet,
@@ -45,12 +62,14 @@ impl Globs {
     pub fn new(patterns: &[String]) -> Result<Globs, (usize, String)> {
         let mut b = GlobSetBuilder::new();
         for (i, p) in patterns.iter().enumerate() {
-            b.add(Glob::new(p).map_err(|e| (i, format!("bad glob `{p}`: {}", e.kind())))?);
+            let glob = GlobBuilder::new(p)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| (i, format!("bad glob `{p}`: {}", e.kind())))?;
+            b.add(glob);
         }
         let set = b.build().map_err(|e| (0, format!("bad glob: {e}")))?;
-        let literal = patterns
-            .iter()
-            .all(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']));
+        let literal = patterns.iter().all(|p| !p.contains(GLOB_CHARS));
         Ok(Globs {
             set,
             patterns: patterns.to_vec(),
@@ -303,5 +322,37 @@ mod tests {
         assert!(c.holds(&serde_json::json!({"env": "production"})));
         assert!(!c.holds(&serde_json::json!({"env": "staging"})));
         assert!(!c.holds(&serde_json::json!({})));
+    }
+
+    #[test]
+    fn escaped_names_match_only_themselves() {
+        let names = ["*", "a?b", "x[1]", "{a,b}", "back\\slash", "**", "plain"];
+        let all = [
+            "*",
+            "a?b",
+            "axb",
+            "x[1]",
+            "x1",
+            "{a,b}",
+            "a",
+            "b",
+            "back\\slash",
+            "**",
+            "plain",
+            "other",
+        ];
+        for n in names {
+            let e = escape(n);
+            let g = Globs::new(std::slice::from_ref(&e)).expect("an escaped name compiles");
+            let hits: Vec<&str> = all.iter().copied().filter(|s| g.is_match(s)).collect();
+            assert_eq!(hits, vec![n], "`{n}` escaped as `{e}`");
+        }
+        assert_eq!(escape("*"), "\\*");
+        // Unescaped, a star is every tool.
+        let star = Globs::new(&["*".to_string()]).expect("glob");
+        assert!(star.is_match("restart_service"));
+        assert!(!Globs::new(&[escape("*")])
+            .expect("glob")
+            .is_match("restart_service"));
     }
 }

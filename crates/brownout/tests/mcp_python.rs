@@ -398,7 +398,8 @@ fn guardrails_refuse_with_the_rule_named_and_nothing_sent() {
     assert_eq!(sc(&doc, n + 2)["decision"], "approval_required");
     let v = sc(&doc, n + 3);
     assert_eq!(v["rule"], "approval", "a wrong code: {v:#}");
-    assert_eq!(r.calls(), 0, "nothing may reach the target");
+    // Only start_experiment's read-only look at the target's tools (initialize, tools/list).
+    assert_eq!(r.tool_calls(), 0, "no tool call may reach the target");
     assert!(r.faults().is_empty());
     let audit = env.audit_entries();
     let rules: Vec<&str> = audit.iter().filter_map(|e| e["rule"].as_str()).collect();

@@ -93,6 +93,12 @@ pub struct Journal {
     pub silent: Option<brownout_core::stats::Silent>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
     pub baselines: Vec<super::baseline::BaselineRecord>,
+    /// `tools/call` requests of each tool the relay carried over the run — load, probes
+    /// and calls brownout answered in the target's place alike, so an upper bound on the
+    /// calls that reached the target: a tool it does not list reached the target 0 times.
+    /// Behind a remote relay, every call it carried since it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

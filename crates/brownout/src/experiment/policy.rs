@@ -53,6 +53,11 @@ pub struct Policy {
     /// URLs an MCP client may have brownout reach — targets, admin APIs: globs (default:
     /// loopback only).
     pub mcp_urls: Vec<String>,
+    /// Tools an experiment started through `brownout mcp` may call for real (its load and
+    /// its probes) although they may write — annotated destructive, not annotated
+    /// read-only, or a write verb in the name: exact names, no globs (default none: such
+    /// an experiment calls only read-only tools without a write verb).
+    pub load_tools: Vec<String>,
     /// Environment variables an experiment started through `brownout mcp` may name as
     /// `target.admin_token_env` (sent as a bearer token to its admin URL); default none.
     pub mcp_admin_token_envs: Vec<String>,
@@ -99,6 +104,7 @@ impl Default for Policy {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+            load_tools: Vec::new(),
             mcp_admin_token_envs: Vec::new(),
         }
     }

@@ -123,6 +123,22 @@ fn a_policy_file_is_checked_like_a_plan() {
 }
 
 #[test]
+fn load_tools_is_a_checked_key_of_exact_names() {
+    let p = Policy::from_str_named("load_tools: [transfer_funds]\n", "p.yaml").expect("valid");
+    assert_eq!(p.load_tools, vec!["transfer_funds".to_string()]);
+    assert!(Policy::default().load_tools.is_empty());
+    let e = Policy::from_str_named("load_tool: [transfer_funds]\n", "p.yaml")
+        .expect_err("typo")
+        .to_string();
+    assert!(
+        e.starts_with("p.yaml:1:") && e.contains("load_tools"),
+        "{e}"
+    );
+    let e = Policy::from_str_named("load_tools: transfer_funds\n", "p.yaml").expect_err("a list");
+    assert!(e.to_string().contains("load_tools"), "{e}");
+}
+
+#[test]
 fn an_unbounded_latency_distribution_needs_max_ms() {
     let p = Policy::default();
     let doc = |f: &str| -> serde_json::Value {

@@ -162,6 +162,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         calibration: None,
         silent: None,
         baselines: Vec::new(),
+        tool_calls: None,
     }
 }
 
@@ -386,6 +387,7 @@ async fn with_target(
     silent_feed.abort();
     j.silent = silent_source.read().await.map(|c| super::silent::total(&c));
     probing.iter().for_each(|p| p.abort());
+    j.tool_calls = target.tool_calls().await;
     if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
         let samples: Vec<_> = live.all_samples.iter().collect();
         j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));

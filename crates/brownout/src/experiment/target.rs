@@ -208,6 +208,22 @@ impl Target {
         out
     }
 
+    /// `tools/call` requests the relay has carried, per tool (`None`: its status is out of
+    /// reach).
+    pub async fn tool_calls(&self) -> Option<BTreeMap<String, u64>> {
+        let status = match &self.faults {
+            Faults::Local(relay) => relay.status(),
+            Faults::Remote(r) => r.send(reqwest::Method::GET, "/status", None).await.ok()?,
+        };
+        let tools = status["summary"]["tools"].as_object()?;
+        Some(
+            tools
+                .iter()
+                .map(|(t, v)| (t.clone(), v["calls"].as_u64().unwrap_or(0)))
+                .collect(),
+        )
+    }
+
     /// Injections so far without waiting, for an in-process relay (`None` for a remote one,
     /// whose counters need a request).
     pub fn injections_now(&self) -> Option<super::status::InjectionsNow> {

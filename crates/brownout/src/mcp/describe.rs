@@ -2,6 +2,8 @@
 //! `tools/list`, nothing else — and describe it: server name, version and protocol, every
 //! tool with its schemas and annotations, and how long `tools/list` took. A command target
 //! must be a program the operator's policy lets MCP clients start (`mcp_commands`).
+//! Everything the target wrote is returned as data under `target`-supplied fields, escaped
+//! and cut (untrusted.rs), beside brownout's own judgment of whether each tool may write.
 
 use super::read::Out;
 use super::Ctx;
@@ -90,31 +92,52 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
     let read = read?;
     let cut = read.stopped_by.is_some();
     let tools = read.tools;
+    let mut json = shape(info.as_deref(), &tools, cut, tools_list_ms, connect_ms);
+    json["tools_stopped_by"] = json!(read.stopped_by);
+    json["tools_list_pages"] = json!(read.pages);
+    Ok(Described { json, tools })
+}
+
+/// The description as returned: the target's text escaped and cut in its own fields.
+fn shape(
+    info: Option<&rmcp::model::ServerPeerInfo>,
+    tools: &[rmcp::model::Tool],
+    cut: bool,
+    tools_list_ms: f64,
+    connect_ms: f64,
+) -> Value {
+    use super::untrusted::{text, value, NAME_CAP, NOTICE, TEXT_CAP};
+    let opt = |s: Option<&str>, cap: usize| s.map(|s| text(s, cap));
     let list: Vec<Value> = tools
         .iter()
         .map(|t| {
             json!({
-                "name": t.name,
-                "description": t.description,
-                "input_schema": Value::Object((*t.input_schema).clone()),
-                "output_schema": t.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
-                "annotations": t.annotations,
+                "name": text(&t.name, NAME_CAP),
+                "description": opt(t.description.as_deref(), TEXT_CAP),
+                "input_schema": value(&Value::Object((*t.input_schema).clone())),
+                "output_schema": t.output_schema.as_ref().map(|s| value(&Value::Object((**s).clone()))),
+                "annotations": t.annotations.as_ref().map(|a| value(&serde_json::to_value(a).unwrap_or_default())),
+                "may_write": super::writes::may_write(t),
             })
         })
         .collect();
-    let server = info.as_ref().and_then(|i| i.server_info.as_ref()).map_or(
-        json!({}),
-        |s| json!({"name": s.name, "version": s.version, "title": s.title}),
-    );
-    let json = json!({
+    let server = info
+        .and_then(|i| i.server_info.as_ref())
+        .map_or(json!({}), |s| {
+            json!({
+                "name": text(&s.name, NAME_CAP),
+                "version": text(&s.version, NAME_CAP),
+                "title": opt(s.title.as_deref(), NAME_CAP),
+            })
+        });
+    json!({
+        "untrusted": NOTICE,
         "server": server,
-        "protocol_version": info.as_ref().map(|i| i.protocol_version.to_string()),
+        "instructions": opt(info.and_then(|i| i.instructions.as_deref()), TEXT_CAP),
+        "protocol_version": info.map(|i| i.protocol_version.to_string()),
         "tools": list,
         "tools_truncated": cut,
-        "tools_stopped_by": read.stopped_by,
-        "tools_list_pages": read.pages,
         "tools_list_ms": (tools_list_ms * 10.0).round() / 10.0,
         "connect_ms": (connect_ms * 10.0).round() / 10.0,
-    });
-    Ok(Described { json, tools })
+    })
 }

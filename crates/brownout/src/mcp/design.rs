@@ -1,9 +1,12 @@
 //! `design_experiments`: English and evidence in, valid experiment files out. From the
 //! target's tools (described live), its history in the store and an optional goal in words,
-//! one experiment per tool, with the fault that tool's shape calls for:
+//! one experiment per tool the load may call for real, with the fault that tool's shape
+//! calls for. A tool that may write (writes.rs: destructive, not annotated read-only, or a
+//! write verb in its name) gets no experiment — its load would send it real calls — and is
+//! listed in `not_designed` with the reason, unless the operator's policy names it in
+//! `load_tools`; then:
 //!
-//! - a write tool (annotated destructive, or not read-only with a write verb in its name):
-//!   `error` with `phase: request`, so the server never performs the write;
+//! - a write tool the policy lets the load call: `error` with `phase: request`;
 //! - a tool that advertises an `outputSchema`: `schema_drift` (retype a field it declares);
 //! - a list-like tool (list/search/find/query, or an array in its output): `partial_result`;
 //! - any other: `latency` toward the client's timeout (0.6 of it, jitter 0.2) — the longest
@@ -13,10 +16,19 @@
 //! store's history allows this title: the bottom rung for a new one), an inline workload
 //! whose arguments come from the tool's input schema, and the simulator's estimate of its
 //! outcome at its widest stage. Nothing is run and nothing is written.
+//!
+//! Tool names are data: a fault names its tool as an escaped glob that matches it alone
+//! (a tool named `*` is not every tool), and brownout's own sentences (titles, rationales,
+//! notes, progress) quote them escaped and cut (untrusted.rs). Each rationale is written
+//! from the experiment it explains: what the load calls, what the fault does to which
+//! share of calls and sessions, what reaches the target, and the gate.
 
 use super::read::Out;
+use super::untrusted::quote;
+use super::writes::{callable, may_write, words};
 use super::Ctx;
 use crate::experiment::spec::Share;
+use brownout_core::select::escape;
 use serde_json::{json, Map, Value};
 
 /// The client timeout assumed when history has none (ms).
@@ -44,41 +56,13 @@ pub enum Shape {
     Slow,
 }
 
-const WRITE_VERBS: &[&str] = &[
-    "create", "update", "delete", "remove", "restart", "write", "set", "send", "post", "put",
-    "add", "modify", "kill", "stop", "start", "deploy", "run", "exec", "patch", "insert",
-];
 const LIST_WORDS: &[&str] = &["list", "search", "find", "query", "browse", "lookup"];
 /// Tools that need the client to do something (sampling, elicitation): not load material.
 const INTERACTIVE: &[&str] = &["sampl", "elicit", "llm", "prompt", "roots"];
 
-fn words(name: &str) -> Vec<String> {
-    name.split(|c: char| !c.is_ascii_alphanumeric())
-        .flat_map(split_camel)
-        .map(|w| w.to_ascii_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-fn split_camel(s: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    for c in s.chars() {
-        if c.is_ascii_uppercase() && out.last().is_some_and(|w| !w.is_empty()) {
-            out.push(String::new());
-        }
-        if let Some(w) = out.last_mut() {
-            w.push(c);
-        }
-    }
-    out
-}
-
 pub fn shape(t: &rmcp::model::Tool) -> Shape {
     let w = words(&t.name);
-    let a = t.annotations.as_ref();
-    let destructive = a.and_then(|a| a.destructive_hint) == Some(true);
-    let read_only = a.and_then(|a| a.read_only_hint) == Some(true);
-    if destructive || (!read_only && w.iter().any(|x| WRITE_VERBS.contains(&x.as_str()))) {
+    if may_write(t).is_some() {
         return Shape::Write;
     }
     if t.output_schema.is_some() {
@@ -204,19 +188,37 @@ fn propose(
             "client timeout {timeout_ms} ms, {timeout_from} (latency faults go to 0.6 of it); tools/list took {} ms",
             described["tools_list_ms"]
         ),
+        super::untrusted::NOTICE.to_string(),
     ];
+    let interactive = |t: &&rmcp::model::Tool| {
+        words(&t.name)
+            .iter()
+            .any(|w| INTERACTIVE.iter().any(|i| w.starts_with(i)))
+    };
+    // A tool that may write is never called for real: no experiment whose load calls it.
+    let not_designed: Vec<Value> = tools
+        .iter()
+        .filter(|t| !callable(t, &ctx.cfg.policy))
+        .map(|t| {
+            json!({
+                "tool": super::untrusted::text(&t.name, super::untrusted::NAME_CAP),
+                "why": format!(
+                    "it may write ({}): a designed experiment never sends it a real call, so none loads it; name it in the policy's `load_tools` if calling it is safe",
+                    may_write(t).unwrap_or_default()
+                ),
+            })
+        })
+        .collect();
     let mut candidates: Vec<&rmcp::model::Tool> = tools
         .iter()
-        .filter(|t| {
-            !words(&t.name)
-                .iter()
-                .any(|w| INTERACTIVE.iter().any(|i| w.starts_with(i)))
-        })
+        .filter(|t| callable(t, &ctx.cfg.policy))
+        .filter(|t| !interactive(t))
         .collect();
     // The goal's words first: a tool named in the goal, then tools whose shape it asks for.
     let score = |t: &rmcp::model::Tool| -> i32 {
         let mut s = 0;
-        if !goal.is_empty() && goal.contains(&t.name.to_lowercase()) {
+        let name = t.name.to_lowercase();
+        if !goal.is_empty() && !name.is_empty() && goal.contains(&name) {
             s += 10;
         }
         let sh = shape(t);
@@ -238,9 +240,15 @@ fn propose(
         s
     };
     candidates.sort_by_key(|t| (-score(t), t.name.to_string()));
-    let skipped = tools.len() - candidates.len();
+    let skipped = tools.iter().filter(|t| interactive(t)).count();
     if skipped > 0 {
         notes.push(format!("{skipped} tool(s) that need the client's own help (sampling, elicitation) were left out"));
+    }
+    if !not_designed.is_empty() {
+        notes.push(format!(
+            "{} tool(s) that may write got no experiment (see `not_designed`): no designed experiment sends a real call to a tool that may write",
+            not_designed.len()
+        ));
     }
     let mut out = Vec::new();
     let n = candidates.len().min(max);
@@ -248,11 +256,16 @@ fn propose(
         progress.report(
             (i + 1) as f64,
             Some(n as f64),
-            format!("designed and simulated an experiment for `{}`", t.name),
+            format!(
+                "designed and simulated an experiment for the tool {}",
+                quote(&t.name, 60)
+            ),
         );
         out.push(one(ctx, args, t, timeout_ms, &history)?);
     }
-    Ok(json!({"experiments": out, "target": described, "notes": notes}))
+    Ok(
+        json!({"experiments": out, "not_designed": not_designed, "target": described, "notes": notes}),
+    )
 }
 
 fn one(
@@ -263,28 +276,34 @@ fn one(
     history: &super::history::TargetHistory,
 ) -> Result<Value, String> {
     let name = t.name.to_string();
+    let q = quote(&name, 60);
+    // A glob that matches this tool alone, whatever characters its name holds.
+    let glob = escape(&name);
     let sh = shape(t);
     let arguments = example(&Value::Object((*t.input_schema).clone()), 0);
     // Within the policy's cap on a fault's probability.
     let p = |x: f64| x.min(ctx.cfg.policy.max_probability);
-    let (kind, fault, gate, rationale) = match (sh, drift_path(t)) {
+    let (kind, fault, gate, does, question) = match (sh, drift_path(t)) {
         (Shape::Write, _) => (
             "error",
-            json!({"kind": "error", "tools": [name], "phase": "request", "probability": p(0.2)}),
+            json!({"kind": "error", "tools": [glob], "phase": "request", "probability": p(0.2)}),
             "error_rate < 5% over 5s".to_string(),
-            format!("`{name}` writes: a failed write must surface and be retried or escalated, never duplicated; the error is short-circuited (phase: request) so the target never performs it"),
+            format!("brownout answers {:.0} % of its calls with a JSON-RPC error in the target's place (phase: request: those never reach the target; the other calls do, and may write — the policy's `load_tools` allows it)", p(0.2) * 100.0),
+            "does a failed call surface, and is it retried or escalated, never duplicated?".to_string(),
         ),
         (Shape::Drift, Some(path)) => (
             "schema_drift",
-            json!({"kind": "schema_drift", "tools": [name], "mutation": "retype", "path": path, "probability": p(0.3)}),
+            json!({"kind": "schema_drift", "tools": [glob], "mutation": "retype", "path": path, "probability": p(0.3)}),
             "error_rate < 2% over 5s".to_string(),
-            format!("`{name}` advertises an outputSchema: a retyped `{path}` must be caught by validation, not acted on silently"),
+            format!("the target answers every call; in {:.0} % of the answers brownout retypes the field {} its outputSchema declares", p(0.3) * 100.0, quote(&path, 60)),
+            "is the retyped field caught by validation rather than acted on silently?".to_string(),
         ),
         (Shape::List, _) | (Shape::Drift, None) => (
             "partial_result",
-            json!({"kind": "partial_result", "tools": [name], "mode": "truncate_text", "keep": 0.5, "probability": p(0.3)}),
+            json!({"kind": "partial_result", "tools": [glob], "mode": "truncate_text", "keep": 0.5, "probability": p(0.3)}),
             "error_rate < 2% over 5s".to_string(),
-            format!("`{name}` returns lists: a truncated answer must not be taken for the whole"),
+            format!("the target answers every call; in {:.0} % of the answers brownout keeps only the first half of the text", p(0.3) * 100.0),
+            "is a truncated answer taken for the whole?".to_string(),
         ),
         (Shape::Slow, _) => {
             // Toward the timeout, within the policy's cap on added latency (jitter included).
@@ -293,22 +312,25 @@ fn one(
             let added = (timeout_ms * 6 / 10).min(cap_ms.saturating_sub(jitter));
             (
                 "latency",
-                json!({"kind": "latency", "tools": [name], "added_ms": added, "jitter_ms": jitter, "probability": p(0.5)}),
+                json!({"kind": "latency", "tools": [glob], "added_ms": added, "jitter_ms": jitter, "probability": p(0.5)}),
                 format!("p95 < {}ms over 5s", timeout_ms * 9 / 10),
-                format!("`{name}` slowed toward the client's {timeout_ms} ms timeout: does the p95 stay under 90 % of it, or do timeouts and retries pile up?"),
+                format!("the target answers every call; brownout delays {:.0} % of them by {added} ms ± {jitter} ms", p(0.5) * 100.0),
+                format!("does the p95 stay under 90 % of the client's {timeout_ms} ms timeout, or do timeouts and retries pile up?"),
             )
         }
     };
-    let title = format!("{name} under {kind} ({})", target_label(&args["target"]));
-    let stages: Vec<Value> = stages(ctx, &title)
-        .into_iter()
+    let title = format!("{q} under {kind} ({})", target_label(&args["target"]));
+    let shares = stages(ctx, &title);
+    let stages_json: Vec<Value> = shares
+        .iter()
         .enumerate()
         .map(|(i, s)| json!({"stage": format!("rung-{}", i + 1), "duration": "10s", "sessions": s}))
         .collect();
     // The simulator's model of the tool: its measured latency where history has it.
     let served_ms = history.p50_ms.get(&name).copied().unwrap_or(5.0);
+    let sessions = 8;
     let workload = json!({
-        "name": format!("agent calling {name}"),
+        "name": format!("agent calling {q}"),
         "arrival": {"mode": "closed", "concurrency": 4},
         "think_ms": 20,
         "steps": [{"calls": [{"tool": name, "arguments": arguments}]}],
@@ -319,13 +341,23 @@ fn one(
         "title": title,
         "labels": {"designed-by": "brownout-mcp"},
         "target": target_yaml(&args["target"]),
-        "load": {"workload": workload, "sessions": 8},
+        "load": {"workload": workload, "sessions": sessions},
         "baseline": "5s",
-        "method": stages,
+        "method": stages_json,
         "faults": [fault],
         "gates": [gate],
         "recovery": {"within": "15s"},
     });
+    let why_callable = match may_write(t) {
+        None => "annotated read-only, no write verb in its name".to_string(),
+        Some(w) => {
+            format!("it may write ({w}), but the operator's policy names it in `load_tools`")
+        }
+    };
+    let rationale = format!(
+        "Load: {sessions} sessions, 4 agents in a closed loop, each call the tool {q} ({why_callable}), nothing else. Baseline: 5 s without faults. Then in the stages' share of sessions ({}, 10 s each): {does}. Gate: {gate}; recovery within 15 s. Question: {question}",
+        shares.join(" → ")
+    );
     let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
     let (valid, estimate, errors, policy) =
         match crate::experiment::load::load_text(&text, "designed.json", &ctx.cfg.workdir) {
@@ -343,7 +375,9 @@ fn one(
             ),
         };
     Ok(json!({
-        "title": title, "tool": name, "fault": kind, "rationale": rationale,
+        "title": title,
+        "tool": super::untrusted::text(&name, super::untrusted::NAME_CAP),
+        "fault": kind, "rationale": rationale,
         "experiment": text, "valid": valid, "errors": errors,
         "estimate": estimate, "policy_check": policy,
     }))

@@ -32,7 +32,9 @@ pub mod runs;
 pub mod server;
 pub mod start;
 pub mod tool_pages;
+pub mod untrusted;
 pub mod work_bounds;
+pub mod writes;
 
 use crate::experiment::policy::Policy;
 use clap::Args;

@@ -7,8 +7,12 @@
 //! - experiments only ever green at a low blast radius: three greens in a row do not prove
 //!   resilience — widen the radius or change the fault;
 //! - fault kinds no stored run has tried.
+//!
+//! Tool and experiment names come from stored runs (an agent or a target wrote them): the
+//! `why` sentences quote them escaped and cut, never spliced in bare.
 
 use super::read::Out;
+use super::untrusted::{quote, text, NAME_CAP, TEXT_CAP};
 use super::Ctx;
 use brownout_core::faults::KINDS;
 use serde_json::{json, Value};
@@ -46,8 +50,8 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
         if eta < 0.999 {
             recs.push((
                 2.0 - eta,
-                json!({"kind": "weakest_eta", "subject": tool,
-                    "why": format!("probes of `{tool}` were answered correctly {:.1} % of the time ({ok}/{n} samples): test what the agent does when it fails", eta * 100.0),
+                json!({"kind": "weakest_eta", "subject": text(&tool, NAME_CAP),
+                    "why": format!("probes of the tool {} were answered correctly {:.1} % of the time ({ok}/{n} samples): test what the agent does when it fails", quote(&tool, 80), eta * 100.0),
                     "evidence": {"eta": eta, "samples": n}}),
             ));
         }
@@ -68,8 +72,8 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
             for d in t["drifts"].as_array().into_iter().flatten() {
                 recs.push((
                     1.5,
-                    json!({"kind": "drift", "subject": name,
-                        "why": format!("`{}` drifts up over the passing runs of \"{name}\": recovery is getting slower; run it again and look at what changed", d["metric"].as_str().unwrap_or("a metric")),
+                    json!({"kind": "drift", "subject": text(name, TEXT_CAP),
+                        "why": format!("{} drifts up over the passing runs of {}: recovery is getting slower; run it again and look at what changed", quote(d["metric"].as_str().unwrap_or("a metric"), 40), quote(name, 120)),
                         "evidence": d}),
                 ));
             }
@@ -89,8 +93,8 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
         if greens >= GREENS && !ever_red && widest < top - 1e-9 {
             recs.push((
                 1.2,
-                json!({"kind": "green_at_low_radius", "subject": name,
-                    "why": format!("\"{name}\" has been green {greens} times in a row, never wider than {:.0} % of sessions: three greens in a row do not prove resilience — widen the radius or change the fault", widest * 100.0),
+                json!({"kind": "green_at_low_radius", "subject": text(name, TEXT_CAP),
+                    "why": format!("{} has been green {greens} times in a row, never wider than {:.0} % of sessions: three greens in a row do not prove resilience — widen the radius or change the fault", quote(name, 120), widest * 100.0),
                     "evidence": {"greens_in_a_row": greens, "widest_share": widest}}),
             ));
         }

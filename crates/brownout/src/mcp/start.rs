@@ -5,7 +5,9 @@
 //! (`--approval`: over stdio by default) an elicitation form, on 2026-07-28 returned as a
 //! multi-round-trip input request — the guardrails checked again (time passed while the
 //! person decided), the working directory's files compared with what was approved, then
-//! the run started from the approved copy (runs.rs). Every decision is audited.
+//! the run started from the approved copy (runs.rs). The load and probes may call only
+//! tools that cannot write (writes.rs), judged against the target described at start; a
+//! target that cannot be described is refused. Every decision is audited.
 
 use super::audit::Entry;
 use super::binding::{self, Resolved};
@@ -145,6 +147,10 @@ impl McpServer {
             .policy_verdict(&x)
             .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()));
         if let Err(r) = checked {
+            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
+        }
+        // No real call to a tool that may write: judged against the target's own list.
+        if let Err(r) = super::writes::check_target(ctx, &x).await {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
         // A person approves: the code the operator read, a form in the client, or a form

@@ -174,6 +174,13 @@ impl Remote {
             .as_u64()
             .unwrap_or(0)
     }
+    /// `tools/call` requests the relay has carried (a start's read-only `initialize` and
+    /// `tools/list`, which check the load's tools, are not tool calls).
+    pub fn tool_calls(&self) -> u64 {
+        self.get("/status")["summary"]["tool_calls"]
+            .as_u64()
+            .unwrap_or(0)
+    }
     /// Wait (30 s at most) until the relay holds no fault.
     pub fn wait_clean(&self) -> bool {
         let until = Instant::now() + Duration::from_secs(30);
