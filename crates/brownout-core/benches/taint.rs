@@ -72,7 +72,8 @@ fn main() {
     let wants = |s: &str| only.is_empty() || only == s;
     let never = "seed: 1\nfaults:\n  - {kind: corrupt, tools: [get_incident], path: /service, probability: 0}\n";
     let always = "seed: 1\nfaults:\n  - {kind: corrupt, tools: [get_incident], path: /service}\n";
-    let (mut empty, mut off, mut held, mut every) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut empty, mut off, mut held, mut every) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let base = 10_000_000 * (round as u64 + 1);
         if wants("empty") {
@@ -93,7 +94,11 @@ fn main() {
             }
             assert_eq!(e.summary().silent().altered, 16);
             held.push(run(&mut e, "echo", base, calls));
-            assert_eq!(e.summary().silent().pending, 16, "the taints stayed pending");
+            assert_eq!(
+                e.summary().silent().pending,
+                16,
+                "the taints stayed pending"
+            );
         }
         if wants("every") {
             let mut e = engine(always);
@@ -101,9 +106,20 @@ fn main() {
         }
     }
     let (empty, off, held, every) = (median(empty), median(off), median(held), median(every));
-    println!("engine, one tools/call (request + answer), median of {rounds} rounds x {calls} calls:");
+    println!(
+        "engine, one tools/call (request + answer), median of {rounds} rounds x {calls} calls:"
+    );
     println!("  empty plan                    {empty:>8.0} ns");
-    println!("  no result-changing fault      {off:>8.0} ns   ({:+.2} us)", (off - empty) / 1000.0);
-    println!("  16 taints held (checked)      {held:>8.0} ns   ({:+.2} us)", (held - off) / 1000.0);
-    println!("  corrupt on every call         {every:>8.0} ns   ({:+.2} us)", (every - off) / 1000.0);
+    println!(
+        "  no result-changing fault      {off:>8.0} ns   ({:+.2} us)",
+        (off - empty) / 1000.0
+    );
+    println!(
+        "  16 taints held (checked)      {held:>8.0} ns   ({:+.2} us)",
+        (held - off) / 1000.0
+    );
+    println!(
+        "  corrupt on every call         {every:>8.0} ns   ({:+.2} us)",
+        (every - off) / 1000.0
+    );
 }

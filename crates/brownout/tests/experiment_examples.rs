@@ -99,12 +99,25 @@ fn the_silent_chain_example_breaches_on_silent_rate_not_on_errors() {
     assert_eq!(code, 1, "{j}");
     assert_eq!(j["status"], "aborted", "{j}");
     let gate = j["breach"]["gate"].as_str().unwrap_or_default();
-    assert!(gate.starts_with("silent_rate"), "the silent gate, not errors, stopped it: {j}");
-    assert_eq!(j["stages"][0]["slis"]["error_rate"], 0.0, "no call erred: {j}");
+    assert!(
+        gate.starts_with("silent_rate"),
+        "the silent gate, not errors, stopped it: {j}"
+    );
+    assert_eq!(
+        j["stages"][0]["slis"]["error_rate"], 0.0,
+        "no call erred: {j}"
+    );
     let s = &j["silent"];
     assert!(s["altered"].as_u64().unwrap_or(0) > 0, "{s}");
-    assert!(s["propagated"].as_u64().unwrap_or(0) > 0, "the trusting agent acted on them: {s}");
-    assert_eq!(j["stages"].as_array().map(Vec::len), Some(1), "no wider stage: {j}");
+    assert!(
+        s["propagated"].as_u64().unwrap_or(0) > 0,
+        "the trusting agent acted on them: {s}"
+    );
+    assert_eq!(
+        j["stages"].as_array().map(Vec::len),
+        Some(1),
+        "no wider stage: {j}"
+    );
     // The report leads with it.
     let md = brownout::report::markdown::render(&j);
     assert!(md.contains("## Failed safely or silently"), "{md}");

@@ -143,7 +143,7 @@ fn a_trusting_agent_over_http_propagates_every_corrupted_service() {
         "--quiet", "--plan", &plan, "--events", &ev_path, "--", &fx[0], &fx[1],
     ]);
     let doc = agent("trust", &["--url".to_string(), url]);
-    drop(guard.stop());
+    let _ = guard.stop();
     let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
         .unwrap_or_default()
         .lines()

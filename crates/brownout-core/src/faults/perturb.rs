@@ -243,9 +243,7 @@ fn other_digits(s: &str, rng: &mut SplitMix) -> String {
 
 /// The last word swapped for a sibling of it (`payments-api` → `payments-worker`).
 fn sibling(s: &str, rng: &mut SplitMix) -> Option<String> {
-    let cut = s
-        .rfind(|c: char| matches!(c, '-' | '_' | '.' | '/' | ':' | ' '))
-        .map_or(0, |i| i + 1);
+    let cut = s.rfind(['-', '_', '.', '/', ':', ' ']).map_or(0, |i| i + 1);
     let last = &s[cut..];
     let group = SIBLINGS
         .iter()

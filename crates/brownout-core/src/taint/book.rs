@@ -121,6 +121,11 @@ impl Needles {
     fn may_be_in(&self, raw: &[u8]) -> bool {
         self.any || self.finders.iter().any(|f| f.find(raw).is_some())
     }
+
+    /// Whether the taint has values to look for at all.
+    fn may_be_in_args(&self) -> bool {
+        self.any || !self.finders.is_empty()
+    }
 }
 
 impl Book {
@@ -164,12 +169,24 @@ impl Book {
         }
         let a = args();
         let fp = if recall { fingerprint(a.as_ref()) } else { 0 };
-        self.check(tool, a.as_ref(), fp)
+        self.check_for(tool, a.as_ref(), fp, carries)
     }
 
     /// Check a request (`tool` may be empty for other methods) against every live taint:
     /// propagations first (a propagated taint leaves the book), then a re-call.
     pub fn check(&mut self, tool: &str, args: Option<&Value>, fingerprint: u64) -> Vec<Finding> {
+        self.check_for(tool, args, fingerprint, true)
+    }
+
+    /// [`Book::check`]; `values`: whether the request may carry tainted values at all (when
+    /// not, only a re-call is looked for).
+    fn check_for(
+        &mut self,
+        tool: &str,
+        args: Option<&Value>,
+        fingerprint: u64,
+        values: bool,
+    ) -> Vec<Finding> {
         let mut found = Vec::new();
         let mut arg_leaves = Vec::new();
         if let Some(a) = args {
@@ -196,8 +213,13 @@ impl Book {
         }
         let mut i = 0;
         while i < self.taints.len() {
-            let t = &self.taints[i].0;
-            if let Some((from, to)) = hit(t, &arg_keys, &arg_leaves) {
+            let (t, needles) = &self.taints[i];
+            let hit = if values && needles.may_be_in_args() {
+                hit(t, &arg_keys, &arg_leaves)
+            } else {
+                None
+            };
+            if let Some((from, to)) = hit {
                 let t = self.taints.remove(i).map(|(mut t, _)| {
                     let was = t.class;
                     t.class = Class::Propagated;
@@ -232,7 +254,11 @@ impl Book {
     /// The agent cancelled a request: every pending taint is noticed.
     pub fn cancelled(&mut self) -> Vec<Finding> {
         let mut found = Vec::new();
-        for (t, _) in self.taints.iter_mut().filter(|(t, _)| t.class == Class::Pending) {
+        for (t, _) in self
+            .taints
+            .iter_mut()
+            .filter(|(t, _)| t.class == Class::Pending)
+        {
             t.class = Class::Noticed;
             found.push(finding(t, Class::Noticed, Class::Pending));
         }

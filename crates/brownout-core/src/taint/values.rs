@@ -330,7 +330,7 @@ mod tests {
         for v in [
             json!("payments-api"),
             json!(10452),
-            json!(3.14159),
+            json!(2.71828),
             json!("INC-2041"),
         ] {
             assert!(distinctive(&v), "{v} should taint");

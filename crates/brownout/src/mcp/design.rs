@@ -31,6 +31,9 @@ use crate::experiment::spec::Share;
 use brownout_core::select::escape;
 use serde_json::{json, Map, Value};
 
+/// The gate a design adds to a fault that changes results.
+const SILENT_GATE: &str = "silent_rate < 1% over 10s";
+
 /// The client timeout assumed when history has none (ms).
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// Simulated tasks per estimate.
@@ -319,6 +322,13 @@ fn one(
             )
         }
     };
+    // A fault that changes results needs a gate that sees what the agent does with them
+    // (docs/silent.md): errors alone pass green with every changed result acted on.
+    let mut gates = vec![gate.clone()];
+    if matches!(kind, "schema_drift" | "partial_result") {
+        gates.push(SILENT_GATE.to_string());
+    }
+    let gate = gates.join("` and `");
     let title = format!("{q} under {kind} ({})", target_label(&args["target"]));
     let shares = stages(ctx, &title);
     let stages_json: Vec<Value> = shares
@@ -345,7 +355,7 @@ fn one(
         "baseline": "5s",
         "method": stages_json,
         "faults": [fault],
-        "gates": [gate],
+        "gates": gates,
         "recovery": {"within": "15s"},
     });
     let why_callable = match may_write(t) {

@@ -100,8 +100,10 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
         }
     }
 
-    // 4. Fault kinds never tried.
+    // 4. Fault kinds never tried; 5. runs whose faults changed results the agent then acted
+    // on, or with no gate that could see it.
     let mut tried: BTreeSet<String> = BTreeSet::new();
+    let mut silent: Vec<(f64, Value)> = Vec::new();
     let mut st = conn
         .prepare("SELECT json FROM journals")
         .map_err(|e| e.to_string())?;
@@ -115,6 +117,15 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
                     tried.insert(k.to_string());
                 }
             }
+            silent.extend(silent_finding(&v));
+        }
+    }
+    // The worst acted-on share first, one per experiment.
+    silent.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut seen = BTreeSet::new();
+    for (score, v) in silent {
+        if seen.insert(v["subject"].to_string()) {
+            recs.push((score, v));
         }
     }
     let mut never: BTreeMap<&str, &str> = BTreeMap::new();
@@ -132,4 +143,42 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
     recs.sort_by(|a, b| b.0.total_cmp(&a.0));
     let list: Vec<Value> = recs.into_iter().take(limit).map(|(_, v)| v).collect();
     Ok(json!({"recommendations": list, "runs_considered": runs}))
+}
+
+/// A stored run whose faults changed results (docs/silent.md): acted on (failed silently)
+/// above 0, or with no gate on `silent_rate`/`safe_rate`/`propagated` to see it.
+fn silent_finding(j: &Value) -> Option<(f64, Value)> {
+    let s = &j["silent"];
+    let altered = s["altered"].as_u64().filter(|n| *n > 0)?;
+    let rate = s["silent_rate"].as_f64().unwrap_or(0.0);
+    let watched = j["gates"].as_array().into_iter().flatten().any(|g| {
+        let text = g["gate"].as_str().unwrap_or_default();
+        ["silent_rate", "safe_rate", "propagated"]
+            .iter()
+            .any(|sli| text.starts_with(sli))
+    });
+    if rate == 0.0 && watched {
+        return None;
+    }
+    let title = quote(
+        j["experiment"]["title"].as_str().unwrap_or("untitled"),
+        NAME_CAP,
+    );
+    let why = if watched {
+        format!(
+            "in run {} of {title}, the agent acted on {:.0} % of the {altered} results the faults changed: it fails silently — make it cross-check (re-read, a second source) before it acts",
+            quote(j["run_id"].as_str().unwrap_or_default(), NAME_CAP),
+            rate * 100.0
+        )
+    } else {
+        format!(
+            "{title} changed {altered} results but no gate watched what the agent did with them ({:.0} % acted on): add `silent_rate < 1% over 30s`",
+            rate * 100.0
+        )
+    };
+    Some((
+        0.8 + rate,
+        json!({"kind": "silent_failures", "subject": text(j["experiment"]["title"].as_str().unwrap_or_default(), TEXT_CAP),
+            "why": why, "evidence": {"silent": s, "gate_on_it": watched}}),
+    ))
 }
