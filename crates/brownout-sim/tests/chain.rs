@@ -47,7 +47,7 @@ fn plan(kind: &str, p: f64) -> Plan {
 }
 
 fn run(policy: &str, kind: &str) -> Report {
-    simulate(&workload(policy), plan(kind, 0.2), &SimOptions::default())
+    simulate(&workload(policy), plan(kind, 0.05), &SimOptions::default())
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn trust_propagates_validate_too_and_verify_notices_corrupt_values() {
     let verify = run("verify", "corrupt");
     for r in [&trust, &validate, &verify] {
         let s = &r.silent;
-        assert!(s.altered > 500, "{s:?}");
+        assert!(s.altered > 150, "{s:?}");
         assert_eq!(s.altered, s.propagated + s.noticed + s.unobserved, "{s:?}");
     }
     // fetch_logs' results are altered too, and nobody takes from them: about half of what
@@ -70,14 +70,13 @@ fn trust_propagates_validate_too_and_verify_notices_corrupt_values() {
     let v = &validate.silent;
     assert!(v.silent_rate > 0.35, "{v:?}");
     assert_eq!(v.noticed, 0, "{v:?}");
-    // Cross-checking catches it: what still propagates is a read whose two re-reads were
-    // both altered too (0.2² of them), and the task then fails instead.
+    // Cross-checking catches most of it: what still propagates is two altered reads that
+    // agree on the wrong value (a fault changes a value the same way each time).
     let x = &verify.silent;
-    assert_eq!(x.propagated, 0, "{x:?}");
     assert!(x.safe_rate > 0.35, "{x:?}");
     assert!(
-        t.silent_rate > 10.0 * x.silent_rate.max(0.01),
-        "trust ≫ verify"
+        t.silent_rate > 3.0 * x.silent_rate,
+        "trust ≫ verify: {t:?} {x:?}"
     );
     assert!(v.silent_rate >= x.silent_rate);
     // Verify reads every consumed result twice: at least one extra call per task.
@@ -86,10 +85,8 @@ fn trust_propagates_validate_too_and_verify_notices_corrupt_values() {
     // Extra reads are calls; a task given up skips its restart_service.
     let gave_up = (verify.blast_radius * verify.tasks as f64).round() as u64;
     assert_eq!(verify.calls + gave_up, 3 * TASKS + x.rereads);
-    assert!(
-        verify.blast_radius > trust.blast_radius,
-        "gave up on some tasks"
-    );
+    // Of clean and wrong, two of three reads always agree: verify never gives up here.
+    assert_eq!(verify.blast_radius, trust.blast_radius);
 }
 
 #[test]
@@ -97,9 +94,9 @@ fn validate_notices_drift_and_trust_does_not() {
     let trust = run("trust", "schema_drift");
     let validate = run("validate", "schema_drift");
     let (t, v) = (&trust.silent, &validate.silent);
-    assert!(t.propagated > 200 && t.noticed == 0, "{t:?}");
+    assert!(t.propagated > 50 && t.noticed == 0, "{t:?}");
     assert_eq!(v.propagated, 0, "{v:?}");
-    assert!(v.noticed > 200, "{v:?}");
+    assert!(v.noticed > 50, "{v:?}");
     // A re-fetch per drifted read of get_incident; a second drifted read fails the task.
     assert_eq!(v.rereads, v.noticed);
     assert!(validate.blast_radius > 0.0 && validate.blast_radius < 0.1);
@@ -116,11 +113,11 @@ fn the_same_seed_replays_the_same_figures() {
 }
 
 #[test]
-fn a_silent_rate_gate_breaches_under_trust_and_holds_under_verify() {
+fn a_silent_rate_gate_breaches_under_trust_and_holds_under_validate_against_drift() {
     let gate = |w: &Workload| {
         let r = simulate(
             w,
-            plan("corrupt", 0.2),
+            plan("schema_drift", 0.2),
             &SimOptions {
                 gates: vec![Gate::parse("silent_rate < 1% over 10s").expect("gate")],
                 ..SimOptions::default()
@@ -130,8 +127,11 @@ fn a_silent_rate_gate_breaches_under_trust_and_holds_under_verify() {
     };
     let trust = gate(&workload("trust"));
     assert!(trust.breached, "{trust:?}");
-    let verify = gate(&workload("verify"));
-    assert!(!verify.breached && verify.worst.is_some(), "{verify:?}");
+    let validate = gate(&workload("validate"));
+    assert!(
+        !validate.breached && validate.worst.is_some(),
+        "{validate:?}"
+    );
 }
 
 fn errors(text: &str) -> Vec<String> {

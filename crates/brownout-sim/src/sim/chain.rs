@@ -7,10 +7,12 @@
 //! - `validate`: drift (`SimOutcome::Corrupt`) is `noticed` and read again once (a second
 //!   drifted read fails the task, and is `unobserved`: the agent gave up without reading
 //!   again); a wrong value that keeps the schema (`Wrong`) is acted on, as under `trust`;
-//! - `verify`: every consumed result is read twice, a third time when the two disagree; an
-//!   altered read followed by another read is `noticed`; the value two clean reads agree on is
-//!   taken, else the task fails. The model assumes a fault's change reaches the value later
-//!   steps take (two altered reads never agree).
+//! - `verify`: every consumed result is read twice, a third time when the two disagree, and
+//!   the value two reads agree on is taken (else the task fails). Two reads agree when both
+//!   are clean or both altered the same way (a fault changes a value deterministically, so
+//!   two corrupted reads can agree on the wrong value: both are then `propagated`); an
+//!   altered read the agent set aside is `noticed`. The model assumes a fault's change
+//!   reaches the value later steps take.
 //!
 //! A changed result no later step takes from is `unobserved` whatever the policy. Extra
 //! reads are calls (counted in `calls`, TCAF and attempts), as live.
@@ -20,8 +22,9 @@ use crate::chain::Policy;
 use brownout_core::slo::TaintMark;
 
 /// What one read of a result brought back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) enum Read {
+    #[default]
     Clean,
     /// Schema-valid and wrong (`corrupt`, a truncated `partial_result`).
     Wrong,
@@ -39,32 +42,68 @@ impl Sim<'_> {
         }
         let c = &mut self.calls.items[call as usize];
         if !c.consumed || self.policy == Policy::Trust {
-            return self.accept(call, read);
+            return self.accept(call, read, 1);
         }
+        let n = usize::from(c.reads.min(2));
+        c.log[n] = read;
         c.reads = c.reads.saturating_add(1);
-        if read == Read::Clean {
-            c.clean += 1;
-        }
-        let (reads, clean) = (c.reads, c.clean);
+        let log = c.log;
         match self.policy {
-            Policy::Trust => self.accept(call, read),
+            Policy::Trust => self.accept(call, read, 1),
             Policy::Validate => match read {
-                Read::Drift if reads == 1 => self.reread(call, read),
-                Read::Drift => self.give_up(call, read),
-                _ => self.accept(call, read),
+                Read::Drift if n == 0 => self.reread(call),
+                Read::Drift => {
+                    self.notice(tool, 1);
+                    self.give_up(call, read)
+                }
+                _ => {
+                    self.notice(tool, n);
+                    self.accept(call, read, 1)
+                }
             },
-            Policy::Verify => match reads {
-                1 => self.reread(call, read),
-                2 if clean == 2 => self.accept(call, Read::Clean),
-                2 => self.reread(call, read),
-                _ if clean >= 2 => self.accept(call, Read::Clean),
-                _ => self.give_up(call, read),
+            // Two reads agree when both are clean, or both altered the same way: a fault
+            // changes a value deterministically, so two corrupted reads can agree on the
+            // wrong value (and both are then acted on).
+            Policy::Verify => match n {
+                0 => self.reread(call),
+                1 if log[0] == log[1] => self.settle(call, &log[..2], read),
+                1 => self.reread(call),
+                _ if read == log[0] || read == log[1] => self.settle(call, &log[..3], read),
+                _ => {
+                    let earlier = log[..2].iter().filter(|r| **r != Read::Clean).count();
+                    self.notice(tool, earlier);
+                    self.give_up(call, read)
+                }
             },
         }
     }
 
-    /// The agent takes this read's value.
-    fn accept(&mut self, call: u32, read: Read) {
+    /// Verify settled on `read`'s value: the reads that carried it are acted on, the other
+    /// altered ones were noticed.
+    fn settle(&mut self, call: u32, log: &[Read], read: Read) {
+        let tool = self.calls.items[call as usize].tool;
+        let other = log
+            .iter()
+            .filter(|r| **r != Read::Clean && **r != read)
+            .count();
+        self.notice(tool, other);
+        let same = if read == Read::Clean {
+            1
+        } else {
+            log.iter().filter(|r| **r == read).count()
+        };
+        self.accept(call, read, same);
+    }
+
+    fn notice(&mut self, tool: usize, n: usize) {
+        for _ in 0..n {
+            self.c.chain.noticed += 1;
+            self.taint(tool, TaintMark::Noticed);
+        }
+    }
+
+    /// The agent takes this read's value; `carriers` altered reads carried it.
+    fn accept(&mut self, call: u32, read: Read, carriers: usize) {
         let (task, tool, consumed) = {
             let c = &self.calls.items[call as usize];
             (c.task, c.tool, c.consumed)
@@ -75,7 +114,7 @@ impl Sim<'_> {
                     t.got.push(tool);
                 }
                 if read != Read::Clean {
-                    t.pending.push(tool);
+                    t.pending.extend(std::iter::repeat_n(tool, carriers));
                 }
             }
         } else if read != Read::Clean {
@@ -88,17 +127,15 @@ impl Sim<'_> {
         self.end_call(call, end);
     }
 
-    /// Read again with the same arguments: the read just answered ends as a call of its
-    /// own, and an altered one is noticed.
-    fn reread(&mut self, call: u32, read: Read) {
-        let tool = self.calls.items[call as usize].tool;
-        if read != Read::Clean {
-            self.c.chain.noticed += 1;
-            self.taint(tool, TaintMark::Noticed);
-        }
+    /// Read again with the same arguments: the read just answered ends as a call of its own.
+    fn reread(&mut self, call: u32) {
+        let last = {
+            let c = &self.calls.items[call as usize];
+            c.log[usize::from(c.reads.saturating_sub(1).min(2))]
+        };
         self.record_end(
             call,
-            if read == Read::Clean {
+            if last == Read::Clean {
                 CallEnd::Ok
             } else {
                 CallEnd::Corrupt
@@ -142,7 +179,7 @@ impl Sim<'_> {
             if !task.got.contains(&tool) {
                 missing = true;
             }
-            if let Some(i) = task.pending.iter().position(|p| *p == tool) {
+            while let Some(i) = task.pending.iter().position(|p| *p == tool) {
                 task.pending.swap_remove(i);
                 propagated.push(tool);
             }

@@ -128,9 +128,9 @@ struct Call {
     timed_out: bool,
     /// A later step takes a value from its result: the agent's policy applies.
     consumed: bool,
-    /// Reads answered so far, and how many of them clean (the agent's policy).
+    /// Reads answered so far, and the first three (the agent's policy).
     reads: u8,
-    clean: u8,
+    log: [chain::Read; 3],
 }
 
 struct Attempt {

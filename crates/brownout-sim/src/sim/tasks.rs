@@ -95,7 +95,7 @@ impl Sim<'_> {
                         timed_out: false,
                         consumed,
                         reads: 0,
-                        clean: 0,
+                        log: Default::default(),
                     },
                     |c| {
                         c.task = t;
@@ -108,7 +108,7 @@ impl Sim<'_> {
                         c.timed_out = false;
                         c.consumed = consumed;
                         c.reads = 0;
-                        c.clean = 0;
+                        c.log = Default::default();
                     },
                 )
             })

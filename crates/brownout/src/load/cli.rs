@@ -222,6 +222,17 @@ async fn progress(mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>, show:
 
 /// The human summary.
 pub fn table(s: &LoadSummary) -> String {
+    let mut t = counts(s);
+    if s.rereads > 0 || s.gave_up > 0 || s.missing_values > 0 || s.policy != "trust" {
+        t.push_str(&format!(
+            "agent        policy {}: {} extra reads, {} tasks given up (no result to act on), {} tasks missing a chained value\n",
+            s.policy, s.rereads, s.gave_up, s.missing_values
+        ));
+    }
+    t
+}
+
+fn counts(s: &LoadSummary) -> String {
     let outcomes: Vec<String> = s.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let l = &s.latency_ms;
     format!(
