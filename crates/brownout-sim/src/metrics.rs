@@ -38,6 +38,8 @@ pub struct Counters {
 /// (`docs/silent.md`), and the agent's extra reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ChainCounts {
+    /// The agent's policy.
+    pub policy: crate::chain::Policy,
     pub altered: u64,
     pub propagated: u64,
     pub noticed: u64,
@@ -72,7 +74,7 @@ pub struct SilentReport {
 }
 
 impl SilentReport {
-    pub fn of(c: &ChainCounts, policy: crate::chain::Policy) -> SilentReport {
+    pub fn of(c: &ChainCounts) -> SilentReport {
         let core = brownout_core::stats::Silent {
             altered: c.altered,
             propagated: c.propagated,
@@ -83,7 +85,7 @@ impl SilentReport {
             safe_rate: ratio(c.noticed, c.altered),
         };
         SilentReport {
-            policy: policy.as_str(),
+            policy: c.policy.as_str(),
             altered: c.altered,
             propagated: c.propagated,
             noticed: c.noticed,
@@ -254,7 +256,6 @@ impl Report {
         duration_us: u64,
         injections: std::collections::BTreeMap<String, u64>,
         keep_series: bool,
-        policy: crate::chain::Policy,
     ) -> Report {
         let q = |p: f64| {
             if c.latency_us.is_empty() {
@@ -305,7 +306,7 @@ impl Report {
                 Vec::new()
             },
             gates: Vec::new(),
-            silent: SilentReport::of(&c.chain, policy),
+            silent: SilentReport::of(&c.chain),
             robustness: None,
         }
     }

@@ -422,6 +422,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         sessions: opts.sessions,
         timing_out: false,
     };
+    sim.c.chain.policy = w.client.agent.policy;
     if !opts.gates.is_empty() {
         sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
     }
@@ -444,7 +445,6 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         duration,
         injections,
         opts.keep_series,
-        w.client.agent.policy,
     );
     report.gates = gates.unwrap_or_default();
     report.robustness = Report::robustness_of(&report.gates);
