@@ -156,6 +156,36 @@ async fn a_trusting_load_propagates_corrupted_services_and_a_verifying_one_notic
     }
 }
 
+/// The same over streamable HTTP: results are kept from JSON or SSE answers alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusting_load_over_http_propagates_corrupted_services() {
+    let dir = tmp();
+    let plan = common::http::plan_file(dir.path(), PLAN);
+    let ev_path = dir.path().join("http-events.jsonl").display().to_string();
+    let fx = fixture();
+    let (guard, url) = common::http::brownout_http(&[
+        "--quiet", "--plan", &plan, "--events", &ev_path, "--", &fx[0], &fx[1],
+    ]);
+    let target = brownout::load::LoadTarget::Http {
+        url,
+        headers: Vec::new(),
+    };
+    let (summary, _) = play(&workload("trust"), target, opts(1, None)).await;
+    let _ = guard.stop();
+    let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(summary.tasks_ok, TASKS, "{summary:?}");
+    let wrong_service = taint(&ev, "altered")
+        .iter()
+        .filter(|e| e["fault"] == "wrong-service")
+        .count();
+    assert!(wrong_service > 12, "{wrong_service}");
+    assert_eq!(taint(&ev, "propagated").len(), wrong_service);
+}
+
 /// The workload as JSON text (the simulator loads the same file).
 fn serde_yaml_ng_free(w: &Workload) -> String {
     serde_json::to_string(w).expect("a workload serialises")
