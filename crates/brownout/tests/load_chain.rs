@@ -186,6 +186,56 @@ async fn a_trusting_load_over_http_propagates_corrupted_services() {
     assert_eq!(taint(&ev, "propagated").len(), wrong_service);
 }
 
+/// A validating load re-reads every drifted incident once: the relay sees each re-read as
+/// noticing, and no drifted result is acted on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validating_load_notices_drift() {
+    let plan = "seed: 11\nfaults:\n  - {id: drifted, kind: schema_drift, tools: [get_incident], mutation: retype, path: /severity, probability: 0.2}\n";
+    let dir = tmp();
+    let (summary, _) = play(
+        &workload("validate"),
+        stdio(through(dir.path(), plan, &fixture())),
+        opts(1, None),
+    )
+    .await;
+    let ev = events(dir.path());
+    let altered = taint(&ev, "altered").len();
+    let noticed = taint(&ev, "noticed").len();
+    assert!(altered > 12, "{altered}");
+    assert!(summary.rereads > 12, "{summary:?}");
+    // Every re-read follows a drifted read; a drifted re-read gives the task up (and the
+    // next task's identical read looks to the relay like noticing it too).
+    assert!(noticed as u64 >= summary.rereads, "{noticed} {summary:?}");
+    assert_eq!(altered as u64, summary.rereads + summary.gave_up);
+    assert!(taint(&ev, "propagated").is_empty());
+    assert_eq!(summary.tasks_failed, summary.gave_up);
+}
+
+/// A value a step takes that is not there fails the task, counted; the call is never made
+/// with a null in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_chained_value_fails_the_task_loudly() {
+    let w = support::workload(
+        "tasks: 20
+steps:
+  - calls:
+      - {tool: get_incident, arguments: {id: INC-7}}
+  - calls:
+      - tool: restart_service
+        arguments: {service: {from: get_incident, path: /no_such_field}}
+",
+    );
+    let (summary, evs) = play(&w, stdio(fixture()), opts(1, None)).await;
+    assert_eq!(summary.tasks_failed, 20, "{summary:?}");
+    assert_eq!(summary.missing_values, 20);
+    assert_eq!(summary.calls, 20, "only the incidents were read");
+    assert!(support::calls(&evs)
+        .iter()
+        .all(|c| c.tool.as_deref() == Some("get_incident")));
+    let text = brownout::load::cli::table(&summary);
+    assert!(text.contains("20 tasks missing a chained value"), "{text}");
+}
+
 /// The workload as JSON text (the simulator loads the same file).
 fn serde_yaml_ng_free(w: &Workload) -> String {
     serde_json::to_string(w).expect("a workload serialises")
