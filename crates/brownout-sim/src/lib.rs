@@ -7,6 +7,7 @@
 //! no fault is implemented twice. Everything runs in virtual time from seeds, so a run
 //! replays exactly.
 
+pub mod chain;
 pub mod metrics;
 pub mod search;
 pub mod sim;

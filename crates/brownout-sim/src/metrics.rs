@@ -30,6 +30,73 @@ pub struct Counters {
     pub breaker_log: Vec<BreakerTransition>,
     /// Breaker state changes in all.
     pub breaker_transitions: u64,
+    /// What became of the results faults changed (chained workloads).
+    pub chain: ChainCounts,
+}
+
+/// What became of the results faults changed, as the relay's taint tracking classifies them
+/// (`docs/silent.md`), and the agent's extra reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChainCounts {
+    /// The agent's policy.
+    pub policy: crate::chain::Policy,
+    pub altered: u64,
+    pub propagated: u64,
+    pub noticed: u64,
+    pub unobserved: u64,
+    /// Reads the policy added (validate's re-fetches, verify's second and third reads).
+    pub rereads: u64,
+    /// Tasks that failed because a value a step takes `from` an earlier result was missing.
+    pub missing_values: u64,
+}
+
+/// The silent-failure figures of a run: `altered` results, each `propagated` (a later step
+/// acted on a value the fault introduced: failed silently), `noticed` (the agent read it
+/// again: failed safely) or `unobserved` (no later step took from it, or the agent gave the
+/// task up without reading again).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SilentReport {
+    /// The agent's policy: `trust`, `validate` or `verify`.
+    pub policy: &'static str,
+    pub altered: u64,
+    pub propagated: u64,
+    pub noticed: u64,
+    pub unobserved: u64,
+    /// Propagated / altered.
+    pub silent_rate: f64,
+    /// Noticed / altered.
+    pub safe_rate: f64,
+    /// Reads the policy added; they are calls (in `calls` and TCAF).
+    pub rereads: u64,
+    pub missing_values: u64,
+    /// "of the N results a fault changed, X% failed safely (noticed), Y% silently (acted on)".
+    pub headline: String,
+}
+
+impl SilentReport {
+    pub fn of(c: &ChainCounts) -> SilentReport {
+        let core = brownout_core::stats::Silent {
+            altered: c.altered,
+            propagated: c.propagated,
+            noticed: c.noticed,
+            unobserved: c.unobserved,
+            pending: 0,
+            silent_rate: ratio(c.propagated, c.altered),
+            safe_rate: ratio(c.noticed, c.altered),
+        };
+        SilentReport {
+            policy: c.policy.as_str(),
+            altered: c.altered,
+            propagated: c.propagated,
+            noticed: c.noticed,
+            unobserved: c.unobserved,
+            silent_rate: core.silent_rate,
+            safe_rate: core.safe_rate,
+            rereads: c.rereads,
+            missing_values: c.missing_values,
+            headline: core.headline(),
+        }
+    }
 }
 
 /// How many breaker transitions a report lists (they are all counted).
@@ -64,6 +131,7 @@ impl Default for Counters {
             series: Vec::new(),
             breaker_log: Vec::new(),
             breaker_transitions: 0,
+            chain: ChainCounts::default(),
         }
     }
 }
@@ -164,6 +232,8 @@ pub struct Report {
     /// The SLO gates of the run (`--gate`), each with whether and when it breached.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<brownout_core::slo::GateSummary>,
+    /// What became of the results faults changed.
+    pub silent: SilentReport,
     /// Robustness ρ over the gates: the smallest normalised margin (> 0 every gate held
     /// with room, < 0 one breached; `null` without gates or samples).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -240,6 +310,7 @@ impl Report {
                 Vec::new()
             },
             gates: Vec::new(),
+            silent: SilentReport::of(&c.chain),
             robustness: None,
             stopped_by: None,
         }

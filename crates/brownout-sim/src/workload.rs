@@ -89,8 +89,9 @@ pub struct CallSpec {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub repeat: Option<u32>,
-    /// The call's `arguments`, sent as they are by live load (`brownout load`); the
-    /// simulator ignores them.
+    /// The call's `arguments`, sent by live load (`brownout load`). A value
+    /// `{from: TOOL, path: POINTER}` is taken from the result of the latest call of TOOL in
+    /// an earlier step (see `docs/load.md`); the simulator reads only those references.
     #[serde(default)]
     pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
@@ -145,6 +146,10 @@ pub struct Client {
     /// Do not start a call (or a retry) that cannot finish in the time its step or task has left.
     #[serde(default)]
     pub deadline_aware: bool,
+    /// What the agent does with results later steps take values from (`policy: trust |
+    /// validate | verify`, default `trust`).
+    #[serde(default)]
+    pub agent: crate::chain::Agent,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -290,6 +295,7 @@ impl Workload {
                 }
             }
         }
+        self.check_refs(&mut |p, m| errors.push(err(p, m)));
         for (i, s) in self.servers.iter().enumerate() {
             for (name, t) in &s.tools {
                 for (k, m) in t.latency.check() {
@@ -307,6 +313,23 @@ impl Workload {
         }
     }
 
+    /// Every `{from, path}` argument names a tool an earlier step calls, with a JSON pointer.
+    fn check_refs(&self, report: &mut dyn FnMut(String, String)) {
+        let mut earlier: Vec<&str> = Vec::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            for (j, c) in step.calls.iter().enumerate() {
+                for (arg, v) in c.arguments.iter().flatten() {
+                    if !crate::chain::is_ref(v) {
+                        continue;
+                    }
+                    let at = format!("/steps/{i}/calls/{j}/arguments/{}", escape(arg));
+                    check_ref(v, &at, &earlier, &self.steps[i..], report);
+                }
+            }
+            earlier.extend(step.calls.iter().map(|c| c.tool.as_str()));
+        }
+    }
+
     /// Logical calls per task.
     pub fn calls_per_task(&self) -> u64 {
         self.steps
@@ -314,5 +337,71 @@ impl Workload {
             .flat_map(|s| &s.calls)
             .map(|c| u64::from(c.repeat.unwrap_or(1)))
             .sum()
+    }
+}
+
+/// A key as a JSON pointer segment.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// One `{from, path}` argument at pointer `at`; `earlier` are the tools earlier steps call,
+/// `rest` this step and the later ones (to say so when `from` names a tool called too late).
+fn check_ref(
+    v: &serde_json::Value,
+    at: &str,
+    earlier: &[&str],
+    rest: &[Step],
+    report: &mut dyn FnMut(String, String),
+) {
+    let Some(o) = v.as_object() else { return };
+    for k in o.keys().filter(|k| !matches!(k.as_str(), "from" | "path")) {
+        let hint = brownout_core::plan::suggest(k, ["from", "path"])
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        report(
+            format!("{at}/{}", escape(k)),
+            format!("unknown key `{k}` in a chained argument: it takes `from: TOOL` and `path: /POINTER`{hint}"),
+        );
+    }
+    match o.get("from").map(|f| f.as_str()) {
+        Some(Some(tool)) if earlier.contains(&tool) => {}
+        Some(Some(tool)) => {
+            let later = rest.iter().flat_map(|s| &s.calls).any(|c| c.tool == tool);
+            let hint = if later {
+                " (it is called in this step or a later one: a value can only come from a step that ran before)".to_string()
+            } else {
+                match brownout_core::plan::suggest(tool, earlier.iter().copied()) {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None if earlier.is_empty() => {
+                        " (the first step cannot take values: no step runs before it)".to_string()
+                    }
+                    None => format!(" (earlier steps call: {})", earlier.join(", ")),
+                }
+            };
+            report(
+                format!("{at}/from"),
+                format!("`from: {tool}` names no tool called in an earlier step{hint}"),
+            );
+        }
+        _ => report(
+            format!("{at}/from"),
+            "`from` takes the name of a tool an earlier step calls".into(),
+        ),
+    }
+    match o.get("path") {
+        Some(serde_json::Value::String(p)) => {
+            if let Some(m) = crate::chain::pointer_error(p) {
+                report(format!("{at}/path"), m);
+            }
+        }
+        Some(_) => report(
+            format!("{at}/path"),
+            "`path` takes a JSON pointer into the result, e.g. `/service`".into(),
+        ),
+        None => report(
+            at.to_string(),
+            "missing `path`: a chained argument is `{from: TOOL, path: /POINTER}` (`\"\"` for the whole result)".into(),
+        ),
     }
 }

@@ -161,6 +161,12 @@ pub fn table(r: &Report) -> String {
         r.latency_ms.max,
         r.attempt_error_rate * 100.0
     ));
+    if r.silent.altered > 0 || r.silent.rereads > 0 || r.silent.missing_values > 0 {
+        s.push_str(&format!(
+            "agent policy {}: {}; {} extra reads, {} tasks missing a chained value\n",
+            r.silent.policy, r.silent.headline, r.silent.rereads, r.silent.missing_values
+        ));
+    }
     if !r.injections.is_empty() {
         let parts: Vec<String> = r
             .injections

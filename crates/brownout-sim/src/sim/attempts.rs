@@ -3,6 +3,7 @@
 //! queue, queue timeout), service time and base error rate, and the answer or the client's
 //! timeout. Abandoned attempts keep their server slot until the server finishes them.
 
+use super::chain::Read;
 use super::limiter::Take;
 use super::{ms, Answer, Attempt, CallEnd, Ev, Sim};
 use brownout_core::faults::simulated::SimOutcome;
@@ -190,14 +191,14 @@ impl Sim<'_> {
     }
 
     pub(super) fn reply(&mut self, a: u32, answer: Answer) {
-        let (call, call_gen, started) = {
+        let (call, call_gen, started, outcome) = {
             let at = &mut self.attempts.items[a as usize];
             if !at.client {
                 self.maybe_free(a);
                 return;
             }
             at.client = false;
-            (at.call, at.call_gen, at.started)
+            (at.call, at.call_gen, at.started, at.outcome)
         };
         self.maybe_free(a);
         let c = &self.calls.items[call as usize];
@@ -207,8 +208,9 @@ impl Sim<'_> {
         let tool = c.tool;
         self.breaker_record(tool, answer);
         match answer {
-            Answer::Ok => self.end_call(call, CallEnd::Ok),
-            Answer::Corrupt => self.end_call(call, CallEnd::Corrupt),
+            Answer::Ok => self.read_done(call, Read::Clean),
+            Answer::Corrupt if outcome == SimOutcome::Corrupt => self.read_done(call, Read::Drift),
+            Answer::Corrupt => self.read_done(call, Read::Wrong),
             Answer::Fail => {
                 // Per attempt: the failure lands in the second its attempt started, so a
                 // second's error rate is a share of that second's attempts (never over 100 %).

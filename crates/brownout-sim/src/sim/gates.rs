@@ -11,7 +11,9 @@
 
 use super::{CallEnd, Sim};
 use brownout_core::event::Outcome;
-use brownout_core::slo::{CallObservation, Gate, GateSummary, GateWatch, TaskObservation};
+use brownout_core::slo::{
+    CallObservation, Gate, GateSummary, GateWatch, TaintMark, TaskObservation,
+};
 
 // The simulator's hooks, out of line: a run without gates pays one branch per event.
 impl Sim<'_> {
@@ -34,6 +36,14 @@ impl Sim<'_> {
         let now = self.now;
         if let Some(g) = self.gates.as_mut() {
             g.call(now, tool, end, timed_out, latency_us, attempts);
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn gates_taint(&mut self, tool: usize, mark: TaintMark) {
+        let now = self.now;
+        if let Some(g) = self.gates.as_mut() {
+            g.taint(now, tool, mark);
         }
     }
 
@@ -115,6 +125,13 @@ impl SimGates {
         };
         self.watch.observe_call(c);
         self.breached |= self.watch.tick(c.at_ms);
+    }
+
+    fn taint(&mut self, now_us: u64, tool: usize, mark: TaintMark) {
+        let at_ms = now_us as f64 / 1000.0;
+        let name = self.calls.get(tool).and_then(|c| c.tool.as_deref());
+        self.watch.observe_taint(at_ms, name, mark);
+        self.breached |= self.watch.tick(at_ms);
     }
 
     fn task(&mut self, now_us: u64, ok: bool) {

@@ -13,6 +13,7 @@
 mod attempts;
 pub mod breaker;
 pub mod budget;
+mod chain;
 mod gates;
 #[cfg(test)]
 mod gates_tests;
@@ -112,6 +113,10 @@ struct Task {
     outstanding: u32,
     failed: bool,
     calls: Vec<u32>,
+    /// Tools whose consumed result the agent took (a later step may take values from them).
+    got: Vec<usize>,
+    /// Tools whose taken result a fault altered, not yet acted on.
+    pending: Vec<usize>,
 }
 
 struct Call {
@@ -124,6 +129,11 @@ struct Call {
     gen: u32,
     /// Its last failed attempt timed out (client timeout or step deadline).
     timed_out: bool,
+    /// A later step takes a value from its result: the agent's policy applies.
+    consumed: bool,
+    /// Reads answered so far, and the first three (the agent's policy).
+    reads: u8,
+    log: [chain::Read; 3],
 }
 
 struct Attempt {
@@ -167,8 +177,11 @@ struct Sim<'w> {
     queue: EventQueue<Ev>,
     tools: Vec<ToolInfo>,
     names: Vec<String>,
-    /// Per step: (tool index, critical) of every call, repeats expanded.
-    step_calls: Vec<Vec<(usize, bool)>>,
+    /// Per step: (tool index, critical, consumed) of every call, repeats expanded.
+    step_calls: Vec<Vec<(usize, bool, bool)>>,
+    /// Who takes values from whom.
+    chain: crate::chain::Chain,
+    policy: crate::chain::Policy,
     servers: Vec<ServerState>,
     breakers: Vec<Breaker>,
     open_breakers: u64,
@@ -378,10 +391,12 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
             });
         }
     }
-    let step_calls: Vec<Vec<(usize, bool)>> = w
+    let chain = crate::chain::Chain::of(&w.steps);
+    let step_calls: Vec<Vec<(usize, bool, bool)>> = w
         .steps
         .iter()
-        .map(|st| {
+        .enumerate()
+        .map(|(i, st)| {
             st.calls
                 .iter()
                 .flat_map(|c| {
@@ -389,6 +404,15 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
                         (tool_index[&c.tool], c.critical.unwrap_or(true)),
                         c.repeat.unwrap_or(1) as usize,
                     )
+                })
+                .enumerate()
+                .map(|(j, (tool, critical))| {
+                    let consumed = chain
+                        .consumed
+                        .get(i)
+                        .and_then(|s| s.get(j))
+                        .is_some_and(|p| !p.is_empty());
+                    (tool, critical, consumed)
                 })
                 .collect()
         })
@@ -408,6 +432,8 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         tools,
         names,
         step_calls,
+        chain,
+        policy: w.client.agent.policy,
         servers,
         breakers,
         open_breakers: 0,
@@ -429,6 +455,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         budget: opts.budget.clone(),
         stopped_by: None,
     };
+    sim.c.chain.policy = w.client.agent.policy;
     if !opts.gates.is_empty() {
         sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
     }

@@ -39,6 +39,8 @@ impl Sim<'_> {
             outstanding: 0,
             failed: false,
             calls: Vec::new(),
+            got: Vec::new(),
+            pending: Vec::new(),
         };
         let t = match self.free_tasks.pop() {
             Some(i) => {
@@ -61,6 +63,12 @@ impl Sim<'_> {
         let Some(task) = self.tasks[t as usize].as_mut() else {
             return;
         };
+        if task.step > 0 && self.chain.is_chained() && self.take_values(t) {
+            return; // a value the step takes is missing: the task failed
+        }
+        let Some(task) = self.tasks[t as usize].as_mut() else {
+            return;
+        };
         let step = &self.w.steps[task.step];
         task.step_gen = steps_started;
         task.calls.clear();
@@ -74,7 +82,7 @@ impl Sim<'_> {
         let now = self.now;
         let ids: Vec<u32> = new_calls
             .into_iter()
-            .map(|(tool, critical)| {
+            .map(|(tool, critical, consumed)| {
                 self.calls.insert(
                     |_| Call {
                         task: t,
@@ -85,6 +93,9 @@ impl Sim<'_> {
                         resolved: false,
                         gen: 0,
                         timed_out: false,
+                        consumed,
+                        reads: 0,
+                        log: Default::default(),
                     },
                     |c| {
                         c.task = t;
@@ -95,6 +106,9 @@ impl Sim<'_> {
                         c.resolved = false;
                         c.gen += 1;
                         c.timed_out = false;
+                        c.consumed = consumed;
+                        c.reads = 0;
+                        c.log = Default::default();
                     },
                 )
             })
@@ -120,22 +134,35 @@ impl Sim<'_> {
     }
 
     pub(super) fn end_call(&mut self, call: u32, end: CallEnd) {
-        let (task, critical, started, tool, attempts, timed_out) = {
+        let (task, critical) = {
             let c = &mut self.calls.items[call as usize];
             if c.resolved {
                 return;
             }
             c.resolved = true;
-            (
-                c.task,
-                c.critical,
-                c.started,
-                c.tool,
-                c.attempts,
-                c.timed_out,
-            )
+            (c.task, c.critical)
         };
         self.calls.free.push(call);
+        self.record_end(call, end);
+        let degrade = self.w.client.degrade;
+        let Some(t) = self.tasks[task as usize].as_mut() else {
+            return;
+        };
+        if matches!(end, CallEnd::Fail | CallEnd::Skipped) && (critical || !degrade) {
+            t.failed = true;
+        }
+        t.outstanding = t.outstanding.saturating_sub(1);
+        if t.outstanding == 0 {
+            self.step_done(task);
+        }
+    }
+
+    /// Count one ended call (or one read of it): latency, gates, outcome counters.
+    pub(super) fn record_end(&mut self, call: u32, end: CallEnd) {
+        let (started, tool, attempts, timed_out) = {
+            let c = &self.calls.items[call as usize];
+            (c.started, c.tool, c.attempts, c.timed_out)
+        };
         let latency = (self.now - started).max(1);
         let _ = self.c.latency_us.record(latency);
         if self.gates.is_some() {
@@ -155,17 +182,6 @@ impl Sim<'_> {
                 self.c.surfaced += 1;
                 self.c.skipped += 1;
             }
-        }
-        let degrade = self.w.client.degrade;
-        let Some(t) = self.tasks[task as usize].as_mut() else {
-            return;
-        };
-        if matches!(end, CallEnd::Fail | CallEnd::Skipped) && (critical || !degrade) {
-            t.failed = true;
-        }
-        t.outstanding = t.outstanding.saturating_sub(1);
-        if t.outstanding == 0 {
-            self.step_done(task);
         }
     }
 
@@ -201,6 +217,7 @@ impl Sim<'_> {
             return;
         };
         self.free_tasks.push(t);
+        self.untaken(task.pending.len());
         let late = task.deadline.is_some_and(|d| self.now > d);
         self.c.tasks += 1;
         if task.failed || late {

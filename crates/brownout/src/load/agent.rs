@@ -5,6 +5,7 @@
 //! arithmetic is the simulator's own (`brownout_sim::sim`), in real time: a workload means
 //! the same thing in `brownout sim` and in `brownout load`.
 
+use super::chain;
 use super::schedule::{call_rng, session_of, Arrivals, Fingerprint};
 use super::session::{self, Session};
 use super::stats::{LoadSummary, Tally};
@@ -12,6 +13,7 @@ use super::wire::{self, Answer};
 use super::{LoadError, LoadEvent, LoadOptions, LoadTarget, STOP_GRACE};
 use brownout_core::event::Outcome;
 use brownout_core::slo::{CallObservation, TaskObservation};
+use brownout_sim::chain::{Chain, Policy};
 use brownout_sim::sim::breaker::Breaker;
 use brownout_sim::sim::limiter::{Take, TokenBucket};
 use brownout_sim::sim::retry::{backoff_ms, may_retry};
@@ -29,13 +31,17 @@ use tokio_util::sync::CancellationToken;
 /// Tasks when neither the workload nor the options say.
 const DEFAULT_TASKS: u64 = 1000;
 
-/// One call of a step, prepared once: its params are serialised here, not per attempt.
-struct PreparedCall {
-    tool: Arc<str>,
+/// One call of a step, prepared once: its params are serialised here, not per attempt
+/// (per task when it takes values from earlier results).
+pub(super) struct PreparedCall {
+    pub(super) tool: Arc<str>,
     /// The tool's advertised `outputSchema`: an `ok` answer that breaks it is not correct.
     schema: Option<Arc<jsonschema::Validator>>,
-    params: String,
-    critical: bool,
+    pub(super) params: String,
+    /// The arguments as written, and those of them taken from earlier results.
+    pub(super) arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(super) refs: Vec<brownout_sim::chain::FromRef>,
+    pub(super) critical: bool,
     repeat: u32,
 }
 
@@ -44,8 +50,14 @@ struct PreparedStep {
     deadline: Option<Duration>,
 }
 
-struct Shared {
+pub(super) struct Shared {
     steps: Vec<PreparedStep>,
+    /// Who takes values from whom, and what the agent does with those results.
+    chain: Chain,
+    pub(super) policy: Policy,
+    pub(super) rereads: AtomicU64,
+    pub(super) gave_up: AtomicU64,
+    missing_values: AtomicU64,
     client: Client,
     think: Option<Duration>,
     task_deadline: Option<Duration>,
@@ -110,6 +122,8 @@ pub(super) async fn run(
                     tool: Arc::from(c.tool.as_str()),
                     schema: schemas.get(&c.tool).cloned(),
                     params: wire::call_params(&c.tool, c.arguments.as_ref()),
+                    arguments: c.arguments.clone(),
+                    refs: brownout_sim::chain::refs(c.arguments.as_ref()),
                     critical: c.critical.unwrap_or(true),
                     repeat: c.repeat.unwrap_or(1).max(1),
                 })
@@ -120,6 +134,11 @@ pub(super) async fn run(
     let c = &workload.client;
     let shared = Arc::new(Shared {
         steps,
+        chain: Chain::of(&workload.steps),
+        policy: c.agent.policy,
+        rereads: AtomicU64::new(0),
+        gave_up: AtomicU64::new(0),
+        missing_values: AtomicU64::new(0),
         client: c.clone(),
         think: workload.think_ms.filter(|t| *t > 0.0).map(ms),
         task_deadline: workload.task_deadline_ms.map(ms),
@@ -241,6 +260,7 @@ async fn run_task(shared: Arc<Shared>, k: u64, session: usize, intended: Instant
     let task_deadline = shared.task_deadline.map(|d| intended + d);
     let mut ok = true;
     let mut ordinal = 0u64;
+    let mut values = chain::Values::default();
     for (i, step) in shared.steps.iter().enumerate() {
         if i > 0 {
             if let Some(t) = shared.think {
@@ -259,21 +279,54 @@ async fn run_task(shared: Arc<Shared>, k: u64, session: usize, intended: Instant
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let mut calls = Vec::new();
+        let mut targets = Vec::new();
+        let mut j = 0;
         for c in &step.calls {
+            let params = match chain::params(c, &values) {
+                Ok(p) => p,
+                Err(_) => {
+                    // A value the call takes is missing: the task fails, loudly counted.
+                    shared.missing_values.fetch_add(1, Ordering::Relaxed);
+                    ok = false;
+                    break;
+                }
+            };
             for _ in 0..c.repeat {
-                calls.push(call(&shared, k, ordinal, c, session, step_start, deadline));
+                let taken = shared.chain.consumed[i]
+                    .get(j)
+                    .filter(|p| !p.is_empty())
+                    .map(Vec::as_slice);
+                targets.push((c, params.clone(), taken, ordinal));
                 ordinal += 1;
+                j += 1;
             }
         }
-        let results = futures::future::join_all(calls).await;
-        for r in results {
+        if !ok {
+            break;
+        }
+        let sh: &Shared = &shared;
+        let reads = targets.iter().map(|(c, params, taken, ordinal)| {
+            let t = chain::Target {
+                task: k,
+                session,
+                intended: step_start,
+                deadline,
+                params,
+                taken: *taken,
+            };
+            async move { chain::read(sh, c, &t, *ordinal).await }
+        });
+        let results = futures::future::join_all(reads).await;
+        for (r, (c, ..)) in results.into_iter().zip(&targets) {
             match r {
                 // A call cut short by the end of the run: neither it nor its task is reported.
                 None => return,
-                Some((good, critical)) => {
-                    if !good && (critical || !shared.client.degrade) {
+                Some(r) => {
+                    if r.gave_up || (!r.good && (r.critical || !shared.client.degrade)) {
                         ok = false;
+                    }
+                    if let Some(v) = r.value {
+                        values.keep(&c.tool, v);
                     }
                 }
             }
@@ -300,9 +353,19 @@ fn sim_answer(a: &Answer) -> SimAnswer {
     }
 }
 
-/// One logical call with its retries; returns (succeeded, critical), or None when the end
-/// of the run cut it short (it is then not reported: it neither failed nor succeeded).
-async fn call(
+/// How one logical call ended.
+pub(super) struct Called {
+    /// It succeeded (answered, right or wrong).
+    pub(super) good: bool,
+    pub(super) answer: Answer,
+    /// The value its result offers later steps, when asked for.
+    pub(super) value: Option<serde_json::Value>,
+}
+
+/// One logical call with its retries, or None when the end of the run cut it short (it is
+/// then not reported: it neither failed nor succeeded). `keep`: return its result's value.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn call(
     shared: &Shared,
     task: u64,
     ordinal: u64,
@@ -310,11 +373,14 @@ async fn call(
     session: usize,
     intended: Instant,
     deadline: Option<Instant>,
-) -> Option<(bool, bool)> {
+    params: &str,
+    keep: bool,
+) -> Option<Called> {
     let mut rng = call_rng(shared.seed, task, ordinal);
     let calls_so_far = shared.calls_made.fetch_add(1, Ordering::Relaxed) + 1;
     let mut attempts = 0u32;
     let mut last: Answer;
+    let mut value = None;
     loop {
         let now = Instant::now();
         let left = deadline.map(|d| d.saturating_duration_since(now));
@@ -354,9 +420,11 @@ async fn call(
             }
             _ => {
                 let timeout = left.map_or(shared.timeout, |l| l.min(shared.timeout));
-                shared.sessions[session]
-                    .request("tools/call", &c.params, timeout, c.schema.as_ref())
-                    .await
+                let (answer, v) = shared.sessions[session]
+                    .request("tools/call", params, timeout, c.schema.as_ref(), keep)
+                    .await;
+                value = v;
+                answer
             }
         };
         if let (Some(b), Some(cfg), false) = (
@@ -411,7 +479,11 @@ async fn call(
     };
     lock(&shared.tally).call(&obs);
     let _ = shared.events.send(LoadEvent::Call(obs));
-    Some((outcome == Outcome::Ok, c.critical))
+    Some(Called {
+        good: outcome == Outcome::Ok,
+        answer: last,
+        value,
+    })
 }
 
 fn summary(shared: &Shared, elapsed: f64, sessions: usize, fp: Fingerprint) -> LoadSummary {
@@ -450,5 +522,9 @@ fn summary(shared: &Shared, elapsed: f64, sessions: usize, fp: Fingerprint) -> L
         max_start_lag_ms: shared.lag_us.load(Ordering::Relaxed) as f64 / 1000.0,
         session_restarts: shared.sessions.iter().map(Session::restarts).sum(),
         schedule_fingerprint: fp.0,
+        policy: shared.policy.as_str(),
+        rereads: shared.rereads.load(Ordering::Relaxed),
+        gave_up: shared.gave_up.load(Ordering::Relaxed),
+        missing_values: shared.missing_values.load(Ordering::Relaxed),
     }
 }

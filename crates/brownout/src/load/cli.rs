@@ -22,8 +22,10 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 ///
 /// The workload is the simulator's format (docs/simulator.md) — tasks of steps of parallel
 /// tool calls, open- or closed-loop arrivals, think time, deadlines, the client's timeout,
-/// retries, breaker and rate limiter — with each call's `arguments`. The same file runs in
-/// `brownout sim`. Every session is a real MCP session (initialize, then calls): over stdio
+/// retries, breaker and rate limiter — with each call's `arguments`. An argument
+/// `{from: TOOL, path: /POINTER}` takes a value from an earlier step's result, and
+/// `client.agent.policy` (trust, validate, verify) says how the agent checks such results
+/// (docs/load.md). The same file runs in `brownout sim`. Every session is a real MCP session (initialize, then calls): over stdio
 /// each is a process started from the command after `--`; over HTTP each is its own
 /// Mcp-Session-Id at --url. Latency is measured from each call's intended start, so a
 /// stalled server shows as latency, not as fewer calls.
@@ -222,6 +224,17 @@ async fn progress(mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>, show:
 
 /// The human summary.
 pub fn table(s: &LoadSummary) -> String {
+    let mut t = counts(s);
+    if s.rereads > 0 || s.gave_up > 0 || s.missing_values > 0 || s.policy != "trust" {
+        t.push_str(&format!(
+            "agent        policy {}: {} extra reads, {} tasks given up (no result to act on), {} tasks missing a chained value\n",
+            s.policy, s.rereads, s.gave_up, s.missing_values
+        ));
+    }
+    t
+}
+
+fn counts(s: &LoadSummary) -> String {
     let outcomes: Vec<String> = s.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let l = &s.latency_ms;
     format!(

@@ -111,33 +111,36 @@ impl HttpSession {
     }
 
     /// Send a request and wait for its answer, at most `timeout` in all; an `ok` answer is
-    /// checked against `schema`.
+    /// checked against `schema`, and its result's value returned when `keep`.
     pub async fn request(
         &self,
         method: &str,
         params: &str,
         timeout: Duration,
         schema: Option<&jsonschema::Validator>,
-    ) -> Answer {
+        keep: bool,
+    ) -> (Answer, Option<serde_json::Value>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let generation = self.generation.load(Ordering::Relaxed);
         let body = wire::request(id, method, params);
-        match tokio::time::timeout(timeout, self.exchange(body, id, schema)).await {
-            Ok(Err(404)) if lock_read(&self.state).0.is_some() => {
-                self.reinitialize(generation, timeout).await;
-                Answer::Error {
-                    code: 404,
-                    message: "HTTP 404: session expired".into(),
+        let answer =
+            match tokio::time::timeout(timeout, self.exchange(body, id, schema, keep)).await {
+                Ok(Err(404)) if lock_read(&self.state).0.is_some() => {
+                    self.reinitialize(generation, timeout).await;
+                    Answer::Error {
+                        code: 404,
+                        message: "HTTP 404: session expired".into(),
+                    }
                 }
-            }
-            Ok(Err(0)) => Answer::Closed,
-            Ok(Err(status)) => Answer::Error {
-                code: i64::from(status),
-                message: format!("HTTP {status}"),
-            },
-            Ok(Ok(a)) => a,
-            Err(_) => Answer::Timeout,
-        }
+                Ok(Err(0)) => Answer::Closed,
+                Ok(Err(status)) => Answer::Error {
+                    code: i64::from(status),
+                    message: format!("HTTP {status}"),
+                },
+                Ok(Ok(got)) => return got,
+                Err(_) => Answer::Timeout,
+            };
+        (answer, None)
     }
 
     /// One POST: the answer, or the HTTP status that refused it (0: no connection).
@@ -146,7 +149,8 @@ impl HttpSession {
         body: String,
         id: u64,
         schema: Option<&jsonschema::Validator>,
-    ) -> Result<Answer, u16> {
+        keep: bool,
+    ) -> Result<(Answer, Option<serde_json::Value>), u16> {
         let resp = self.post(body).send().await.map_err(|_| 0u16)?;
         let status = resp.status();
         if !status.is_success() {
@@ -156,10 +160,16 @@ impl HttpSession {
             Some(bytes) => match wire::read(&bytes) {
                 Incoming::Answer {
                     answer, structured, ..
-                } => wire::checked(answer, structured, schema),
-                _ => Answer::Malformed,
+                } => {
+                    let answer = wire::checked(answer, structured, schema);
+                    let value = (keep && matches!(answer, Answer::Ok | Answer::Wrong))
+                        .then(|| wire::kept(&bytes))
+                        .flatten();
+                    (answer, value)
+                }
+                _ => (Answer::Malformed, None),
             },
-            None => Answer::Malformed,
+            None => (Answer::Malformed, None),
         })
     }
 

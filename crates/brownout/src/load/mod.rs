@@ -4,6 +4,7 @@
 //!
 //! - [`schedule`]: when tasks arrive (open loop, seeded) and which session runs them;
 //! - [`agent`]: one task's steps, calls, retries, limiter, breaker and deadlines;
+//! - `chain`: arguments taken from earlier results, and the agent's policy on them;
 //! - [`wire`]: the JSON-RPC text both transports send and how answers are read;
 //! - [`stdio`] and [`http`]: the two transports; [`session`] picks one;
 //! - [`stats`]: the summary (outcomes, latency percentiles, rates);
@@ -14,6 +15,7 @@
 //! stalled server shows up as latency, not as fewer calls (no coordinated omission).
 
 pub mod agent;
+mod chain;
 pub mod cli;
 pub mod http;
 pub mod schedule;

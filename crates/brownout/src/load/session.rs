@@ -63,23 +63,25 @@ impl StdioSlot {
 }
 
 impl Session {
-    /// A request; an `ok` answer is checked against `schema` (the tool's `outputSchema`).
+    /// A request; an `ok` answer is checked against `schema` (the tool's `outputSchema`),
+    /// and the value its result offers later steps returned when `keep`.
     pub async fn request(
         &self,
         method: &str,
         params: &str,
         timeout: Duration,
         schema: Option<&Arc<jsonschema::Validator>>,
-    ) -> Answer {
+        keep: bool,
+    ) -> (Answer, Option<serde_json::Value>) {
         match self {
             Session::Stdio(s) => {
                 s.live()
                     .await
-                    .request(method, params, timeout, schema.cloned())
+                    .request(method, params, timeout, schema.cloned(), keep)
                     .await
             }
             Session::Http(s) => {
-                s.request(method, params, timeout, schema.map(|v| &**v))
+                s.request(method, params, timeout, schema.map(|v| &**v), keep)
                     .await
             }
         }
@@ -179,8 +181,15 @@ async fn start_stdio(command: &[String], i: usize) -> Result<StdioSession, LoadE
         source,
     })?;
     match s
-        .request("initialize", &wire::initialize_params(), INIT_TIMEOUT, None)
+        .request(
+            "initialize",
+            &wire::initialize_params(),
+            INIT_TIMEOUT,
+            None,
+            false,
+        )
         .await
+        .0
     {
         Answer::Ok => {}
         other => {

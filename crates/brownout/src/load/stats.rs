@@ -124,6 +124,16 @@ pub struct LoadSummary {
     pub session_restarts: u64,
     /// A digest of the schedule (tasks, sessions, intended starts): equal for equal seeds.
     pub schedule_fingerprint: u64,
+    /// The agent's policy for results later steps take values from (`trust`, `validate`,
+    /// `verify`).
+    pub policy: &'static str,
+    /// Reads the policy added (validate's re-fetches, verify's second and third reads);
+    /// each is also a call.
+    pub rereads: u64,
+    /// Tasks failed because the policy found no result to act on (failed safely).
+    pub gave_up: u64,
+    /// Tasks failed because a value a step takes (`{from, path}`) was missing.
+    pub missing_values: u64,
 }
 
 /// The running tally.

@@ -19,10 +19,15 @@ use tokio::sync::{mpsc, oneshot};
 /// The last bytes of a server's stderr kept for error messages.
 const STDERR_TAIL: usize = 2048;
 
-/// Who waits for an answer: a call (classified, checked against its tool's output schema)
-/// or a request that wants the whole message (`tools/list`).
+/// Who waits for an answer: a call (classified, checked against its tool's output schema,
+/// its result's value kept when asked) or a request that wants the whole message
+/// (`tools/list`).
 enum Waiter {
-    Call(oneshot::Sender<Answer>, Option<Arc<jsonschema::Validator>>),
+    Call(
+        oneshot::Sender<(Answer, Option<serde_json::Value>)>,
+        Option<Arc<jsonschema::Validator>>,
+        bool,
+    ),
     Raw(oneshot::Sender<Vec<u8>>),
 }
 
@@ -88,8 +93,12 @@ impl StdioSession {
                         answer,
                         structured,
                     } => match lock(&p2).remove(&id) {
-                        Some(Waiter::Call(tx, schema)) => {
-                            let _ = tx.send(wire::checked(answer, structured, schema.as_deref()));
+                        Some(Waiter::Call(tx, schema, keep)) => {
+                            let answer = wire::checked(answer, structured, schema.as_deref());
+                            let value = (keep && matches!(answer, Answer::Ok | Answer::Wrong))
+                                .then(|| wire::kept(&line))
+                                .flatten();
+                            let _ = tx.send((answer, value));
                         }
                         Some(Waiter::Raw(tx)) => {
                             let _ = tx.send(line);
@@ -117,20 +126,21 @@ impl StdioSession {
     }
 
     /// Send a request and wait for its answer, at most `timeout`; an `ok` answer is
-    /// checked against `schema`.
+    /// checked against `schema`, and its result's value returned when `keep`.
     pub async fn request(
         &self,
         method: &str,
         params: &str,
         timeout: Duration,
         schema: Option<Arc<jsonschema::Validator>>,
-    ) -> Answer {
+        keep: bool,
+    ) -> (Answer, Option<serde_json::Value>) {
         if self.closed.load(Ordering::Relaxed) {
-            return Answer::Closed;
+            return (Answer::Closed, None);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (otx, orx) = oneshot::channel();
-        lock(&self.pending).insert(id, Waiter::Call(otx, schema));
+        lock(&self.pending).insert(id, Waiter::Call(otx, schema, keep));
         if self
             .tx
             .send(wire::request(id, method, params).into_bytes())
@@ -138,15 +148,15 @@ impl StdioSession {
             .is_err()
         {
             lock(&self.pending).remove(&id);
-            return Answer::Closed;
+            return (Answer::Closed, None);
         }
         match tokio::time::timeout(timeout, orx).await {
-            Ok(Ok(a)) => a,
-            Ok(Err(_)) => Answer::Closed,
+            Ok(Ok(got)) => got,
+            Ok(Err(_)) => (Answer::Closed, None),
             Err(_) => {
                 lock(&self.pending).remove(&id);
                 let _ = self.tx.try_send(wire::cancelled(id).into_bytes());
-                Answer::Timeout
+                (Answer::Timeout, None)
             }
         }
     }

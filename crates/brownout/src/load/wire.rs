@@ -198,6 +198,21 @@ pub fn checked(
     }
 }
 
+/// The largest answer whose result the load keeps for later steps (`{from, path}`
+/// arguments), in bytes: a task keeps at most one result per call later steps read from.
+pub const MAX_KEPT: usize = 1 << 20;
+
+/// The value a `tools/call` answer offers later steps (`structuredContent`, else the JSON in
+/// its first text item): read only for calls whose result a later step takes from. None
+/// for an answer over [`MAX_KEPT`] bytes or without a result.
+pub fn kept(message: &[u8]) -> Option<serde_json::Value> {
+    if message.len() > MAX_KEPT {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(message).ok()?;
+    brownout_sim::chain::result_value(v.get("result")?)
+}
+
 /// The refusal of a server's request (the load offers no client capabilities).
 pub fn refuse(raw_id: &str) -> String {
     format!(
