@@ -50,6 +50,7 @@ impl Engine {
             let asked = tool.unwrap_or(method);
             let found = self.session(session).taints.check_raw(
                 asked,
+                method == "tools/call",
                 bytes,
                 &mut args,
                 crate::taint::fingerprint,

@@ -54,6 +54,7 @@ impl Engine {
             args: call.args_fp.unwrap_or(0),
             values,
             class: Class::Pending,
+            moved_on: false,
         };
         let event = TaintEvent {
             values: Some(n),

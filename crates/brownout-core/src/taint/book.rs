@@ -69,6 +69,9 @@ pub struct Taint {
     pub args: u64,
     pub values: Vec<Tainted>,
     pub class: Class,
+    /// The agent called another tool since: a later call of this tool with the same
+    /// arguments is a new task's, not a re-fetch (it no longer counts as noticing).
+    pub moved_on: bool,
 }
 
 /// A request that acted on a taint, or noticed it.
@@ -152,17 +155,28 @@ impl Book {
     /// every live taint. Most requests carry no tainted bytes and re-call no tainted tool:
     /// they are cleared here, without parsing. Otherwise `args` parses the arguments and
     /// `fingerprint` is theirs.
+    /// `call`: the request is a `tools/call` (a call of another tool means the agent moved
+    /// on from a result; a `ping` or a `tools/list` does not).
     pub fn check_raw(
         &mut self,
         tool: &str,
+        call: bool,
         raw: &[u8],
         args: impl FnOnce() -> Option<Value>,
         fingerprint: impl Fn(Option<&Value>) -> u64,
     ) -> Vec<Finding> {
-        let recall = self
+        let mut recall = false;
+        for (t, _) in self
             .taints
-            .iter()
-            .any(|(t, _)| t.class == Class::Pending && t.tool == tool);
+            .iter_mut()
+            .filter(|(t, _)| t.class == Class::Pending)
+        {
+            if t.tool == tool {
+                recall |= !t.moved_on;
+            } else if call {
+                t.moved_on = true;
+            }
+        }
         let carries = self.taints.iter().any(|(_, n)| n.may_be_in(raw));
         if !recall && !carries {
             return Vec::new();
@@ -241,7 +255,7 @@ impl Book {
                 }
                 continue;
             }
-            if t.class == Class::Pending && t.tool == tool && t.args == fingerprint {
+            if t.class == Class::Pending && !t.moved_on && t.tool == tool && t.args == fingerprint {
                 let t = &mut self.taints[i].0;
                 t.class = Class::Noticed;
                 found.push(finding(t, Class::Noticed, Class::Pending));
@@ -349,6 +363,7 @@ mod tests {
             args: fingerprint(Some(args)),
             values: introduced(&original, &delivered, 16, false),
             class: Class::Pending,
+            moved_on: false,
         }
     }
 
@@ -402,6 +417,57 @@ mod tests {
         assert!(b.expire(Time::from_millis(59_000), &cfg).is_empty());
         let gone = b.expire(Time::from_millis(61_000), &cfg);
         assert_eq!(gone[0].class, Class::Unobserved);
+    }
+
+    #[test]
+    fn the_same_call_after_another_tool_is_a_new_task_not_a_re_fetch() {
+        let cfg = TaintConfig::default();
+        let mut b = Book::default();
+        let args = json!({"id": "INC-1"});
+        let fp = |a: Option<&Value>| fingerprint(a);
+        b.add(
+            taint(
+                &args,
+                json!({"s": "alpha-1"}),
+                json!({"s": "gamma-9"}),
+                Time::ZERO,
+            ),
+            &cfg,
+        );
+        let other = json!({"q": "x"});
+        let raw = other.to_string();
+        assert!(b
+            .check_raw("search", true, raw.as_bytes(), || Some(other.clone()), fp)
+            .is_empty());
+        let raw = args.to_string();
+        let f = b.check_raw(
+            "get_incident",
+            true,
+            raw.as_bytes(),
+            || Some(args.clone()),
+            fp,
+        );
+        assert!(f.is_empty(), "moved on: {f:?}");
+        // A ping in between is not moving on.
+        b.add(
+            taint(
+                &args,
+                json!({"s": "alpha-1"}),
+                json!({"s": "delta-4"}),
+                Time::ZERO,
+            ),
+            &cfg,
+        );
+        assert!(b.check_raw("ping", false, b"{}", || None, fp).is_empty());
+        let f = b.check_raw(
+            "get_incident",
+            true,
+            raw.as_bytes(),
+            || Some(args.clone()),
+            fp,
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].class, Class::Noticed);
     }
 
     #[test]
