@@ -330,7 +330,7 @@ mod tests {
         for v in [
             json!("payments-api"),
             json!(10452),
-            json!(2.71828),
+            json!(4.20731),
             json!("INC-2041"),
         ] {
             assert!(distinctive(&v), "{v} should taint");
