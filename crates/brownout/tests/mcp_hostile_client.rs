@@ -111,7 +111,7 @@ fn self_approval_by_elicitation_over_http_is_refused_by_default() {
         );
         assert_eq!(doc["elicitations"], 0, "{mode}: a form was sent: {doc:#}");
     }
-    assert_eq!(r.calls(), 0, "nothing may reach the target");
+    assert_eq!(r.tool_calls(), 0, "nothing may reach the target");
     assert!(r.faults().is_empty());
     let audit = std::fs::read_to_string(env.audit()).unwrap_or_default();
     assert!(!audit.contains("Totally A Human"), "{audit}");
@@ -331,7 +331,11 @@ fn an_admin_token_variable_the_policy_does_not_list_is_refused() {
         &[],
     );
     assert_eq!(decision(&doc, 0).0, "approval_required", "{doc:#}");
-    assert_eq!(r.calls(), 0);
+    assert_eq!(
+        r.tool_calls(),
+        0,
+        "a start only looks at the target (initialize, tools/list)"
+    );
     assert_eq!(started_count(&env), 0);
     // A misspelt key is an error at start, not a policy silently without it.
     let policy = env.policy("mcp_admin_token_env: [X]\n");

@@ -604,7 +604,11 @@ fn elicitation_asks_the_person_accept_runs_decline_refuses() {
         (Some("refused"), Some("approval")),
         "{v:#}"
     );
-    assert_eq!(r.calls(), 0);
+    assert_eq!(
+        r.tool_calls(),
+        0,
+        "a start only looks at the target (initialize, tools/list)"
+    );
     let doc = agent_stdio(
         &script,
         &env.server(&["--allow-run"]),
