@@ -2,8 +2,14 @@
 silent-failure tests: each task reads an incident and restarts the service it names, as an
 on-call agent would (get_incident -> restart_service).
 
-Usage: chain_agent.py (--url URL | -- CMD [ARGS...]) --tasks N [--policy trust|validate]
+Usage: chain_agent.py (--url URL [--sse] | -- CMD [ARGS...]) --tasks N [--policy trust|validate]
                       [--first 1000] [--timeout S]
+                      [--read get_incident --read-arg id --ids "INC-{n}" --field service
+                       --act restart_service --act-arg service]
+
+The chain is configurable: each task calls --read with {--read-arg: --ids formatted with n},
+takes --field of its structured content and calls --act with {--act-arg: that value}.
+--sse connects to a legacy HTTP+SSE endpoint (URL ending in /sse).
 
 Policies (what the agent does with a result before acting on it):
   trust     reads structuredContent as it comes (the SDK's outputSchema check is bypassed,
@@ -26,30 +32,31 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
 
 
-async def read_incident(session: Any, incident: str, policy: str) -> dict[str, Any]:
-    args = {"id": incident}
-    if policy == "trust":
-        request = types.CallToolRequest(params=types.CallToolRequestParams(name="get_incident", arguments=args))
+async def read(session: Any, args: argparse.Namespace, key: str) -> dict[str, Any]:
+    call_args = {args.read_arg: key}
+    if args.policy == "trust":
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=args.read, arguments=call_args))
         result = await session.send_request(request, types.CallToolResult)
         return dict(result.structured_content or {})
-    result = await session.call_tool("get_incident", args)
+    result = await session.call_tool(args.read, call_args)
     return dict(result.structured_content or {})
 
 
-async def run_task(session: Any, incident: str, policy: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"id": incident, "service": None, "acted": False, "refetched": False}
+async def run_task(session: Any, key: str, args: argparse.Namespace) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": key, "service": None, "acted": False, "refetched": False}
     try:
         try:
-            inc = await read_incident(session, incident, policy)
+            got = await read(session, args, key)
         except RuntimeError as exc:
             # The SDK rejected the structured content: read it again, once.
             entry["refetched"] = True
             entry["first_error"] = str(exc)[:200]
-            inc = await read_incident(session, incident, policy)
-        entry["service"] = inc.get("service")
-        await session.call_tool("restart_service", {"service": inc.get("service")})
+            got = await read(session, args, key)
+        entry["service"] = got.get(args.field)
+        await session.call_tool(args.act, {args.act_arg: got.get(args.field)})
         entry["acted"] = True
     except Exception as exc:  # noqa: BLE001 - a failed task is data for the test
         entry["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -57,20 +64,22 @@ async def run_task(session: Any, incident: str, policy: str) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace, doc: dict[str, Any]) -> None:
-    ids = [f"INC-{args.first + i}" for i in range(args.tasks)]
+    ids = [args.ids.format(n=args.first + i) for i in range(args.tasks)]
     if args.url:
-        async with Client(args.url, mode="legacy") as client:
+        server: Any = sse_client(args.url) if args.sse else args.url
+        async with Client(server, mode="legacy") as client:
             session = client.session
-            for incident in ids:
-                doc["tasks"].append(await run_task(session, incident, args.policy))
+            await session.list_tools()
+            for key in ids:
+                doc["tasks"].append(await run_task(session, key, args))
     else:
         params = StdioServerParameters(command=args.cmd[0], args=args.cmd[1:], env=dict(os.environ))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 await session.list_tools()
-                for incident in ids:
-                    doc["tasks"].append(await run_task(session, incident, args.policy))
+                for key in ids:
+                    doc["tasks"].append(await run_task(session, key, args))
     doc["completed"] = True
 
 
@@ -81,6 +90,13 @@ def main() -> int:
     parser.add_argument("--first", type=int, default=1000)
     parser.add_argument("--policy", choices=["trust", "validate"], default="trust")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--sse", action="store_true", help="legacy HTTP+SSE endpoint")
+    parser.add_argument("--read", default="get_incident")
+    parser.add_argument("--read-arg", default="id")
+    parser.add_argument("--ids", default="INC-{n}")
+    parser.add_argument("--field", default="service")
+    parser.add_argument("--act", default="restart_service")
+    parser.add_argument("--act-arg", default="service")
     parser.add_argument("cmd", nargs="*")
     args = parser.parse_args()
     if not args.url and not args.cmd:

@@ -194,3 +194,75 @@ fn a_validating_agent_notices_drift_and_still_propagates_corruption() {
     );
     assert_eq!(taint_events(&ev, "noticed").len(), 0);
 }
+
+/// The same over legacy HTTP+SSE: a server on the official Python SDK served as `/sse`,
+/// brownout in front of it, the agent reading a weather report and echoing the city it names.
+#[test]
+fn over_legacy_sse_every_corrupted_value_passed_on_is_propagated() {
+    let (_server, upstream) = common::http::python_http(&["--transport", "sse"]);
+    let dir = tmp();
+    let plan = plan_file(
+        dir.path(),
+        "seed: 5\nfaults:\n  - {id: wrong-city, kind: corrupt, tools: [get_weather], path: /city, probability: 0.5}\n",
+    );
+    let ev_path = dir.path().join("sse-events.jsonl").display().to_string();
+    let (guard, through) = brownout_http(&[
+        "--quiet",
+        "--upstream",
+        &upstream,
+        "--plan",
+        &plan,
+        "--events",
+        &ev_path,
+    ]);
+    assert!(through.ends_with("/sse"), "{through}");
+    let out = Command::new(python())
+        .arg(repo().join("peers/python/chain_agent.py"))
+        .args([
+            "--url",
+            &through,
+            "--sse",
+            "--tasks",
+            "30",
+            "--timeout",
+            "90",
+        ])
+        .args([
+            "--read",
+            "get_weather",
+            "--read-arg",
+            "city",
+            "--ids",
+            "City{n}",
+            "--field",
+            "city",
+        ])
+        .args(["--act", "echo", "--act-arg", "message"])
+        .output()
+        .expect("run the chaining agent");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        doc["completed"],
+        true,
+        "{doc} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = guard.stop();
+    let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    // The truth, from the agent's side: the city it echoed is not the one it asked about.
+    let wrong = acted(&doc)
+        .iter()
+        .filter(|(asked, got)| asked != got)
+        .count();
+    assert!(wrong > 0 && wrong < 30, "about half corrupted: {doc}");
+    assert_eq!(taint_events(&ev, "altered").len(), wrong);
+    let propagated = taint_events(&ev, "propagated");
+    assert_eq!(propagated.len(), wrong, "recall and precision over SSE");
+    assert!(propagated
+        .iter()
+        .all(|p| p["to_tool"] == "echo" && p["to_pointer"] == "/message"));
+}
