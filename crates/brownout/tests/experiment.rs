@@ -230,3 +230,57 @@ fn a_rollback_naming_brownout_runs_this_executable_and_workloads_can_be_inline()
         .expect("the rollback ran");
     assert_eq!(rb["ok"], true, "{rb:#}");
 }
+
+#[test]
+fn faults_that_change_results_without_a_gate_that_sees_it_are_warned_about_or_refused() {
+    let dir = common::tmp();
+    let blind = experiment_yaml(&Exp {
+        faults: "[{id: wrong, kind: corrupt, tools: [get_incident], path: /service}]",
+        ..Exp::fixture_green()
+    });
+    let file = write(dir.path(), &blind);
+    let out = Command::new(brownout())
+        .args(["experiment", "check", &file])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "a warning, not an error: {err}");
+    assert!(
+        err.contains("warning") && err.contains("`wrong` (corrupt)") && err.contains("silent_rate"),
+        "{err}"
+    );
+    // With a gate that sees it: no warning.
+    let seen = experiment_yaml(&Exp {
+        faults: "[{id: wrong, kind: corrupt, tools: [get_incident], path: /service}]",
+        gates: "[\"error_rate < 5% over 2s\", \"silent_rate < 1% over 2s\"]",
+        ..Exp::fixture_green()
+    });
+    let file = write(dir.path(), &seen);
+    let out = Command::new(brownout())
+        .args(["experiment", "check", &file])
+        .output()
+        .expect("run");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    // An operator's policy that requires one refuses the blind experiment before any fault.
+    let file = write(dir.path(), &blind);
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "require_silent_gate: true\n").expect("policy");
+    let out = Command::new(brownout())
+        .args(["run", &file, "--policy"])
+        .arg(&policy)
+        .arg("--journal")
+        .arg(dir.path().join("j.json"))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("j.json")).unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    assert_eq!(j["refusal"]["rule"], "require_silent_gate", "{j}");
+}
