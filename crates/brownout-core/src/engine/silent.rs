@@ -9,6 +9,18 @@ use crate::taint::{introduced, Class, Finding, Taint};
 use crate::time::Time;
 use serde_json::Value;
 
+/// Where a value of a result sits in the document its tool's `outputSchema` describes: under
+/// `/structuredContent`, or inside the JSON of a text item (`/content/0/text/state`).
+fn in_document(pointer: &str) -> Option<&str> {
+    let under = |rest: &'_ str| rest.is_empty() || rest.starts_with('/');
+    if let Some(rest) = pointer.strip_prefix("/structuredContent") {
+        return under(rest).then_some(rest);
+    }
+    let (n, rest) = pointer.strip_prefix("/content/")?.split_once('/')?;
+    n.parse::<usize>().ok()?;
+    rest.strip_prefix("text").filter(|r| under(r))
+}
+
 impl Engine {
     /// A result a fault changed reached the client: keep what the fault introduced.
     pub(super) fn taint_result(
@@ -39,8 +51,7 @@ impl Engine {
         // distinctive, whatever its length.
         if let Some(schema) = call.tool.as_deref().and_then(|t| self.slis.schema(t)) {
             values.retain(|v| {
-                v.pointer
-                    .strip_prefix("/structuredContent")
+                in_document(&v.pointer)
                     .is_none_or(|p| !crate::faults::perturb::enumerated(&schema.raw, p))
             });
         }

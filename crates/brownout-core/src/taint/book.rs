@@ -113,8 +113,11 @@ impl Needles {
             any: false,
         };
         for v in &t.values {
-            match v.needle() {
-                Some(b) => n.finders.push(memchr::memmem::Finder::new(&b).into_owned()),
+            match v.needles() {
+                Some(all) => n.finders.extend(
+                    all.iter()
+                        .map(|b| memchr::memmem::Finder::new(b).into_owned()),
+                ),
                 None => n.any = true,
             }
         }
@@ -214,10 +217,17 @@ impl Book {
             .collect();
         // The argument names too (a renamed parameter of a stale schema), pointing at the
         // first leaf under each, or a leaf of its own when it has none.
+        // At most as many names as leaves are read: a peer's object of a million keys
+        // cannot make each request's check quadratic.
         if let Some(Value::Object(m)) = args {
-            for (k, v) in m {
+            for (k, v) in m.iter().take(MAX_LEAVES) {
                 let p = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
-                let at = arg_leaves.iter().position(|(lp, _)| lp.starts_with(&p));
+                // A leaf under this name: `/a` or `/a/…`, not `/ab`.
+                let under = |lp: &str| {
+                    lp.strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                };
+                let at = arg_leaves.iter().position(|(lp, _)| under(lp));
                 let at = at.unwrap_or_else(|| {
                     arg_leaves.push((p.clone(), v));
                     arg_leaves.len() - 1
@@ -489,5 +499,52 @@ mod tests {
             assert_eq!(evicted.is_some(), i >= 2);
         }
         assert_eq!(b.len(), 2);
+    }
+    fn propagates(b: &mut Book, raw: &str) -> bool {
+        let args: Option<Value> = serde_json::from_str(raw).ok();
+        let f = b.check_raw("act", true, raw.as_bytes(), || args, fingerprint);
+        f.iter().any(|f| f.class == Class::Propagated)
+    }
+
+    #[test]
+    fn the_prefilter_does_not_miss_other_writers_spellings() {
+        let cfg = TaintConfig::default();
+        let a = json!({});
+        let mut b = Book::default();
+        b.add(
+            taint(&a, json!({}), json!({"team": "R&D-portal"}), Time::ZERO),
+            &cfg,
+        );
+        // Go's encoding/json escapes `&`.
+        assert!(propagates(&mut b, r#"{"team":"R\u0026D-portal"}"#));
+        b.add(
+            taint(&a, json!({}), json!({"account": 12345678}), Time::ZERO),
+            &cfg,
+        );
+        // Jackson writes a double by Double.toString.
+        assert!(propagates(&mut b, r#"{"account":1.2345678E7}"#));
+        b.add(
+            taint(&a, json!({}), json!({"count": 5000}), Time::ZERO),
+            &cfg,
+        );
+        assert!(propagates(&mut b, r#"{"count":5e3}"#));
+    }
+
+    #[test]
+    fn a_renamed_parameter_points_at_its_own_argument() {
+        let cfg = TaintConfig::default();
+        let mut b = Book::default();
+        let mut t = taint(&json!({}), json!({}), json!({}), Time::ZERO);
+        t.values = introduced(
+            &json!({"properties": {"service": {}}}),
+            &json!({"properties": {"service_v2": {}}}),
+            16,
+            true,
+        );
+        b.add(t, &cfg);
+        let args = json!({"service_v2x": "payments-api", "service_v2": {}});
+        let f = b.check("restart", Some(&args), fingerprint(Some(&args)));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].to_pointer.as_deref(), Some("/service_v2"));
     }
 }

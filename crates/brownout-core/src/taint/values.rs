@@ -9,6 +9,10 @@ use std::hash::{Hash, Hasher};
 const MAX_DEPTH: usize = 64;
 /// Most leaves read from one document (a peer's huge result cannot make this slow).
 pub const MAX_LEAVES: usize = 4096;
+/// Longest pointer (bytes) of a value read: each leaf carries its own pointer, so a peer's
+/// long keys above many leaves cannot make the pointers outweigh the document a
+/// thousandfold. A value deeper than this is not read.
+pub const MAX_POINTER: usize = 1024;
 /// Shortest string that taints (in characters, after trimming).
 pub const MIN_STRING: usize = 4;
 /// Smallest integer magnitude that taints.
@@ -55,21 +59,33 @@ pub struct Tainted {
 }
 
 impl Tainted {
-    /// Bytes that any request carrying this value must contain, whatever JSON writer made
-    /// it: an ASCII string's own bytes (no escaping can change them), an integer's digits.
-    /// `None` when no such bytes exist (non-ASCII text may be `\u`-escaped, a fraction
-    /// may be written otherwise): such a value is always checked on the parsed arguments.
-    pub fn needle(&self) -> Option<Vec<u8>> {
+    /// Byte strings one of which any request carrying this value must contain, whatever
+    /// JSON writer made it; `None` when there are none (such a value is always checked on
+    /// the parsed arguments). An ASCII string: its own bytes, unless it holds a character a
+    /// writer may escape (`/` as `\/`; `<`, `>`, `&` as `\u003c`…, Go's encoding/json); non-ASCII
+    /// text may be `\u`-escaped; a fraction may be written otherwise. An integer may be written by its digits (`12345678`, `12345678.0`)
+    /// or in exponent form (`1.2345678E7`, Java's `Double.toString`): both are needles. A
+    /// round one (`1000`, `1e3`) has no digits every spelling shares: always parsed.
+    pub fn needles(&self) -> Option<Vec<Vec<u8>>> {
         let plain = |s: &str| {
-            s.bytes()
-                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' && b != b'/')
+            s.bytes().all(|b| {
+                (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'/' | b'<' | b'>' | b'&')
+            })
         };
         match &self.key {
-            Key::Str(s) | Key::Name(s) if plain(s) => Some(s.as_bytes().to_vec()),
+            Key::Str(s) | Key::Name(s) if plain(s) => Some(vec![s.as_bytes().to_vec()]),
             Key::Num(bits) => {
                 let f = f64::from_bits(*bits);
-                (f.fract() == 0.0 && f.abs() < 9.0e15)
-                    .then(|| (f.abs() as i64).to_string().into_bytes())
+                if f.fract() != 0.0 || f.abs() >= 9.0e15 {
+                    return None;
+                }
+                let digits = (f.abs() as i64).to_string();
+                let significant = digits.trim_end_matches('0');
+                if significant.len() < 2 {
+                    return None;
+                }
+                let exponent = format!("{}.{}", &significant[..1], &significant[1..]);
+                Some(vec![digits.into_bytes(), exponent.into_bytes()])
             }
             _ => None,
         }
@@ -93,8 +109,10 @@ pub fn distinctive(v: &Value) -> bool {
             if f.fract() == 0.0 {
                 return f.abs() >= MIN_INTEGER;
             }
-            let digits = n
-                .to_string()
+            // The mantissa's digits: `2.5e-10` has two, not four.
+            let text = n.to_string();
+            let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
+            let digits = mantissa
                 .bytes()
                 .skip_while(|b| !matches!(b, b'1'..=b'9'))
                 .filter(u8::is_ascii_digit)
@@ -112,7 +130,7 @@ pub fn leaves<'v>(v: &'v Value, at: &str, out: &mut Vec<(String, &'v Value)>) {
 }
 
 fn walk<'v>(v: &'v Value, at: String, depth: usize, out: &mut Vec<(String, &'v Value)>) {
-    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+    if out.len() >= MAX_LEAVES || depth > MAX_DEPTH || at.len() > MAX_POINTER {
         return;
     }
     match v {
@@ -165,13 +183,16 @@ fn result_walk(
     out: &mut Vec<(String, Value)>,
     names: &mut Vec<(String, String)>,
 ) {
-    if out.len() + names.len() >= MAX_LEAVES || depth > MAX_DEPTH {
+    if out.len() + names.len() >= MAX_LEAVES || depth > MAX_DEPTH || at.len() > MAX_POINTER {
         return;
     }
     match v {
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if p.len() > MAX_POINTER {
+                    continue;
+                }
                 names.push((p.clone(), k.clone()));
                 result_walk(child, p, depth + 1, out, names);
             }
@@ -392,5 +413,47 @@ mod tests {
     fn shown_values_are_truncated_and_clean() {
         assert_eq!(shown(&json!("a\nb")), "ab");
         assert_eq!(shown(&json!("x".repeat(40))).chars().count(), 25);
+    }
+    fn tainted(v: Value) -> Tainted {
+        Tainted {
+            pointer: "/v".into(),
+            key: Key::of(&v).unwrap_or(Key::Num(0)),
+            shown: shown(&v),
+        }
+    }
+
+    #[test]
+    fn needles_survive_every_writer_s_spelling() {
+        // Go's encoding/json writes `&` as `\u0026`: no raw bytes to look for.
+        assert_eq!(tainted(json!("R&D-portal")).needles(), None);
+        assert_eq!(tainted(json!("a<b>-c")).needles(), None);
+        assert!(tainted(json!("payments-web")).needles().is_some());
+        // Java's Double.toString writes 12345678.0 as `1.2345678E7`.
+        let n = tainted(json!(12345678)).needles().unwrap_or_default();
+        assert!(n.iter().any(|b| b.as_slice() == b"1.2345678"), "{n:?}");
+        // `1e3` shares no digits with `1000` but `1`.
+        assert_eq!(tainted(json!(1000)).needles(), None);
+    }
+
+    #[test]
+    fn an_exponent_s_digits_are_not_significant() {
+        // 2.5e-10 has two significant digits, not four.
+        assert!(!distinctive(&json!(2.5e-10)));
+        assert!(distinctive(&json!(2.5731e-10)));
+    }
+
+    #[test]
+    fn long_keys_above_many_leaves_cannot_blow_up_the_pointers() {
+        let key = "k".repeat(64 * 1024);
+        let doc = json!({ key.clone(): vec![12345; MAX_LEAVES] });
+        let mut out = Vec::new();
+        leaves(&doc, "", &mut out);
+        let bytes: usize = out.iter().map(|(p, _)| p.len()).sum();
+        assert!(
+            bytes <= MAX_LEAVES * MAX_POINTER,
+            "{bytes} bytes of pointers"
+        );
+        let t = introduced(&json!({}), &doc, 16, true);
+        assert!(t.iter().all(|t| t.pointer.len() <= MAX_POINTER));
     }
 }

@@ -159,3 +159,27 @@ fn a_relative_path_is_refused() {
         .unwrap_or_default();
     assert!(err.contains("JSON pointer"), "{err}");
 }
+
+#[test]
+fn an_enumerated_value_in_text_only_json_does_not_taint() {
+    // No structuredContent: corrupt changes the JSON in the text, still against the
+    // outputSchema, whose `enum` makes `state` one of a few everybody uses.
+    let mut e = engine("    path: /state\n");
+    let sc = incident(1042, "payments-api");
+    let req = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_incident","arguments":{"id":"INC-1042"}}}"#;
+    e.on_message(Side::Client, "s", req.as_bytes(), Time(50));
+    let resp = json!({"jsonrpc": "2.0", "id": 5, "result": {
+        "content": [{"type": "text", "text": sc.to_string()}]}});
+    let bytes = serde_json::to_vec(&resp).unwrap_or_default();
+    let v = e.on_message(Side::Server, "s", &bytes, Time(51));
+    assert!(matches!(v.forward, crate::verdict::Forward::Replace(_)));
+    let altered: Vec<_> = e
+        .drain_events()
+        .filter_map(|ev| match ev {
+            Event::Taint(t) if t.class == "altered" => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(altered.len(), 1);
+    assert_eq!(altered[0].values, Some(0), "an enum member taints nothing");
+}
