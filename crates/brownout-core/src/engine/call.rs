@@ -329,9 +329,13 @@ impl Engine {
                 _ => (Outcome::Malformed, None),
             }
         };
-        if call.altered && outcome == Outcome::Ok {
-            self.taint_result(session, call, shaping.original, bytes, now);
-        }
+        // A changed result taints its session when the client gets it: a held answer
+        // when it is due (a client that gave up first, or a run that ended, never saw it).
+        let taint = if call.altered && outcome == Outcome::Ok {
+            self.taint_of(call, shaping.original, bytes, now)
+        } else {
+            None
+        };
         if delivered > now {
             // Due later (a delay, a held answer): recorded when it is due, so a run that
             // ends first counts it as unanswered, not as delivered in the future.
@@ -346,11 +350,15 @@ impl Engine {
                 code,
                 mutated: shaping.mutated,
                 schema_valid,
+                taint,
             };
             if let Some(now_due) = self.deferred.push(late) {
                 self.record_late(now_due);
             }
             return;
+        }
+        if let Some(t) = taint {
+            self.keep_taint(session, t, now);
         }
         self.call_event(
             session,

@@ -30,6 +30,8 @@ pub(super) struct Late {
     pub code: Option<i64>,
     pub mutated: bool,
     pub schema_valid: bool,
+    /// What a fault changed in the answer: kept in the session's taints when it is due.
+    pub taint: Option<crate::taint::Taint>,
 }
 
 /// Ordered by due time, soonest first (ties by arrival, so a seed replays exactly).
@@ -104,11 +106,19 @@ impl Engine {
             late.code = None;
             late.mutated = false;
             late.schema_valid = true;
+            // Never delivered: the client saw no changed result.
+            late.taint = None;
             self.record_late(late);
         }
     }
 
-    pub(super) fn record_late(&mut self, late: Late) {
+    pub(super) fn record_late(&mut self, mut late: Late) {
+        if let Some(t) = late.taint.take() {
+            // Only while the session lives: a gone client got nothing.
+            if self.sessions.contains_key(&late.session) {
+                self.keep_taint(&late.session, t, late.at);
+            }
+        }
         self.record_call_as(
             &late.session,
             &late.id,

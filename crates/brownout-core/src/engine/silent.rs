@@ -22,27 +22,23 @@ fn in_document(pointer: &str) -> Option<&str> {
 }
 
 impl Engine {
-    /// A result a fault changed reached the client: keep what the fault introduced.
-    pub(super) fn taint_result(
-        &mut self,
-        session: &str,
+    /// A result a fault changed was answered: what the fault introduced, to keep when the
+    /// client gets it ([`Engine::keep_taint`]; a held answer later, or never).
+    pub(super) fn taint_of(
+        &self,
         call: &Call,
         original: &[u8],
         delivered: &[u8],
         now: Time,
-    ) {
-        let Some((fault, kind)) = call.altered_by.clone() else {
-            return;
-        };
+    ) -> Option<Taint> {
+        let (fault, kind) = call.altered_by.clone()?;
         let result = |b: &[u8]| {
             serde_json::from_slice::<Value>(b)
                 .ok()
                 .and_then(|mut v| v.get_mut("result").map(Value::take))
         };
         // A client that cannot parse the answer cannot act on it either.
-        let Some(after) = result(delivered) else {
-            return;
-        };
+        let after = result(delivered)?;
         let before = result(original).unwrap_or(Value::Null);
         let max = self.config.taint.max_values;
         let names = call.method == "tools/list";
@@ -55,8 +51,7 @@ impl Engine {
                     .is_none_or(|p| !crate::faults::perturb::enumerated(&schema.raw, p))
             });
         }
-        let n = values.len();
-        let taint = Taint {
+        Some(Taint {
             fault,
             kind,
             tool: call.tool.clone().unwrap_or_else(|| call.method.clone()),
@@ -66,7 +61,14 @@ impl Engine {
             values,
             class: Class::Pending,
             moved_on: false,
-        };
+        })
+    }
+
+    /// A changed result reached the client (at `now`): its taint is kept in the session's
+    /// book, its window starting now.
+    pub(super) fn keep_taint(&mut self, session: &str, mut taint: Taint, now: Time) {
+        taint.at = now;
+        let n = taint.values.len();
         let event = TaintEvent {
             values: Some(n),
             ..self.taint_event(session, &taint, "altered", now)

@@ -238,3 +238,42 @@ fn an_agent_that_calls_with_a_stale_schema_s_renamed_parameter_acted_on_it() {
         Some(format!("/{renamed}").as_str())
     );
 }
+
+#[test]
+fn a_held_changed_result_taints_only_once_the_client_gets_it() {
+    let plan = "  - {kind: corrupt, tools: [get_incident], path: /service}\n  - {kind: latency, added_ms: 10000, tools: [get_incident]}\n";
+    let mut e = engine(plan);
+    call(
+        &mut e,
+        "s",
+        1,
+        "get_incident",
+        json!({"id": "INC-1"}),
+        incident(1),
+    );
+    // The client gives up on the held call before its answer is due: it never saw the
+    // changed result, so its cancelling noticed nothing, and nothing was altered for it.
+    e.on_message(
+        Side::Client,
+        "s",
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        Time::from_millis(1000),
+    );
+    e.finish(Time::from_millis(2000));
+    let s = e.summary().silent();
+    assert_eq!((s.altered, s.noticed, s.unobserved), (0, 0, 0), "{s:?}");
+
+    // Delivered at last: the taint is kept from then on.
+    let mut e = engine(plan);
+    call(
+        &mut e,
+        "s",
+        1,
+        "get_incident",
+        json!({"id": "INC-1"}),
+        incident(1),
+    );
+    e.finish(Time::from_millis(20_000));
+    let s = e.summary().silent();
+    assert_eq!((s.altered, s.unobserved), (1, 1), "{s:?}");
+}
