@@ -94,8 +94,10 @@ impl Engine {
         }
     }
 
-    /// The client cancelled a request: its session's pending taints were noticed.
-    pub(super) fn taint_cancelled(&mut self, session: &str, now: Time) {
+    /// The client cancelled a request it sent after receiving changed results: it gave up on
+    /// its task — those results were noticed. A cancel of a request sent before them, or of one
+    /// no longer in flight, says nothing about them.
+    pub(super) fn taint_cancelled(&mut self, session: &str, params: Option<&str>, now: Time) {
         if self
             .sessions
             .get(session)
@@ -103,7 +105,18 @@ impl Engine {
         {
             return;
         }
-        let found = self.session(session).taints.cancelled();
+        let id = params
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| match p.get("requestId")? {
+                Value::String(s) => Some(crate::jsonrpc::Id::Str(s.clone())),
+                Value::Number(n) => Some(crate::jsonrpc::Id::Num(n.to_string())),
+                _ => None,
+            });
+        let Some(seq) = id.and_then(|id| self.session(session).pending.get(&id).map(|c| c.seq))
+        else {
+            return;
+        };
+        let found = self.session(session).taints.cancelled(seq);
         for f in found {
             self.finding(session, f, None, None, now);
         }

@@ -172,10 +172,26 @@ fn cancellation_is_noticing_and_finish_closes_what_is_left() {
         json!({"id": 1}),
         incident(1),
     );
+    // A cancel of a request nobody has in flight says nothing.
+    let cancel = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        )
+    };
     e.on_message(
         Side::Client,
         "s",
-        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#,
+        cancel(99).as_bytes(),
+        Time::from_millis(250),
+    );
+    assert_eq!(e.summary().silent().noticed, 0);
+    // The agent starts something after the changed result, then gives it up: noticed.
+    let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{}}}"#;
+    e.on_message(Side::Client, "s", req, Time::from_millis(260));
+    e.on_message(
+        Side::Client,
+        "s",
+        cancel(5).as_bytes(),
         Time::from_millis(300),
     );
     call(

@@ -276,12 +276,12 @@ impl Book {
     }
 
     /// The agent cancelled a request: every pending taint is noticed.
-    pub fn cancelled(&mut self) -> Vec<Finding> {
+    pub fn cancelled(&mut self, request_seq: u64) -> Vec<Finding> {
         let mut found = Vec::new();
         for (t, _) in self
             .taints
             .iter_mut()
-            .filter(|(t, _)| t.class == Class::Pending)
+            .filter(|(t, _)| t.class == Class::Pending && t.seq < request_seq)
         {
             t.class = Class::Noticed;
             found.push(finding(t, Class::Noticed, Class::Pending));
