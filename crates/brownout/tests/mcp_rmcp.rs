@@ -244,8 +244,11 @@ async fn rmcp_with_the_tasks_extension_gets_the_run_as_a_task() {
         other => panic!("expected a task: {other:?}"),
     };
     let id = created.task.task_id.clone();
-    // Polling past the 3 s lease keeps the run: a task's poll renews it.
-    for _ in 0..20 {
+    // Polling past the 3 s lease keeps the run: a task's poll renews it. On a loaded machine
+    // the run may take a while to reach its stage: poll (renewing) until the target holds the
+    // run's fault, for 5 s at least and 60 s at most.
+    let mut held = Vec::new();
+    for i in 0..240 {
         let info = c
             .peer()
             .get_task(GetTaskParams::new(id.clone()))
@@ -253,11 +256,16 @@ async fn rmcp_with_the_tasks_extension_gets_the_run_as_a_task() {
             .expect("get_task");
         assert_eq!(info.task.status(), TaskStatus::Working, "{info:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
+        if i >= 20 {
+            let admin = r.admin.clone();
+            held = tokio::task::spawn_blocking(move || Remote::faults_at(&admin))
+                .await
+                .expect("faults");
+            if !held.is_empty() {
+                break;
+            }
+        }
     }
-    let admin = r.admin.clone();
-    let held = tokio::task::spawn_blocking(move || Remote::faults_at(&admin))
-        .await
-        .expect("faults");
     assert!(!held.is_empty(), "the run holds its fault on the target");
     c.peer()
         .cancel_task(CancelTaskParams::new(id.clone()))
