@@ -17,8 +17,8 @@
 //!   another call (the first such call has none: it passes untouched).
 
 use super::perturb;
-use super::simulated::{SimOutcome, SimulatedCall};
-use super::{Ctx, FaultKind, Invalid, KindInfo, Phase, Shaping, CALLS};
+use super::simulated::SimOutcome;
+use super::{Ctx, Invalid, KindInfo, ResultRewrite, Shaping, CALLS};
 use crate::rng::SplitMix;
 use crate::select::Direction;
 use rustc_hash::FxHashMap;
@@ -260,7 +260,7 @@ pub const KIND: KindInfo = KindInfo::of::<Corrupt>(
     r#"{}"#,
 );
 
-impl FaultKind for Corrupt {
+impl ResultRewrite for Corrupt {
     fn check(&self) -> Vec<Invalid> {
         match &self.path {
             Some(p) if !p.starts_with('/') => vec![Invalid::value(
@@ -271,28 +271,12 @@ impl FaultKind for Corrupt {
         }
     }
 
-    fn acts_on_request(&self, _direction: Direction) -> bool {
-        false
+    fn rewrite(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        self.apply(c, s)
     }
 
-    fn acts_on_response(&self, _direction: Direction) -> bool {
-        true
-    }
-
-    fn alters_result(&self) -> bool {
-        true
-    }
-
-    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
-        match phase {
-            Phase::Response => self.apply(c, s),
-            Phase::Request => None,
-        }
-    }
-
-    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
-        out.worsen(SimOutcome::Wrong);
-        true
+    fn simulated(&self) -> SimOutcome {
+        SimOutcome::Wrong
     }
 }
 

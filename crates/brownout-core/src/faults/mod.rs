@@ -193,6 +193,52 @@ pub trait FaultKind: AsAny + fmt::Debug + Send + Sync {
     fn simulate(&self, direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool;
 }
 
+/// A kind that only rewrites the result of a call as it passes (`schema_drift`,
+/// `partial_result`, `corrupt`): it acts on the response, whatever its direction, and what it
+/// does changes the result itself. Its [`FaultKind`] follows from these.
+pub trait ResultRewrite: AsAny + fmt::Debug + Send + Sync {
+    /// Semantic checks the schema cannot express.
+    fn check(&self) -> Vec<Invalid> {
+        Vec::new()
+    }
+
+    /// Rewrite the result; the change in words, or `None` when there was nothing to change.
+    fn rewrite(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String>;
+
+    /// How a rewritten answer ends in the simulator.
+    fn simulated(&self) -> simulated::SimOutcome;
+}
+
+impl<T: ResultRewrite> FaultKind for T {
+    fn check(&self) -> Vec<Invalid> {
+        ResultRewrite::check(self)
+    }
+
+    fn acts_on_request(&self, _direction: Direction) -> bool {
+        false
+    }
+
+    fn acts_on_response(&self, _direction: Direction) -> bool {
+        true
+    }
+
+    fn alters_result(&self) -> bool {
+        true
+    }
+
+    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        match phase {
+            Phase::Response => self.rewrite(c, s),
+            Phase::Request => None,
+        }
+    }
+
+    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
+        out.worsen(self.simulated());
+        true
+    }
+}
+
 /// What the registry knows about one kind.
 pub struct KindInfo {
     pub name: &'static str,

@@ -6,9 +6,9 @@
 //! a paginated list result, so the client believes it has everything). `keep` is the
 //! fraction kept (default 0.5).
 
-use super::simulated::{SimOutcome, SimulatedCall};
+use super::simulated::SimOutcome;
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
+use super::{KindInfo, ResultRewrite, CALLS};
 use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -132,29 +132,13 @@ pub const KIND: KindInfo = KindInfo::of::<PartialResult>(
     r#"{}"#,
 );
 
-impl FaultKind for PartialResult {
-    fn acts_on_request(&self, _direction: Direction) -> bool {
-        false
+impl ResultRewrite for PartialResult {
+    fn rewrite(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        self.apply(c, s)
     }
 
-    fn acts_on_response(&self, _direction: Direction) -> bool {
-        true
-    }
-
-    fn alters_result(&self) -> bool {
-        true
-    }
-
-    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
-        match phase {
-            Phase::Response => self.apply(c, s),
-            Phase::Request => None,
-        }
-    }
-
-    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
-        out.worsen(SimOutcome::Wrong);
-        true
+    fn simulated(&self) -> SimOutcome {
+        SimOutcome::Wrong
     }
 }
 

@@ -7,9 +7,9 @@
 //! one on replay. A client that validates against the tool's `outputSchema` sees the
 //! violation; one that does not may act on the drifted data: a silent failure.
 
-use super::simulated::{SimOutcome, SimulatedCall};
+use super::simulated::SimOutcome;
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
+use super::{KindInfo, ResultRewrite, CALLS};
 use crate::rng::SplitMix;
 use crate::select::Direction;
 use schemars::JsonSchema;
@@ -241,29 +241,13 @@ pub const KIND: KindInfo = KindInfo::of::<SchemaDrift>(
     r#"{}"#,
 );
 
-impl FaultKind for SchemaDrift {
-    fn acts_on_request(&self, _direction: Direction) -> bool {
-        false
+impl ResultRewrite for SchemaDrift {
+    fn rewrite(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
+        self.apply(c, s)
     }
 
-    fn acts_on_response(&self, _direction: Direction) -> bool {
-        true
-    }
-
-    fn alters_result(&self) -> bool {
-        true
-    }
-
-    fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
-        match phase {
-            Phase::Response => self.apply(c, s),
-            Phase::Request => None,
-        }
-    }
-
-    fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
-        out.worsen(SimOutcome::Corrupt);
-        true
+    fn simulated(&self) -> SimOutcome {
+        SimOutcome::Corrupt
     }
 }
 
