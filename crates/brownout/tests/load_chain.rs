@@ -11,7 +11,7 @@ mod common;
 mod support;
 
 use brownout_sim::{simulate, SimOptions, Workload};
-use common::{events, fixture, through, tmp};
+use common::{events, events_at, fixture, through, tmp};
 use serde_json::Value;
 use support::{opts, play, stdio};
 
@@ -172,11 +172,7 @@ async fn a_trusting_load_over_http_propagates_corrupted_services() {
     };
     let (summary, _) = play(&workload("trust"), target, opts(1, None)).await;
     let _ = guard.stop();
-    let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let ev = events_at(std::path::Path::new(&ev_path));
     assert_eq!(summary.tasks_ok, TASKS, "{summary:?}");
     let wrong_service = taint(&ev, "altered")
         .iter()

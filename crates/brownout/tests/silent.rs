@@ -144,11 +144,7 @@ fn a_trusting_agent_over_http_propagates_every_corrupted_service() {
     ]);
     let doc = agent("trust", &["--url".to_string(), url]);
     let _ = guard.stop();
-    let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let ev = events_at(std::path::Path::new(&ev_path));
     check_trusting_agent(&ev, &truth, &doc);
 }
 
@@ -248,11 +244,7 @@ fn over_legacy_sse_every_corrupted_value_passed_on_is_propagated() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = guard.stop();
-    let ev: Vec<Value> = std::fs::read_to_string(&ev_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let ev = events_at(std::path::Path::new(&ev_path));
     // The truth, from the agent's side: the city it echoed is not the one it asked about.
     let wrong = acted(&doc)
         .iter()

@@ -86,7 +86,12 @@ pub fn through(dir: &Path, plan: &str, server: &[String]) -> Vec<String> {
 
 /// The event log a `through` session wrote.
 pub fn events(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
+    events_at(&dir.join("events.jsonl"))
+}
+
+/// The records of an event log (`--events FILE`), one JSON value per line.
+pub fn events_at(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -84,7 +84,9 @@ pub fn agent_http(script: &Value, url: &str, extra: &[&str]) -> Value {
     run_agent(cmd)
 }
 
-fn run_agent(mut cmd: Command) -> Value {
+/// Run an agent command (agent.py or a variant), its one JSON document, which must say it
+/// completed.
+pub fn run_agent(mut cmd: Command) -> Value {
     let out = cmd.output().expect("run the agent");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
