@@ -332,7 +332,7 @@ impl Engine {
         // A changed result taints its session when the client gets it: a held answer
         // when it is due (a client that gave up first, or a run that ended, never saw it).
         let taint = if call.altered && outcome == Outcome::Ok {
-            self.taint_of(call, shaping.original, bytes, now)
+            self.taint_of(call, shaping.original, shaping.changed_value(), bytes, now)
         } else {
             None
         };

@@ -22,12 +22,13 @@ fn in_document(pointer: &str) -> Option<&str> {
 }
 
 impl Engine {
-    /// A result a fault changed was answered: what the fault introduced, to keep when the
-    /// client gets it ([`Engine::keep_taint`]; a held answer later, or never).
+    /// A result a fault changed was answered (`changed`: the faults' value of it, if they
+    /// built one): what the fault introduced, to keep when the client gets it ([`Engine::keep_taint`]; a held answer later, or never).
     pub(super) fn taint_of(
         &self,
         call: &Call,
         original: &[u8],
+        changed: Option<&Value>,
         delivered: &[u8],
         now: Time,
     ) -> Option<Taint> {
@@ -37,12 +38,20 @@ impl Engine {
                 .ok()
                 .and_then(|mut v| v.get_mut("result").map(Value::take))
         };
-        // A client that cannot parse the answer cannot act on it either.
-        let after = result(delivered)?;
+        // The faults already hold the changed message as a value: it is not parsed again. A
+        // client that cannot parse the answer cannot act on it either.
+        let parsed;
+        let after = match changed {
+            Some(v) => v.get("result")?,
+            None => {
+                parsed = result(delivered)?;
+                &parsed
+            }
+        };
         let before = result(original).unwrap_or(Value::Null);
         let max = self.config.taint.max_values;
         let names = call.method == "tools/list";
-        let mut values = introduced(&before, &after, max, names);
+        let mut values = introduced(&before, after, max, names);
         // A value the tool's schema enumerates is one of a few everybody uses: not
         // distinctive, whatever its length.
         if let Some(schema) = call.tool.as_deref().and_then(|t| self.slis.schema(t)) {

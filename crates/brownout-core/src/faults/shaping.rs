@@ -75,6 +75,14 @@ impl<'a> Shaping<'a> {
         self.value.as_mut()
     }
 
+    /// The changed message as a value, when a fault changed it (and no byte corruption
+    /// follows): what the receiver gets, without parsing the output again.
+    pub fn changed_value(&self) -> Option<&Value> {
+        self.value
+            .as_ref()
+            .filter(|_| self.mutated && self.corrupt.is_none())
+    }
+
     pub fn mark_mutated(&mut self) {
         self.mutated = self.value.is_some();
     }
