@@ -426,7 +426,7 @@ fn typical_mistakes_get_messages_that_say_what_is_allowed() {
         "p.yaml:12:11: `faults[2].code`: expected an integer, got \"-32000\" (write the number without quotes: -32000)".into(),
         format!("p.yaml:13:16: `faults[3]`: missing `kind` (or `type`), one of {kinds}"),
         format!("p.yaml:14:11: `faults[4].kind`: unknown kind `latncy` (did you mean `latency`?); known kinds: {kinds}"),
-        "p.yaml:16:5: `faults[5].zzzzzzz`: unknown key `zzzzzzz`; known keys: id, kind, description, enabled, direction, methods, tools, arguments, probability, sessions, after_calls, every_nth, max_injections, window, correlation".into(),
+        "p.yaml:16:5: `faults[5].zzzzzzz`: unknown key `zzzzzzz`; known keys: id, kind, description, enabled, direction, methods, tools, servers, arguments, probability, sessions, after_calls, every_nth, max_injections, window, correlation".into(),
     ];
     assert_eq!(errors(text, "p.yaml"), expected);
 }
