@@ -59,6 +59,9 @@ impl Loaded {
     /// which checks the plan itself when the faults are posted.
     pub fn driver(&self) -> Option<Driver> {
         let t = &self.spec.target;
+        if let Some(servers) = &t.servers {
+            return Some(super::servers::driver(servers));
+        }
         match (&t.command, &t.admin) {
             (_, Some(_)) => None,
             (Some(_), None) => Some(http_front::driver::<ChildBack>()),
@@ -114,6 +117,7 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
     };
     let t = &spec.target;
     match (&t.command, &t.url, &t.admin) {
+        _ if t.servers.is_some() => {}
         (Some(_), Some(_), _) => errors.push(at(
             "/target/url",
             "give `command` or `url`, not both".into(),
@@ -179,6 +183,9 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
             (Value::Null, Plan::empty())
         }
     };
+    for (pointer, message) in super::servers::check(&spec, &plan_doc) {
+        errors.push(at(&pointer, message));
+    }
     let workload = match read_workload(dir, &spec.load.workload, file) {
         Ok(w) => Some(w),
         Err(Ok(mut es)) => {

@@ -32,6 +32,7 @@ pub mod status;
 pub mod steady;
 pub mod stop;
 pub mod summary;
+pub mod servers;
 pub mod target;
 
 pub use load::{load_file, Loaded};
@@ -41,6 +42,14 @@ pub use spec::Experiment;
 
 /// The target in one line, for `--dry-run` and messages.
 pub fn describe_target(t: &spec::Target) -> String {
+    if let Some(servers) = &t.servers {
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        return format!(
+            "{} servers ({}) behind one brownout relay",
+            names.len(),
+            names.join(", ")
+        );
+    }
     match (&t.command, &t.url, &t.admin) {
         (Some(c), _, _) => format!(
             "`{}` behind brownout's relay (one process per session)",

@@ -141,6 +141,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         refusal: None,
         target: TargetRecord {
             kind: match (&x.spec.target.command, &x.spec.target.admin) {
+                _ if x.spec.target.servers.is_some() => "servers",
                 (Some(_), _) => "command",
                 (None, Some(_)) => "remote",
                 (None, None) => "url",
@@ -250,7 +251,7 @@ async fn with_target(
     status_file: Option<super::status::StatusFile>,
 ) -> Status {
     let before = tokio::select! {
-        r = steady::check(&x.spec.steady_state, &target.url) => r,
+        r = steady::check(&x.spec.steady_state, &target.endpoints) => r,
         _ = sig.changed() => {
             j.reason = "interrupted during the steady-state check; no fault was applied".into();
             return Status::Interrupted;
@@ -276,7 +277,7 @@ async fn with_target(
     let (tx, rx) = mpsc::unbounded_channel();
     let silent_source = target.silent_source();
     let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
-    let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
+    let load = LoadRun::start(&x.workload, target.endpoints.load_target(), sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     live.status = status_file;
@@ -286,7 +287,7 @@ async fn with_target(
         origin,
         seed: x.plan.seed,
     };
-    let probing = steady::continuous(&x.spec.steady_state, &target.url, &during, ptx);
+    let probing = steady::continuous(&x.spec.steady_state, &target.endpoints, &during, ptx);
     // The baseline starts once the load runs: its sessions may take a while to start.
     let mut warm = Collected::default();
     let mut removal = None;
@@ -396,7 +397,7 @@ async fn with_target(
     j.robustness = live.watch.robustness();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
-        match steady::check(&x.spec.steady_state, &target.url).await {
+        match steady::check(&x.spec.steady_state, &target.endpoints).await {
             Ok(ss) => {
                 if !ss.met {
                     j.reason = "steady state not met after the faults left".into();

@@ -74,6 +74,26 @@ pub struct Target {
     /// The name of an environment variable holding the admin API's bearer token.
     #[serde(default)]
     pub admin_token_env: Option<String>,
+    /// Several servers at once, by name (instead of `command`/`url`): each is started behind
+    /// one relay in this process, so faults pick servers (`servers: [NAME]`), the load routes
+    /// each call to the server that has its tool, and a value a fault changed on one server
+    /// is followed into the agent's calls on the others (docs/silent.md).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 16))]
+    pub servers: Option<BTreeMap<String, Server>>,
+}
+
+/// One of several servers of a target: `command` (stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// A stdio MCP server and its arguments, started once per session behind the relay.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    pub command: Option<Vec<String>>,
+    /// The MCP endpoint (streamable HTTP) of a server.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// A steady-state probe: `samples` calls of one tool, judged by a tolerance.
@@ -132,6 +152,10 @@ pub enum ProbeKind {
 pub struct ProbeCall {
     /// The tool to call.
     pub tool: String,
+    /// With `target.servers`: the server to call (default: the one whose tools include
+    /// `tool`).
+    #[serde(default)]
+    pub server: Option<String>,
     /// Its arguments (default `{}`).
     #[serde(default)]
     pub arguments: serde_json::Map<String, serde_json::Value>,

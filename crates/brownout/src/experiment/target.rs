@@ -24,16 +24,19 @@ const TTL_MAX: Duration = Duration::from_secs(20);
 
 /// A target the runner drives.
 pub struct Target {
-    /// Where the load goes (the relay's MCP endpoint).
+    /// Where the load goes (the relay's MCP endpoint; with several servers, the first's).
     pub url: String,
     pub kind: &'static str,
+    /// Where the load and the probes go, server by server (see [`super::servers`]).
+    pub endpoints: super::servers::Endpoints,
     faults: Faults,
     local: Option<Local>,
 }
 
-/// The in-process relay; stopping it stops the back's server processes too.
+/// The in-process relay's fronts (one per server); stopping them stops the backs' server
+/// processes too.
 struct Local {
-    running: Running,
+    running: Vec<Running>,
 }
 
 enum Faults {
@@ -73,6 +76,27 @@ impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
     pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
         let t = &x.spec.target;
+        if let Some(servers) = &t.servers {
+            let started = super::servers::start(x, servers).await?;
+            let endpoints = match super::servers::endpoints(&started.servers).await {
+                Ok(e) => e,
+                Err(e) => {
+                    for r in started.running {
+                        let _ = r.stop().await;
+                    }
+                    return Err(e);
+                }
+            };
+            return Ok(Target {
+                url: endpoints.url.clone(),
+                kind: "servers",
+                endpoints,
+                faults: Faults::Local(started.relay),
+                local: Some(Local {
+                    running: started.running,
+                }),
+            });
+        }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
             let token = match &t.admin_token_env {
                 Some(var) => Some(std::env::var(var).map_err(|_| {
@@ -93,6 +117,7 @@ impl Target {
             return Ok(Target {
                 url: url.clone(),
                 kind: "remote",
+                endpoints: super::servers::Endpoints::one(url),
                 faults: Faults::Remote(remote),
                 local: None,
             });
@@ -144,11 +169,15 @@ impl Target {
             (None, None) => anyhow::bail!("the target has neither `command` nor `url`"),
         };
         let addr = running.addr();
+        let url = format!("http://{addr}{path}");
         Ok(Target {
-            url: format!("http://{addr}{path}"),
+            endpoints: super::servers::Endpoints::one(&url),
+            url,
             kind,
             faults: Faults::Local(relay),
-            local: Some(Local { running }),
+            local: Some(Local {
+                running: vec![running],
+            }),
         })
     }
 
@@ -257,7 +286,8 @@ impl Target {
     /// Stop the in-process relay and its server processes.
     pub async fn stop(self) {
         if let Some(l) = self.local {
-            let _ = tokio::time::timeout(Duration::from_secs(15), l.running.stop()).await;
+            let all = futures::future::join_all(l.running.into_iter().map(Running::stop));
+            let _ = tokio::time::timeout(Duration::from_secs(15), all).await;
         }
     }
 }

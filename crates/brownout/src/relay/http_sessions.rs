@@ -27,6 +27,8 @@ pub const LABEL_HEADER: &str = "brownout-session";
 #[derive(Debug, Default)]
 pub struct SessionKeys {
     inner: Mutex<Table>,
+    /// The server's name when the relay fronts several (`brownout_core::session_key`).
+    namespace: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -42,6 +44,22 @@ impl SessionKeys {
         SessionKeys::default()
     }
 
+    /// Keys of server `name`'s sessions, on a relay that fronts several servers.
+    pub fn namespaced(name: &str) -> SessionKeys {
+        SessionKeys {
+            namespace: Some(name.to_string()),
+            ..SessionKeys::default()
+        }
+    }
+
+    /// `key` in this server's namespace, if it has one.
+    fn scoped(&self, key: String) -> String {
+        match &self.namespace {
+            Some(ns) => brownout_core::session_key::namespaced(ns, &key),
+            None => key,
+        }
+    }
+
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -50,7 +68,7 @@ impl SessionKeys {
     /// the client or numbered in order of arrival.
     pub fn key(&self, wire: &str, label: Option<&str>) -> String {
         if let Some(label) = label {
-            return format!("label:{label}");
+            return self.scoped(format!("label:{label}"));
         }
         let mut t = self.table();
         let now = Instant::now();
@@ -59,7 +77,7 @@ impl SessionKeys {
             return key.clone();
         }
         t.arrived += 1;
-        let key = format!("http-{}", t.arrived);
+        let key = self.scoped(format!("http-{}", t.arrived));
         t.keys.insert(wire.to_string(), (key.clone(), now));
         key
     }

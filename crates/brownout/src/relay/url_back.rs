@@ -72,6 +72,13 @@ impl UrlBack {
         }
     }
 
+    /// This back's sessions are those of server `name` of a relay that fronts several:
+    /// their engine keys carry the name (`brownout_core::session_key`).
+    pub fn namespaced(mut self, name: &str) -> UrlBack {
+        self.keys = Arc::new(SessionKeys::namespaced(name));
+        self
+    }
+
     /// The path of the server's MCP endpoint (where clients reach it through brownout).
     pub fn path(&self) -> &str {
         &self.upstream.path
