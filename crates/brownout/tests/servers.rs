@@ -145,6 +145,19 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
     assert_eq!(s["propagated"].as_u64(), Some(wrong), "{s}\nrestarts: {done:?}");
     assert_eq!(s["altered"].as_u64(), Some(wrong), "{s}");
     assert_eq!(s["noticed"].as_u64(), Some(0), "{s}");
+    // Server by server: the changed results came from `incidents`; `ops` changed none, and
+    // carried every restart the ops server recorded.
+    let by: std::collections::BTreeMap<&str, &Value> = j["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| (v["name"].as_str().unwrap_or_default(), v))
+        .collect();
+    assert_eq!(by["incidents"]["silent"]["altered"].as_u64(), Some(wrong), "{j}");
+    assert_eq!(by["incidents"]["silent"]["propagated"].as_u64(), Some(wrong), "{j}");
+    assert_eq!(by["ops"]["silent"]["altered"].as_u64(), Some(0), "{j}");
+    assert_eq!(by["ops"]["calls"].as_u64(), Some(done.len() as u64), "{j}");
+    assert_eq!(j["tool_calls"]["ops/restart_service"].as_u64(), Some(done.len() as u64));
 }
 
 #[test]

@@ -102,6 +102,14 @@ fn a_value_corrupted_on_one_server_and_passed_to_another_is_propagated() {
         ("incidents/get_incident", Some("ops/restart_service"))
     );
     assert_eq!(p.session, "@ops/label:load-1");
+    // Each server's tools are counted as the server's.
+    let tools: Vec<String> = e
+        .slis()
+        .series()
+        .filter(|(m, _, _)| *m == "tools/call")
+        .map(|(_, t, _)| t.to_string())
+        .collect();
+    assert_eq!(tools, ["incidents/get_incident", "ops/restart_service"]);
 }
 
 #[test]

@@ -99,6 +99,10 @@ pub struct Journal {
     /// Behind a remote relay, every call it carried since it started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<std::collections::BTreeMap<String, u64>>,
+    /// With several servers (`target.servers`): each server's calls, and the results a fault
+    /// changed there and what the agents did with them — on this server or another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<super::servers::ServerRecord>>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

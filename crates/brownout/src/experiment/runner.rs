@@ -164,6 +164,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         silent: None,
         baselines: Vec::new(),
         tool_calls: None,
+        servers: None,
     }
 }
 
@@ -386,9 +387,18 @@ async fn with_target(
     }
     load.stop().await;
     silent_feed.abort();
-    j.silent = silent_source.read().await.map(|c| super::silent::total(&c));
+    let silent_tools = silent_source.read().await;
+    j.silent = silent_tools.as_ref().map(super::silent::total);
     probing.iter().for_each(|p| p.abort());
     j.tool_calls = target.tool_calls().await;
+    if !target.endpoints.servers.is_empty() {
+        let lines = target.tool_lines().await;
+        j.servers = Some(super::servers::record(
+            &target.endpoints,
+            lines.as_ref(),
+            silent_tools.as_ref(),
+        ));
+    }
     if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
         let samples: Vec<_> = live.all_samples.iter().collect();
         j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));

@@ -340,3 +340,55 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
         routes,
     })
 }
+
+/// One server of a run, in its journal: its calls and the silent failures it started.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ServerRecord {
+    pub name: String,
+    /// Where its calls went (brownout's relay in front of it).
+    pub url: String,
+    /// `tools/call` requests the relay carried to it, and how many did not end `ok`.
+    pub calls: u64,
+    pub errors: u64,
+    /// Results of its tools a fault changed, and what became of them (acted on — here or on
+    /// another server —, noticed, unobserved).
+    pub silent: brownout_core::stats::Silent,
+}
+
+/// Each server's record from the relay's per-tool figures (`SERVER/TOOL` keys) and its
+/// per-tool silent counts.
+pub fn record(
+    endpoints: &Endpoints,
+    tool_lines: Option<&Value>,
+    silent: Option<&super::silent::Counts>,
+) -> Vec<ServerRecord> {
+    let of = |key: &str| key.split_once('/').map(|(s, _)| s.to_string());
+    endpoints
+        .servers
+        .iter()
+        .map(|(name, url)| {
+            let mut r = ServerRecord {
+                name: name.clone(),
+                url: url.clone(),
+                ..ServerRecord::default()
+            };
+            for (tool, line) in tool_lines.and_then(Value::as_object).into_iter().flatten() {
+                if of(tool).as_deref() != Some(name.as_str()) {
+                    continue;
+                }
+                let calls = line["calls"].as_u64().unwrap_or(0);
+                let ok = line["outcomes"]["ok"].as_u64().unwrap_or(0);
+                r.calls += calls;
+                r.errors += calls.saturating_sub(ok);
+            }
+            let mine: super::silent::Counts = silent
+                .into_iter()
+                .flatten()
+                .filter(|(tool, _)| of(tool).as_deref() == Some(name.as_str()))
+                .map(|(t, s)| (t.clone(), *s))
+                .collect();
+            r.silent = super::silent::total(&mine);
+            r
+        })
+        .collect()
+}

@@ -240,17 +240,24 @@ impl Target {
     /// `tools/call` requests the relay has carried, per tool (`None`: its status is out of
     /// reach).
     pub async fn tool_calls(&self) -> Option<BTreeMap<String, u64>> {
-        let status = match &self.faults {
-            Faults::Local(relay) => relay.status(),
-            Faults::Remote(r) => r.send(reqwest::Method::GET, "/status", None).await.ok()?,
-        };
-        let tools = status["summary"]["tools"].as_object()?;
+        let lines = self.tool_lines().await?;
+        let tools = lines.as_object()?;
         Some(
             tools
                 .iter()
                 .map(|(t, v)| (t.clone(), v["calls"].as_u64().unwrap_or(0)))
                 .collect(),
         )
+    }
+
+    /// The relay's `tools/call` figures per tool (its status's `summary.tools`; `None`: out
+    /// of reach).
+    pub async fn tool_lines(&self) -> Option<Value> {
+        let status = match &self.faults {
+            Faults::Local(relay) => relay.status(),
+            Faults::Remote(r) => r.send(reqwest::Method::GET, "/status", None).await.ok()?,
+        };
+        Some(status["summary"]["tools"].clone())
     }
 
     /// Injections so far without waiting, for an in-process relay (`None` for a remote one,
