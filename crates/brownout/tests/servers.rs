@@ -23,7 +23,11 @@ fn true_service() -> String {
         ])
         .output()
         .expect("run python");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -31,8 +35,12 @@ fn true_service() -> String {
 fn incidents_http() -> (Guard, String) {
     let port = free_port();
     let mut cmd = Command::new(python());
-    cmd.arg(repo().join("peers/python/team_server.py"))
-        .args(["--role", "incidents", "--port", &port.to_string()]);
+    cmd.arg(repo().join("peers/python/team_server.py")).args([
+        "--role",
+        "incidents",
+        "--port",
+        &port.to_string(),
+    ]);
     let mut g = spawn(cmd);
     wait_port(port, &mut g);
     (g, format!("http://127.0.0.1:{port}/mcp"))
@@ -142,7 +150,11 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
     // Every wrong restart the ops server saw was a value the incidents server's fault
     // changed: brownout counted exactly those, across servers (the trusting agent acts on
     // every result it reads, so nothing changed goes unacted on).
-    assert_eq!(s["propagated"].as_u64(), Some(wrong), "{s}\nrestarts: {done:?}");
+    assert_eq!(
+        s["propagated"].as_u64(),
+        Some(wrong),
+        "{s}\nrestarts: {done:?}"
+    );
     assert_eq!(s["altered"].as_u64(), Some(wrong), "{s}");
     assert_eq!(s["noticed"].as_u64(), Some(0), "{s}");
     // Server by server: the changed results came from `incidents`; `ops` changed none, and
@@ -153,11 +165,22 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
         .flatten()
         .map(|v| (v["name"].as_str().unwrap_or_default(), v))
         .collect();
-    assert_eq!(by["incidents"]["silent"]["altered"].as_u64(), Some(wrong), "{j}");
-    assert_eq!(by["incidents"]["silent"]["propagated"].as_u64(), Some(wrong), "{j}");
+    assert_eq!(
+        by["incidents"]["silent"]["altered"].as_u64(),
+        Some(wrong),
+        "{j}"
+    );
+    assert_eq!(
+        by["incidents"]["silent"]["propagated"].as_u64(),
+        Some(wrong),
+        "{j}"
+    );
     assert_eq!(by["ops"]["silent"]["altered"].as_u64(), Some(0), "{j}");
     assert_eq!(by["ops"]["calls"].as_u64(), Some(done.len() as u64), "{j}");
-    assert_eq!(j["tool_calls"]["ops/restart_service"].as_u64(), Some(done.len() as u64));
+    assert_eq!(
+        j["tool_calls"]["ops/restart_service"].as_u64(),
+        Some(done.len() as u64)
+    );
 }
 
 #[test]
@@ -219,5 +242,8 @@ fn a_fault_naming_a_server_the_target_lacks_is_an_error_with_a_suggestion() {
         .output()
         .expect("run brownout");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("give `servers` or `command`, not both"), "{err}");
+    assert!(
+        err.contains("give `servers` or `command`, not both"),
+        "{err}"
+    );
 }

@@ -36,7 +36,16 @@ impl Engine {
         let plan = Arc::clone(&self.plan);
         let mut no_args = || None;
         for (i, f) in plan.faults.iter().enumerate() {
-            if !self.decide(i, session, server, seq, "tools/call", Some(tool), &mut no_args, now) {
+            if !self.decide(
+                i,
+                session,
+                server,
+                seq,
+                "tools/call",
+                Some(tool),
+                &mut no_args,
+                now,
+            ) {
                 continue;
             }
             let (key, state) = self.kind_state(f, i, session);

@@ -396,9 +396,9 @@ mod id_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
-mod silent_tests;
-#[cfg(test)]
 mod servers_tests;
+#[cfg(test)]
+mod silent_tests;
 #[cfg(test)]
 mod sli_tests;
 #[cfg(test)]

@@ -59,11 +59,26 @@ fn a_fault_naming_servers_acts_only_on_their_sessions() {
     let on = namespaced("incidents", "label:a");
     let other = namespaced("ops", "label:a");
     let got = call(&mut e, &on, 100, "get_incident", json!({}), incident(1));
-    assert_ne!(got["service"], incident(1)["service"], "the named server's call");
+    assert_ne!(
+        got["service"],
+        incident(1)["service"],
+        "the named server's call"
+    );
     let got = call(&mut e, &other, 200, "get_incident", json!({}), incident(2));
-    assert_eq!(got["service"], incident(2)["service"], "another server's call");
+    assert_eq!(
+        got["service"],
+        incident(2)["service"],
+        "another server's call"
+    );
     // A relay in front of a single server matches no fault that names servers.
-    let got = call(&mut e, "label:a", 300, "get_incident", json!({}), incident(3));
+    let got = call(
+        &mut e,
+        "label:a",
+        300,
+        "get_incident",
+        json!({}),
+        incident(3),
+    );
     assert_eq!(got["service"], incident(3)["service"]);
 }
 
@@ -183,9 +198,7 @@ fn an_agent_s_taints_outlive_one_server_s_session_and_close_with_its_last() {
 
 #[test]
 fn the_blast_radius_takes_an_agent_on_every_server_or_on_none() {
-    let mut e = engine(
-        "  - {kind: error, tools: [t], sessions: 0.5, code: -32000, message: x}\n",
-    );
+    let mut e = engine("  - {kind: error, tools: [t], sessions: 0.5, code: -32000, message: x}\n");
     let mut hit = [0u32; 2];
     for n in 0..200 {
         let agent = format!("label:load-{n}");
@@ -202,7 +215,10 @@ fn the_blast_radius_takes_an_agent_on_every_server_or_on_none() {
             );
             errs[i] = v.forward != crate::verdict::Forward::Original;
         }
-        assert_eq!(errs[0], errs[1], "agent {n} is in the radius on one server only");
+        assert_eq!(
+            errs[0], errs[1],
+            "agent {n} is in the radius on one server only"
+        );
         hit[usize::from(errs[0])] += 1;
     }
     assert!(hit[0] > 40 && hit[1] > 40, "about half the agents: {hit:?}");

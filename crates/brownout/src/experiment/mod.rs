@@ -26,13 +26,13 @@ pub mod predict;
 pub mod recovery;
 pub mod rollback;
 pub mod runner;
+pub mod servers;
 pub mod silent;
 pub mod spec;
 pub mod status;
 pub mod steady;
 pub mod stop;
 pub mod summary;
-pub mod servers;
 pub mod target;
 
 pub use load::{load_file, Loaded};

@@ -459,7 +459,8 @@ async fn drive(
             return (end, "baseline".into());
         }
         let secs = (live.now_ms() - start_ms) / 1000.0;
-        let (cal, p) = super::predict::before_stages(x, &c.calls, c.tasks, secs);
+        let routes = &target.endpoints.routes;
+        let (cal, p) = super::predict::before_stages(x, &c.calls, c.tasks, secs, routes);
         (j.calibration, predictions) = (Some(cal), p);
     }
     for (i, st) in x.spec.method.iter().enumerate() {

@@ -82,15 +82,19 @@ pub fn check(spec: &Experiment, plan_doc: &Value) -> Vec<(String, String)> {
             ));
         }
         match (&s.command, &s.url) {
-            (Some(_), Some(_)) => out.push((at("/url"), "give `command` or `url`, not both".into())),
+            (Some(_), Some(_)) => {
+                out.push((at("/url"), "give `command` or `url`, not both".into()))
+            }
             (None, None) => out.push((
                 at(""),
                 "give `command: [PROGRAM, ARGS…]` (a stdio server) or `url:` (an HTTP server)"
                     .into(),
             )),
-            (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => {
-                out.push((at("/url"), format!("`{u}` is not an http:// or https:// URL")))
-            }
+            (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => out
+                .push((
+                    at("/url"),
+                    format!("`{u}` is not an http:// or https:// URL"),
+                )),
             _ => {}
         }
     }
@@ -156,7 +160,7 @@ pub struct Endpoints {
     pub url: String,
     /// With several servers: (name, URL) each, in name order.
     pub servers: Vec<(String, String)>,
-    /// With several servers: tool → the URL of the server that lists it.
+    /// With several servers: tool → the name of the one server that lists it.
     pub routes: BTreeMap<String, String>,
 }
 
@@ -171,12 +175,9 @@ impl Endpoints {
 
     /// Where a probe's samples go: the server it names, else the one with its tool.
     pub fn for_probe(&self, p: &super::spec::Probe) -> &str {
-        if let Some(s) = &p.call.server {
-            if let Some((_, url)) = self.servers.iter().find(|(n, _)| n == s) {
-                return url;
-            }
-        }
-        self.routes.get(&p.call.tool).unwrap_or(&self.url)
+        let name = p.call.server.as_ref().or(self.routes.get(&p.call.tool));
+        name.and_then(|n| self.servers.iter().find(|(s, _)| s == n))
+            .map_or(&self.url, |(_, url)| url)
     }
 
     /// The load's target: one URL, or every server's (the load routes by tool).
@@ -326,11 +327,11 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
             *count.entry(t.as_str()).or_default() += 1;
         }
     }
-    for ((_, url), tools) in servers.iter().zip(&listed) {
+    for ((name, _), tools) in servers.iter().zip(&listed) {
         for t in tools {
             // A tool two servers list has no default: a probe of it names its server.
             if count.get(t.as_str()) == Some(&1) {
-                routes.insert(t.clone(), url.clone());
+                routes.insert(t.clone(), name.clone());
             }
         }
     }

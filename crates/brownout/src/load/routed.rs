@@ -25,13 +25,15 @@ pub async fn open(servers: &[(String, String)], i: usize) -> Result<Session, Loa
         let parsed = reqwest::Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"));
-        let s = session::open(&target, parsed, i).await.map_err(|e| match e {
-            LoadError::Initialize { session, reason } => LoadError::Initialize {
-                session,
-                reason: format!("server `{name}`: {reason}"),
-            },
-            other => other,
-        })?;
+        let s = session::open(&target, parsed, i)
+            .await
+            .map_err(|e| match e {
+                LoadError::Initialize { session, reason } => LoadError::Initialize {
+                    session,
+                    reason: format!("server `{name}`: {reason}"),
+                },
+                other => other,
+            })?;
         parts.push(s);
     }
     Ok(Session::Routed(Routed { parts }))
@@ -123,12 +125,17 @@ mod tests {
         let r = route_table(&names, &listed, &["get_incident", "restart_service"]);
         let r = r.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((r["get_incident"], r["restart_service"]), (0, 1));
-        let e = route_table(&names, &listed, &["echo"]).err().map(|e| e.to_string());
+        let e = route_table(&names, &listed, &["echo"])
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some("tool `echo` is listed by `incidents` and `ops`: each tool of the workload must be on one server")
         );
-        let e = route_table(&names, &listed, &["nope"]).err().map(|e| e.to_string());
-        assert!(e.is_some_and(|e| e.contains("no server lists tool `nope`") && e.contains("`ops`: restart_service, echo")));
+        let e = route_table(&names, &listed, &["nope"])
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("no server lists tool `nope`")
+            && e.contains("`ops`: restart_service, echo")));
     }
 }

@@ -105,7 +105,12 @@ impl Session {
     }
 
     /// A request's raw answer (`None`: none in time); a routed agent asks its first server.
-    pub async fn request_raw(&self, method: &str, params: &str, timeout: Duration) -> Option<Vec<u8>> {
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+    ) -> Option<Vec<u8>> {
         match self {
             Session::Stdio(s) => s.current().request_raw(method, params, timeout).await,
             Session::Http(s) => s.request_raw(method, params, timeout).await,

@@ -120,7 +120,10 @@ mod tests {
              "silent": {"altered": 40, "propagated": 30, "noticed": 8, "unobserved": 2}},
             {"name": "ops", "calls": 50, "errors": 1, "silent": {"altered": 0}}]);
         section(&mut many, &j);
-        assert!(many.contains("| incidents | 50 | 0 | 40 | 30 | 8 | 2 |"), "{many}");
+        assert!(
+            many.contains("| incidents | 50 | 0 | 40 | 30 | 8 | 2 |"),
+            "{many}"
+        );
         assert!(many.contains("| ops | 50 | 1 | 0 | 0 | 0 | 0 |"), "{many}");
         let mut none = String::new();
         section(&mut none, &json!({"silent": {"altered": 0}}));
