@@ -2,7 +2,8 @@
 brownout's several-servers tests (an experiment's `target.servers`).
 
   team_server.py --role incidents            get_incident(id) -> {id, service, severity, title}
-  team_server.py --role ops --record FILE    restart_service(service) -> {restarted, ok}
+  team_server.py --role ops --record FILE    restart_service(service) -> {restarted, ok},
+                                             list_deployments() -> {services}
 
 The incidents server names a service per incident id (deterministic). The ops server appends
 every service it restarts to FILE, one per line: the truth, from the target's side, of what an
@@ -27,6 +28,10 @@ class Incident(BaseModel):
     service: str
     severity: str
     title: str
+
+
+class Deployments(BaseModel):
+    services: list[str]
 
 
 class Restart(BaseModel):
@@ -71,6 +76,11 @@ def ops_server(record: str | None) -> MCPServer:
             finally:
                 os.close(fd)
         return Restart(restarted=service, ok=True)
+
+    @mcp.tool()
+    def list_deployments() -> Deployments:
+        """The services deployed now."""
+        return Deployments(services=SERVICES)
 
     return mcp
 

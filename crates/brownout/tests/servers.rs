@@ -13,6 +13,9 @@ use std::process::Command;
 
 const INCIDENT: &str = "INC-1042";
 
+/// The load's agents (`load.sessions`): at most one call each is in flight when a run ends.
+const AGENTS: u64 = 4;
+
 /// The service the incidents server names for `INCIDENT`, asked of its own code.
 fn true_service() -> String {
     let out = Command::new(python())
@@ -53,6 +56,7 @@ fn experiment(
     incidents: &str,
     ops_url: Option<&str>,
     fault_servers: &str,
+    extra: &str,
 ) -> std::path::PathBuf {
     let team = repo().join("peers/python/team_server.py");
     let record = dir.join("restarts.txt");
@@ -77,7 +81,9 @@ load:
     seed: 7
     arrival: {{mode: closed, concurrency: 4}}
     steps:
-      - calls: [{{tool: get_incident, arguments: {{id: {INCIDENT}}}}}]
+      - calls:
+          - {{tool: get_incident, arguments: {{id: {INCIDENT}}}}}
+          - {{tool: list_deployments}}
       - calls:
           - tool: restart_service
             arguments: {{service: {{from: get_incident, path: /service}}}}
@@ -87,6 +93,7 @@ method:
   - {{stage: half, duration: 5s, sessions: 50%}}
 faults:
   - {{id: wrong-service, kind: corrupt, tools: [get_incident], servers: [{fault_servers}], path: /service}}
+{extra}
 gates:
   - error_rate < 50% over 5s
 "#
@@ -136,7 +143,10 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
     let truth = true_service();
     let dir = tmp();
     let (_incidents, url) = incidents_http();
-    let (code, j) = run(dir.path(), &experiment(dir.path(), &url, None, "incidents"));
+    let (code, j) = run(
+        dir.path(),
+        &experiment(dir.path(), &url, None, "incidents", ""),
+    );
     assert_eq!(code, 0, "{j}");
     assert_eq!(j["target"]["kind"], "servers", "{j}");
     let done = restarts(dir.path());
@@ -148,38 +158,35 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
         "the agents outside the radius restart the right service: {done:?}"
     );
     // Every wrong restart the ops server saw was a value the incidents server's fault
-    // changed: brownout counted exactly those, across servers (the trusting agent acts on
-    // every result it reads, so nothing changed goes unacted on).
-    assert_eq!(
-        s["propagated"].as_u64(),
-        Some(wrong),
-        "{s}\nrestarts: {done:?}"
+    // changed: brownout counted those, across servers (the trusting agent acts on every
+    // result it reads, so nothing changed goes unacted on). The relay counts a propagation
+    // when the request passes it; a request still in flight when the run ended (at most one
+    // per agent) may not have reached the ops server's record.
+    let propagated = s["propagated"].as_u64().unwrap_or(0);
+    let altered = s["altered"].as_u64().unwrap_or(0);
+    assert!(
+        (wrong..=wrong + AGENTS).contains(&propagated),
+        "{s}\nwrong restarts: {wrong}: {done:?}"
     );
-    assert_eq!(s["altered"].as_u64(), Some(wrong), "{s}");
+    assert!((propagated..=propagated + AGENTS).contains(&altered), "{s}");
     assert_eq!(s["noticed"].as_u64(), Some(0), "{s}");
     // Server by server: the changed results came from `incidents`; `ops` changed none, and
-    // carried every restart the ops server recorded.
+    // carried the restarts the ops server recorded.
     let by: std::collections::BTreeMap<&str, &Value> = j["servers"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|v| (v["name"].as_str().unwrap_or_default(), v))
         .collect();
-    assert_eq!(
-        by["incidents"]["silent"]["altered"].as_u64(),
-        Some(wrong),
-        "{j}"
-    );
-    assert_eq!(
-        by["incidents"]["silent"]["propagated"].as_u64(),
-        Some(wrong),
-        "{j}"
-    );
-    assert_eq!(by["ops"]["silent"]["altered"].as_u64(), Some(0), "{j}");
-    assert_eq!(by["ops"]["calls"].as_u64(), Some(done.len() as u64), "{j}");
-    assert_eq!(
-        j["tool_calls"]["ops/restart_service"].as_u64(),
-        Some(done.len() as u64)
+    let silent = |n: &str, k: &str| by[n]["silent"][k].as_u64();
+    assert_eq!(silent("incidents", "altered"), Some(altered), "{j}");
+    assert_eq!(silent("incidents", "propagated"), Some(propagated), "{j}");
+    assert_eq!(silent("ops", "altered"), Some(0), "{j}");
+    let restarts = j["tool_calls"]["ops/restart_service"].as_u64().unwrap_or(0);
+    let done = done.len() as u64;
+    assert!(
+        (restarts..=restarts + AGENTS).contains(&done),
+        "{restarts} vs {done}: {j}"
     );
 }
 
@@ -201,8 +208,11 @@ fn a_fault_for_another_server_changes_nothing_and_nothing_is_tainted() {
     let mut ops = spawn(cmd);
     wait_port(port, &mut ops);
     let ops_url = format!("http://127.0.0.1:{port}/mcp");
-    // get_incident lives on `incidents`: a fault for `ops` never reaches it.
-    let file = experiment(dir.path(), &url, Some(&ops_url), "ops");
+    // get_incident lives on `incidents`: a fault for `ops` never reaches it. The ops server's
+    // deployments list, read beside the incident (a step that fans out to both servers),
+    // fails for the agents under the faults: their tasks end there, restarting nothing.
+    let down = "  - {id: ops-down, kind: error, servers: [ops], tools: [list_deployments]}";
+    let file = experiment(dir.path(), &url, Some(&ops_url), "ops", down);
     let (code, j) = run(dir.path(), &file);
     assert_eq!(code, 0, "{j}");
     let done = restarts(dir.path());
@@ -214,12 +224,35 @@ fn a_fault_for_another_server_changes_nothing_and_nothing_is_tainted() {
         (Some(0), Some(0)),
         "{j}"
     );
+    // The fan-out, server by server: only `ops` failed calls, and only the tasks whose
+    // deployments read succeeded restarted anything.
+    let by: std::collections::BTreeMap<&str, &Value> = j["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| (v["name"].as_str().unwrap_or_default(), v))
+        .collect();
+    let errors = |n: &str| by[n]["errors"].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(errors("incidents"), 0, "{j}");
+    assert!(errors("ops") > 0, "{j}");
+    let deploys = j["tool_calls"]["ops/list_deployments"]
+        .as_u64()
+        .unwrap_or(0);
+    let restarts = j["tool_calls"]["ops/restart_service"].as_u64().unwrap_or(0);
+    // (A call in flight when the run ended may be on the server's record and not yet in
+    // the relay's count: at most one per agent.)
+    assert!(restarts <= deploys - errors("ops"), "{j}");
+    let done = done.len() as u64;
+    assert!(
+        (restarts..=restarts + AGENTS).contains(&done),
+        "{restarts} vs {done}: {j}"
+    );
 }
 
 #[test]
 fn a_fault_naming_a_server_the_target_lacks_is_an_error_with_a_suggestion() {
     let dir = tmp();
-    let file = experiment(dir.path(), "http://127.0.0.1:9/mcp", None, "incident");
+    let file = experiment(dir.path(), "http://127.0.0.1:9/mcp", None, "incident", "");
     let out = Command::new(brownout())
         .args(["experiment", "check"])
         .arg(&file)
