@@ -297,7 +297,16 @@ fn the_sidecar_runs_with_the_manifests_args_probe_and_secret_and_the_job_runs_ag
         &std::fs::read_to_string(dir.path().join("journal.json")).expect("journal"),
     )
     .expect("journal json");
-    assert_eq!(journal["target"]["url"], url.as_str(), "{journal}");
+    assert_eq!(
+        journal["experiment"]["target"]["url"],
+        url.as_str(),
+        "{journal}"
+    );
+    let calls = journal["baseline"]["slis"]["calls"].as_u64().unwrap_or(0);
+    assert!(
+        calls > 0,
+        "the run's load went through the sidecar: {journal}"
+    );
     assert!(
         dir.path().join("report.md").exists(),
         "--report md:… written"
@@ -334,9 +343,35 @@ fn static_binary() -> Option<PathBuf> {
     }
 }
 
+/// An ELF program header naming the program interpreter (the dynamic loader).
+const PT_INTERP: u32 = 3;
+
+/// The types of a 64-bit little-endian ELF file's program headers.
+fn program_headers(elf: &[u8]) -> Vec<u32> {
+    assert_eq!(elf.get(..4), Some(&b"\x7fELF"[..]), "an ELF file");
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&elf[0x20..0x28]);
+    let (phoff, size, n) = (u64::from_le_bytes(off) as usize, u16_at(0x36), u16_at(0x38));
+    (0..n)
+        .map(|k| {
+            let o = phoff + k * size;
+            u32::from_le_bytes([elf[o], elf[o + 1], elf[o + 2], elf[o + 3]])
+        })
+        .collect()
+}
+
 /// `chroot ROOT /brownout ARGS…` with nothing in the environment but `env`.
 fn jailed(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new("chroot");
+    // Found on this process's PATH: the child's environment is empty.
+    let chroot = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join("chroot"))
+        .find(|p| p.exists())
+        .expect("chroot (coreutils)");
+    let mut c = Command::new(chroot);
     c.arg(root).arg("/brownout").args(args).env_clear();
     for (k, v) in env {
         c.env(k, v);
@@ -349,8 +384,8 @@ fn the_static_binary_runs_alone_in_an_empty_root() {
     let Some(bin) = static_binary() else { return };
     let bytes = std::fs::read(&bin).expect("read");
     assert!(
-        !bytes.windows(15).any(|w| w == b"ld-linux-x86-64"),
-        "no dynamic loader is named: the binary is static"
+        !program_headers(&bytes).contains(&PT_INTERP),
+        "no program interpreter (dynamic loader): the binary is static"
     );
     let dir = tmp();
     let root = dir.path();
