@@ -76,8 +76,9 @@ pub struct McpArgs {
     /// built-in policy (see docs/experiments.md#guardrails).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// The journal store read and written (default as `brownout journal`).
-    #[arg(long, value_name = "PATH")]
+    /// The journal store read and written: a SQLite file or a postgres:// URL (default as
+    /// `brownout journal`).
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::store::location::parse_arg)]
     pub store: Option<PathBuf>,
     /// The audit log (JSON lines; default: mcp-audit.jsonl beside the store).
     #[arg(long, value_name = "FILE")]

@@ -139,6 +139,41 @@ CREATE INDEX labels_key_value ON labels(key, value);
 CREATE INDEX runs_experiment_started ON runs(experiment, started_unix_ms);
 "#;
 
+/// The columns of `table` as `ddl` creates it, in order (`journal export --format csv`).
+pub fn columns(ddl: &str, table: &str) -> Vec<String> {
+    let head = format!("CREATE TABLE {table} (");
+    let Some(start) = ddl.find(&head).map(|i| i + head.len()) else {
+        return Vec::new();
+    };
+    let body = &ddl[start..];
+    let body = &body[..body.find("\n);").unwrap_or(body.len())];
+    let mut out = Vec::new();
+    for line in body.lines() {
+        let code = line.split("--").next().unwrap_or("");
+        let mut depth = 0i32;
+        let mut part = String::new();
+        for c in code.chars().chain([',']) {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    let name = part.split_whitespace().next().unwrap_or("");
+                    let constraint = ["PRIMARY", "FOREIGN", "UNIQUE", "CHECK", "CONSTRAINT"]
+                        .contains(&name.to_ascii_uppercase().as_str());
+                    if !name.is_empty() && !constraint {
+                        out.push(name.to_string());
+                    }
+                    part.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            part.push(c);
+        }
+    }
+    out
+}
+
 /// Bring a database to [`VERSION`] (a new one from nothing); the version it was at.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
     migrate_to(conn, VERSION)
@@ -192,6 +227,16 @@ fn backfill_labels(tx: &Transaction) -> rusqlite::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn columns_are_read_from_the_ddl_in_order() {
+        let runs = super::columns(super::V1, "runs");
+        assert_eq!(runs.first().map(String::as_str), Some("run_id"));
+        assert_eq!(runs.last().map(String::as_str), Some("imported_unix_ms"));
+        assert_eq!(runs.len(), 26, "{runs:?}");
+        let stages = super::columns(super::V1, "stages");
+        assert!(stages.contains(&"p99_ms".to_string()) && !stages.contains(&"PRIMARY".to_string()));
+    }
+
     #[test]
     fn a_new_store_opened_by_many_at_once_is_migrated_once() {
         let d = tempfile::tempdir().expect("tempdir");
