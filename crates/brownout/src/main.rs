@@ -213,7 +213,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Mcp(a) => brownout::mcp::run(*a),
         Command::Calibrate(a) => brownout::calibrate::run(*a),
         Command::Probe(a) => brownout::probe::cli::run(*a),
-        Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(a),
+        Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(*a),
         Command::Proxy(Proxy::Http(a)) => proxy_http(*a),
         Command::Sim {
             plan,

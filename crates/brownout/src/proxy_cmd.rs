@@ -30,7 +30,7 @@ pub(crate) enum Proxy {
         verbatim_doc_comment,
         override_usage = "brownout proxy stdio [OPTIONS] -- <CMD> [ARGS]...\n       brownout proxy stdio [OPTIONS] --upstream <URL>"
     )]
-    Stdio(StdioArgs),
+    Stdio(Box<StdioArgs>),
     /// Serve MCP over streamable HTTP (and legacy HTTP+SSE), relaying to a server at a URL
     /// or to a stdio server started per session.
     ///
@@ -149,6 +149,14 @@ pub(crate) struct CommonArgs {
     /// Run the plan with this seed instead of its own (reloads keep it).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// A label of the environment the relay runs in (repeatable), e.g. `--label env=staging`.
+    /// Labels that mark production (as the experiment guardrails define them), or
+    /// BROWNOUT_ENV=production, refuse to start without --i-know-this-is-production.
+    #[arg(long, value_name = "KEY=VALUE")]
+    label: Vec<String>,
+    /// Start although the environment is marked production (BROWNOUT_ENV or --label).
+    #[arg(long)]
+    i_know_this_is_production: bool,
 }
 
 #[derive(Args)]
@@ -183,6 +191,11 @@ async fn setup(
     idle_session_ttl: Option<std::time::Duration>,
     driver: relay::Driver,
 ) -> anyhow::Result<Setup> {
+    brownout::experiment::production::refuse_unless_overridden(
+        &c.label,
+        std::env::var("BROWNOUT_ENV").ok().as_deref(),
+        c.i_know_this_is_production,
+    )?;
     // A plan that does not exist or does not parse stops brownout before anything starts.
     let (plan, plan_text) = match &c.plan {
         Some(p) => (plan_cmd::load(p)?, std::fs::read_to_string(p)?),

@@ -263,3 +263,50 @@ fn the_http_relay_is_steered_live_and_shows_eta() {
         "the fault expired by its TTL: {after}"
     );
 }
+
+/// Leases (issue 23 §2): `PUT /faults/{id}/lease` pushes a fault's expiry out without
+/// touching its state, for ids holding `/`, `?`, `#` or `%` too (percent-encoded).
+#[test]
+fn a_lease_is_renewed_without_resetting_the_fault() {
+    let dir = tmp();
+    let (mut w, url) = relay_with_admin(dir.path(), "faults: []\n", &[]);
+    let (code, body) = http(
+        &url,
+        "POST",
+        "/faults?ttl=2s",
+        "{id: \"lease/one?#%\", kind: error, phase: request, tools: [echo], code: -32042, max_injections: 1}",
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(echo(&mut w, 1)["error"]["code"], -32042);
+    assert!(
+        echo(&mut w, 2).get("result").is_some(),
+        "one injection per session"
+    );
+    let (code, body) = http(
+        &url,
+        "PUT",
+        "/faults/lease%2Fone%3F%23%25/lease?ttl=30s",
+        "",
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["id"], "lease/one?#%");
+    // Past the first lease: still there, and its count went on (no second injection).
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(fault_ids(&url), vec!["lease/one?#%".to_string()]);
+    assert!(
+        echo(&mut w, 3).get("result").is_some(),
+        "the renewal reset the fault"
+    );
+    assert_eq!(http(&url, "PUT", "/faults/nope/lease?ttl=5s", "").0, 404);
+    assert_eq!(
+        http(&url, "PUT", "/faults/lease%2Fone%3F%23%25/lease", "").0,
+        422
+    );
+    // Deleting by the encoded id removes exactly that fault.
+    assert_eq!(
+        http(&url, "DELETE", "/faults/lease%2Fone%3F%23%25", "").0,
+        200
+    );
+    assert!(fault_ids(&url).is_empty());
+}

@@ -296,8 +296,21 @@ fn the_ladder_is_enforced_against_the_stores_history() {
     let (code, j) = dry(&[]);
     assert_eq!(code, Some(3), "{j:#}");
     assert_eq!(j["refusal"]["rule"], "ladder_from_history", "{j:#}");
-    // A run whose 10 % stage passed: one rung more (25 %) is allowed.
+    // Issue 23 §1: rungs passed against another target with the same title unlock
+    // nothing here (the ladder was keyed by the title alone).
+    let mut elsewhere = past("a test experiment", "aborted", 1_789_000_000_000, 10.0);
+    elsewhere["experiment"]["target"] = json!({"url": "http://127.0.0.1:9/mcp"});
+    elsewhere["stages"] = json!([
+        {"stage": "canary", "share": 0.1, "completed": true},
+        {"stage": "wider", "share": 0.25, "completed": true},
+    ]);
+    import(&store, dir.path(), &[elsewhere]);
+    let (code, j) = dry(&[]);
+    assert_eq!(code, Some(3), "{j:#}");
+    assert_eq!(j["refusal"]["rule"], "ladder_from_history", "{j:#}");
+    // A run of this target whose 10 % stage passed: one rung more (25 %) is allowed.
     let mut past = past("a test experiment", "aborted", 1_790_000_000_000, 10.0);
+    past["experiment"]["target"] = json!({"command": [brownout(), "fixture"]});
     past["stages"] = json!([
         {"stage": "canary", "share": 0.1, "completed": true},
         {"stage": "wider", "share": 0.25, "completed": false},

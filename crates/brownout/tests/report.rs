@@ -399,3 +399,26 @@ fn a_run_keeps_its_journal_in_the_store_and_writes_every_report_it_was_asked_for
     // Nothing went to a default store.
     assert!(!d.join("brownout/journal.sqlite").exists());
 }
+
+/// Issue 23 §2: the "held" column was ✅/❌, emoji that a browser without a colour-emoji
+/// font (headless Chromium here) draws as missing-glyph boxes; and a breached gate whose
+/// last status read "holding" contradicted itself. Plain words now.
+#[test]
+fn the_gate_table_uses_words_every_font_has_and_does_not_contradict_itself() {
+    let dir = common::tmp();
+    for format in ["md", "html"] {
+        let text = report(&aborted(), format, dir.path());
+        let emoji: Vec<char> = text
+            .chars()
+            .filter(|c| matches!(*c as u32, 0x2600..=0x27BF | 0x1F000..=0x1FAFF))
+            .filter(|c| !matches!(c, '✓' | '✗'))
+            .collect();
+        assert!(emoji.is_empty(), "{format}: {emoji:?}");
+    }
+    let md = report(&aborted(), "md", dir.path());
+    let row = md
+        .lines()
+        .find(|l| l.contains("(breached)"))
+        .unwrap_or_else(|| panic!("no breached gate row in\n{md}"));
+    assert!(!row.ends_with("| holding |"), "{row}");
+}

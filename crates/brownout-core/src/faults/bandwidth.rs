@@ -3,8 +3,8 @@
 //! has no effect (use `latency` there).
 
 use super::simulated::SimulatedCall;
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::capability::{Capability, Need};
 use crate::select::Direction;
 use crate::verdict::StreamShape;
@@ -59,6 +59,10 @@ impl FaultKind for Bandwidth {
     /// Bandwidth acts on real bytes: the simulator does not model it.
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
         false
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::PerKib(1024.0 * 1000.0 / self.bytes_per_sec.max(1) as f64)
     }
 }
 

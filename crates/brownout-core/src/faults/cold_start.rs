@@ -4,8 +4,8 @@
 
 use super::latency::Latency;
 use super::simulated::{self, SimulatedCall};
+use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,10 @@ impl FaultKind for ColdStart {
         }
         out.request_delay = out.request_delay + simulated::delay(&self.delay, c);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        self.delay.most_ms()
     }
 }
 

@@ -5,8 +5,8 @@
 //! reset and stall drop the answer or the call (the client waits), drop_stream does nothing.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::capability::{Capability, Need};
 use crate::jsonrpc;
 use crate::select::Direction;
@@ -162,6 +162,11 @@ impl FaultKind for Connection {
             _ => SimOutcome::NoAnswer,
         });
         true
+    }
+
+    /// `stall` never answers (a failure the gates see, not a delay); the rest cut.
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -2,8 +2,8 @@
 //! comes; on a request (`direction: to_server`) the server never sees the call.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::select::Direction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,5 +38,9 @@ impl FaultKind for Drop {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.worsen(SimOutcome::NoAnswer);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }

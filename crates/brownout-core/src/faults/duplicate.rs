@@ -2,8 +2,8 @@
 //! as an at-least-once network or a retrying gateway would.
 
 use super::simulated::SimulatedCall;
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::capability::{Capability, Need};
 use crate::select::Direction;
 use crate::time::Time;
@@ -59,5 +59,10 @@ impl FaultKind for Duplicate {
     /// Duplicates do not change a call's outcome.
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
         false
+    }
+
+    /// The original passes at once; only the extra copies wait `gap_ms`.
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }

@@ -6,8 +6,8 @@
 //! `isError: true` and a text item, the way MCP servers report tool failures.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase as At, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase as At, CALLS};
 use crate::jsonrpc;
 use crate::select::Direction;
 use schemars::JsonSchema;
@@ -117,6 +117,10 @@ impl FaultKind for ErrorFault {
             SimOutcome::FailAfter
         });
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

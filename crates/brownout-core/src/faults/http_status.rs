@@ -3,8 +3,8 @@
 //! On stdio, which has no HTTP, the caller gets a JSON-RPC error naming the status.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::jsonrpc;
 use crate::select::Direction;
 use crate::verdict::HttpAction;
@@ -156,6 +156,10 @@ impl FaultKind for HttpStatus {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.worsen(SimOutcome::FailFast);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -6,8 +6,8 @@
 //! the response (`direction: to_client`); `direction: to_server` delays the request instead.
 
 use super::simulated::{self, SimulatedCall};
+use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, Invalid, KindInfo, Phase, CALLS};
 use crate::rng::salt;
 use crate::select::Direction;
 use crate::time::Time;
@@ -133,6 +133,27 @@ impl Latency {
         }
     }
 
+    /// The most one draw can add, mirroring [`Latency::sample_ms`]: a normal or Pareto
+    /// delay without `max_ms` has no bound of its own (its tail passes any cap).
+    pub fn most_ms(&self) -> AddedDelay {
+        let jitter = self.jitter_ms.unwrap_or(0.0).abs();
+        let base = match self.distribution {
+            Distribution::Fixed => self.added_ms.unwrap_or(0.0),
+            Distribution::Uniform => {
+                let lo = self.min_ms.unwrap_or(0.0);
+                return AddedDelay::Bounded(self.max_ms.unwrap_or(lo).max(lo) + jitter);
+            }
+            Distribution::Normal | Distribution::Pareto if self.max_ms.is_none() => {
+                return AddedDelay::Unbounded(
+                    "a normal or Pareto delay without `max_ms` has an unbounded tail",
+                )
+            }
+            Distribution::Normal | Distribution::Pareto => f64::INFINITY,
+        };
+        let most = (base + jitter).clamp(0.0, MAX_DELAY_MS);
+        AddedDelay::Bounded(self.max_ms.map_or(most, |cap| most.min(cap)))
+    }
+
     pub fn apply(&self, c: &Ctx<'_>, s: &mut Shaping<'_>) -> String {
         let ms = self.sample_ms(c.unit(salt::MAGNITUDE), c.unit(salt::MAGNITUDE2));
         s.delay = s.delay + Time((ms * 1000.0) as u64);
@@ -175,6 +196,10 @@ impl FaultKind for Latency {
             out.response_delay = out.response_delay + d;
         }
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        self.most_ms()
     }
 }
 

@@ -7,8 +7,8 @@
 //! a stdio peer sees exactly one bad line.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::rng::SplitMix;
 use crate::select::Direction;
 use schemars::JsonSchema;
@@ -116,6 +116,10 @@ impl FaultKind for Malformed {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.worsen(SimOutcome::NoAnswer);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -191,6 +191,39 @@ pub trait FaultKind: AsAny + fmt::Debug + Send + Sync {
     /// The effect on a call the simulator makes; false when the kind does nothing to such a
     /// call (it is then not counted as injected).
     fn simulate(&self, direction: Direction, c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool;
+
+    /// The most delay one hit can add to a call (guardrails cap it). No default: a new kind
+    /// must say what it can add.
+    fn max_added_delay(&self) -> AddedDelay;
+}
+
+/// The most delay one hit of a fault can add to a call, as its kind declares it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AddedDelay {
+    /// At most this many milliseconds (0: the kind adds none).
+    Bounded(f64),
+    /// This many milliseconds before each event of an answer (a paced stream).
+    PerEvent(f64),
+    /// This many milliseconds for each KiB of an answer (a throttled link).
+    PerKib(f64),
+    /// No bound of its own; why, in words.
+    Unbounded(&'static str),
+}
+
+impl AddedDelay {
+    /// A kind that delays nothing.
+    pub const NONE: AddedDelay = AddedDelay::Bounded(0.0);
+
+    /// The most added to an answer of `events` events and `kib` KiB, in milliseconds;
+    /// `None` when nothing bounds it.
+    pub fn on_answer(&self, events: f64, kib: f64) -> Option<f64> {
+        match *self {
+            AddedDelay::Bounded(ms) => Some(ms.max(0.0)),
+            AddedDelay::PerEvent(ms) => Some(ms.max(0.0) * events),
+            AddedDelay::PerKib(ms) => Some(ms.max(0.0) * kib),
+            AddedDelay::Unbounded(_) => None,
+        }
+    }
 }
 
 /// A kind that only rewrites the result of a call as it passes (`schema_drift`,
@@ -236,6 +269,10 @@ impl<T: ResultRewrite> FaultKind for T {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.worsen(self.simulated());
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

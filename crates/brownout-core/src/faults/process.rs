@@ -8,8 +8,8 @@
 //! when the server dies are answered with a clear JSON-RPC error by the relay.
 
 use super::simulated::SimulatedCall;
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::capability::{Capability, Need};
 use crate::select::Direction;
 use crate::time::Time;
@@ -171,6 +171,14 @@ impl FaultKind for Process {
     /// A process fault acts on a real process: the simulator does not model it.
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
         false
+    }
+
+    /// A pause stops every call for `pause_ms`; a kill cuts them (a failure, not a delay).
+    fn max_added_delay(&self) -> AddedDelay {
+        match self.action {
+            Action::Pause => AddedDelay::Bounded(self.pause_ms.unwrap_or(1000.0)),
+            Action::Kill => AddedDelay::NONE,
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! carrying `retry_after_ms` and never reaches the server (the HTTP relay answers 429).
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::jsonrpc;
 use crate::select::Direction;
 use crate::time::Time;
@@ -153,6 +153,11 @@ impl FaultKind for RateLimit {
             out.worsen(SimOutcome::FailFast);
         }
         limited
+    }
+
+    /// Refused calls are answered at once (with `retry_after_ms` as advice).
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -10,8 +10,8 @@
 //! - `list_changed`: send a spurious `notifications/tools/list_changed` after the response.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, Targets, LISTS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, Targets, LISTS};
 use crate::capability::{Capability, Need};
 use crate::jsonrpc;
 use crate::rng::SplitMix;
@@ -249,6 +249,10 @@ impl FaultKind for Registry {
             }
             _ => false,
         }
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -2,8 +2,8 @@
 //! them swapped. If nothing follows within `max_hold_ms` (default 1000), it is released.
 
 use super::simulated::SimulatedCall;
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::select::Direction;
 use crate::time::Time;
 use schemars::JsonSchema;
@@ -45,5 +45,9 @@ impl FaultKind for Reorder {
     /// Reordering does not change a call's outcome.
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, _out: &mut SimulatedCall) -> bool {
         false
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::Bounded(self.max_hold_ms.unwrap_or(1000.0))
     }
 }

@@ -7,8 +7,8 @@
 //! `initialize` unless `methods` says otherwise.
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, Targets, EVERY};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, Targets, EVERY};
 use crate::jsonrpc::{self, Id};
 use crate::select::{Direction, Globs};
 use crate::verdict::HttpAction;
@@ -87,6 +87,10 @@ impl FaultKind for SessionExpiry {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.worsen(SimOutcome::FailFast);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::NONE
     }
 }
 

@@ -3,8 +3,8 @@
 //! stdio.
 
 use super::simulated::SimulatedCall;
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::capability::{Capability, Need};
 use crate::select::Direction;
 use crate::time::Time;
@@ -65,6 +65,10 @@ impl FaultKind for SlowStream {
     fn simulate(&self, _direction: Direction, _c: &mut Ctx<'_>, out: &mut SimulatedCall) -> bool {
         out.response_delay = out.response_delay + Time((self.gap_ms.max(0.0) * 1000.0) as u64);
         true
+    }
+
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::PerEvent(self.gap_ms)
     }
 }
 

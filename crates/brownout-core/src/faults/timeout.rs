@@ -3,8 +3,8 @@
 //! the default) or delivered late (`then: deliver`).
 
 use super::simulated::{SimOutcome, SimulatedCall};
+use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use super::{FaultKind, KindInfo, Phase, CALLS};
 use crate::select::Direction;
 use crate::time::Time;
 use schemars::JsonSchema;
@@ -72,5 +72,11 @@ impl FaultKind for Timeout {
             _ => out.worsen(SimOutcome::NoAnswer),
         }
         true
+    }
+
+    /// A hold delays the answer (delivered or dropped after it); without `hold_ms` the
+    /// answer never comes, a failure the client's own timeout sees, not a delay.
+    fn max_added_delay(&self) -> AddedDelay {
+        AddedDelay::Bounded(self.hold_ms.unwrap_or(0.0))
     }
 }

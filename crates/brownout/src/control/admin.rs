@@ -4,6 +4,7 @@
 //! GET    /faults          the running faults (id, kind, TTL left, spec)
 //! POST   /faults          add one fault in plan syntax (YAML or JSON body); ?ttl=30s
 //! DELETE /faults/{id}     remove one fault
+//! PUT    /faults/{id}/lease?ttl=5s   renew a fault's lease (state kept)
 //! DELETE /faults          remove every fault
 //! PUT    /plan            replace the whole plan (body: a plan; ?format=yaml|json|toml)
 //! GET    /status          uptime, sessions, pending requests, calls, injections per fault
@@ -91,6 +92,7 @@ pub async fn serve(
     let router = Router::new()
         .route("/faults", get(list).post(add).delete(clear))
         .route("/faults/{id}", delete(remove))
+        .route("/faults/{id}/lease", put(renew))
         .route("/plan", put(replace))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
@@ -339,6 +341,29 @@ async fn remove(State(app): State<App>, Path(id): Path<String>) -> Response {
     let gone = id.clone();
     match off_runtime(move || control.remove(&gone)).await {
         Ok(()) => Json(json!({"removed": id})).into_response(),
+        Err(e) => refused(e),
+    }
+}
+
+/// Renew a fault's lease (`?ttl=` required): it expires that long from now.
+async fn renew(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(q): Query<AddQuery>,
+) -> Response {
+    let ttl = match q.ttl.as_deref().map(parse_duration) {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => return refused(ControlError::Invalid(format!("ttl {e}"))),
+        None => {
+            return refused(ControlError::Invalid(
+                "ttl: renewing a lease needs `?ttl=` (e.g. ?ttl=5s)".into(),
+            ))
+        }
+    };
+    let control = Arc::clone(&app.control);
+    let which = id.clone();
+    match off_runtime(move || control.renew(&which, ttl)).await {
+        Ok(s) => Json(json!({"id": id, "expires_in_s": s})).into_response(),
         Err(e) => refused(e),
     }
 }

@@ -257,6 +257,23 @@ impl Control {
         self.commit(&mut state, &self.label).map(|_| ())
     }
 
+    /// Renew a fault's lease: it now expires `ttl` from now. Nothing else changes — no plan
+    /// is compiled, so its counters, token buckets and draws continue. A fault added
+    /// without a TTL takes one.
+    pub fn renew(&self, id: &str, ttl: Duration) -> Result<f64, ControlError> {
+        let until = Instant::now().checked_add(ttl).ok_or_else(|| {
+            ControlError::Invalid(format!("ttl of {}s is out of range", ttl.as_secs()))
+        })?;
+        let mut state = self.state();
+        let e = state
+            .entries
+            .iter_mut()
+            .find(|e| e.id == id)
+            .ok_or_else(|| ControlError::NoSuchFault(id.to_string()))?;
+        e.expires = Some(until);
+        Ok(ttl.as_secs_f64())
+    }
+
     /// Remove every fault: traffic passes untouched.
     pub fn clear(&self) -> usize {
         let mut state = self.state();

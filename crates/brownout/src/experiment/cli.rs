@@ -9,8 +9,8 @@ use std::path::PathBuf;
 /// The faults reach a growing share of sessions stage by stage; a stage is promoted only
 /// after its whole duration with every gate holding. A gate breach removes the faults
 /// within one evaluation tick (≤ 100 ms), then the rollbacks run, then recovery is
-/// measured. SIGINT/SIGTERM remove the faults and run the rollbacks (a second signal skips
-/// the rollbacks, never the removal of faults). See docs/experiments.md.
+/// measured. SIGINT/SIGTERM remove the faults and run every rollback, each to its own
+/// timeout (further signals are recorded, not obeyed). See docs/experiments.md.
 ///
 /// Exit codes: 0 completed; 1 deviated or aborted (the system failed the hypothesis);
 /// 2 bad input; 3 refused by a guardrail (nothing was sent to the target); 4 failed or not

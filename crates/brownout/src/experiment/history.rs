@@ -1,6 +1,7 @@
 //! The blast-radius ladder against history (`ladder_from_history` in the policy): an
 //! experiment may go at most one rung above the widest stage it has passed (run its whole
-//! duration with every gate holding) in the runs the store keeps. What the operator's policy
+//! duration with every gate holding) in the runs the store keeps — runs of the same title
+//! *against the same target*: rungs climbed against a fixture say nothing of another server. What the operator's policy
 //! says holds for `brownout run` and for runs started any other way.
 
 use super::policy::{Policy, Refusal};
@@ -9,8 +10,26 @@ use crate::store::{ListFilter, Store};
 use serde_json::Value;
 use std::path::Path;
 
-/// The widest share a completed stage of `title` reached in the store, and the run it was in.
-pub fn widest_passed(store: Option<&Path>, title: &str) -> Result<Option<(f64, String)>, String> {
+/// What names a target for the ladder: its command line (`command: […]`) or its MCP URL
+/// (`url: …`, with or without an admin API); `None` for a target that names neither.
+pub fn target_identity(target: &Value) -> Option<String> {
+    match (target.get("command"), target.get("url")) {
+        (Some(c), _) if !c.is_null() => Some(format!("command {c}")),
+        (_, Some(Value::String(u))) => Some(format!("url {}", u.trim_end_matches('/'))),
+        _ => None,
+    }
+}
+
+/// The widest share a completed stage of `title` reached against `target` (the experiment's
+/// `target` as JSON) in the store, and the run it was in.
+pub fn widest_passed(
+    store: Option<&Path>,
+    title: &str,
+    target: &Value,
+) -> Result<Option<(f64, String)>, String> {
+    let Some(want) = target_identity(target) else {
+        return Ok(None);
+    };
     let s = crate::store::open(store).map_err(|e| format!("the store could not be opened: {e}"))?;
     let filter = ListFilter {
         experiment: Some(title.to_string()),
@@ -22,6 +41,9 @@ pub fn widest_passed(store: Option<&Path>, title: &str) -> Result<Option<(f64, S
         let Ok((_, j)) = s.journal(&run.run_id) else {
             continue;
         };
+        if target_identity(&j["experiment"]["target"]).as_ref() != Some(&want) {
+            continue;
+        }
         for st in j["stages"].as_array().into_iter().flatten() {
             if st["completed"] != Value::Bool(true) {
                 continue;
@@ -55,7 +77,8 @@ pub fn enforce(
             "the policy enforces the ladder against the store's history, and --no-store leaves none".into(),
         ));
     }
-    let passed = widest_passed(keep.store.as_deref(), &x.spec.title).map_err(refuse)?;
+    let target = serde_json::to_value(&x.spec.target).unwrap_or_default();
+    let passed = widest_passed(keep.store.as_deref(), &x.spec.title, &target).map_err(refuse)?;
     let shares: Vec<f64> = x
         .spec
         .method
@@ -108,6 +131,18 @@ pub fn check(shares: &[f64], passed: Option<&(f64, String)>, p: &Policy) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_is_named_by_its_command_or_its_url() {
+        let fixture = serde_json::json!({"command": ["brownout", "fixture"]});
+        let other = serde_json::json!({"command": ["python", "server.py"]});
+        let url = serde_json::json!({"url": "http://127.0.0.1:9/mcp/"});
+        let remote =
+            serde_json::json!({"url": "http://127.0.0.1:9/mcp", "admin": "http://127.0.0.1:8"});
+        assert_ne!(target_identity(&fixture), target_identity(&other));
+        assert_eq!(target_identity(&url), target_identity(&remote));
+        assert_eq!(target_identity(&serde_json::json!({})), None);
+    }
 
     #[test]
     fn one_rung_above_the_widest_passed_and_the_bottom_without_history() {

@@ -3,7 +3,8 @@
 //!
 //! - [`spec`]: the file's keys and schema; [`load`]: loading and checking a file; [`cmd`]:
 //!   `brownout experiment check|schema`;
-//! - [`policy`]: the guardrails; [`gates`]: the runner's view of SLO gates;
+//! - [`policy`]: the guardrails ([`production`]: the same production labels for the relay);
+//!   [`gates`]: the runner's view of SLO gates;
 //! - [`runner`]: `brownout run`, with [`target`] (where load and faults go), [`loadgen`]
 //!   (the load), [`phase`] (gates watched live), [`steady`] (probes), [`detect`] (their
 //!   MTTD/MTTR), [`baseline`] (tolerances from history), [`predict`] (the simulator's
@@ -20,10 +21,13 @@ pub mod history;
 pub mod journal;
 pub mod load;
 pub mod loadgen;
+pub mod outputs;
 pub mod phase;
 pub mod policy;
 pub mod predict;
+pub mod production;
 pub mod recovery;
+pub mod remote;
 pub mod rollback;
 pub mod runner;
 pub mod servers;

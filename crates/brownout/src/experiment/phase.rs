@@ -13,6 +13,11 @@ use tokio::sync::{mpsc, watch};
 /// The gate evaluation period when no call completes.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// The most calls a phase keeps one by one (the baseline, for calibration): beyond it the
+/// calls are counted in the phase's SLIs but not kept, so a long baseline under heavy load
+/// cannot grow the runner without bound.
+pub const MAX_KEPT_CALLS: usize = 100_000;
+
 /// How a phase ended.
 pub enum End {
     /// Its time ran out (or, in recovery, it recovered).
@@ -123,7 +128,7 @@ impl Live {
                         out.acc.add(ok, c.latency_ms);
                         self.second.add(ok, c.latency_ms);
                         self.watch.observe_call(&c);
-                        if out.keep_calls {
+                        if out.keep_calls && out.calls.len() < MAX_KEPT_CALLS {
                             out.calls.push(c);
                         }
                     }
@@ -176,6 +181,27 @@ impl Live {
             self.last_states = states;
             if done {
                 return End::Done;
+            }
+        }
+    }
+
+    /// Run `work` (the rollbacks) while draining the load's events, so the queue between
+    /// the load and the runner does not grow while nothing else reads it: calls are counted,
+    /// probe samples kept; no gate is judged and signals are left to `work`.
+    pub async fn drain_during<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return out,
+                ev = self.events.recv() => match ev {
+                    Some(Event::Call(_)) => self.calls += 1,
+                    Some(_) => {}
+                    // The load is gone: nothing left to drain.
+                    None => return work.await,
+                },
+                Some((_, sample)) = next_sample(&mut self.probe_samples) => {
+                    self.all_samples.push(sample);
+                }
             }
         }
     }

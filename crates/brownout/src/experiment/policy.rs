@@ -9,6 +9,7 @@
 use super::gates;
 use super::load::Loaded;
 use super::spec::{Dur, Share};
+use brownout_core::faults::AddedDelay;
 use brownout_core::plan::{load_document, PlanErrors};
 use brownout_core::select::Globs;
 use schemars::JsonSchema;
@@ -29,8 +30,18 @@ pub struct Policy {
     /// The highest `probability` a fault may have (default 1, no cap).
     #[schemars(range(min = 0, max = 1))]
     pub max_probability: f64,
-    /// The most latency one `latency` fault may add (default 10s).
+    /// The most delay one fault of any kind may add to a call (default 10s): each kind
+    /// declares what it can add (`latency`, `cold_start`, a `timeout` hold, `reorder`, a
+    /// `process` pause; `slow_stream` and `bandwidth` on [`Policy::capped_answer`]); a delay
+    /// with no bound of its own (a normal or Pareto latency without `max_ms`) is refused.
     pub max_added_latency: Dur,
+    /// The answer `max_added_latency` measures paced and throttled kinds on: `slow_stream`
+    /// adds its gap before each of `events` events, `bandwidth` sends `kib` KiB at its rate
+    /// (default 10 events, 64 KiB).
+    pub capped_answer: AnswerSize,
+    /// The longest `timeout` a rollback command may have (default 10m): rollbacks always
+    /// run to their end or their timeout, so the timeout bounds how long a stop can take.
+    pub max_rollback_timeout: Dur,
     /// Whether `process` faults (killing, pausing servers) are allowed (default false).
     pub allow_process_faults: bool,
     /// Refuse an experiment whose faults change results (`corrupt`, `schema_drift`,
@@ -63,6 +74,23 @@ pub struct Policy {
     pub mcp_admin_token_envs: Vec<String>,
 }
 
+/// The size of an answer, for judging delays that grow with it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnswerSize {
+    pub events: u32,
+    pub kib: u32,
+}
+
+impl Default for AnswerSize {
+    fn default() -> AnswerSize {
+        AnswerSize {
+            events: 10,
+            kib: 64,
+        }
+    }
+}
+
 /// A label that marks production: its key and the values (globs, any case) that do.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -91,6 +119,8 @@ impl Default for Policy {
             max_duration: Dur("30m".into()),
             max_probability: 1.0,
             max_added_latency: Dur("10s".into()),
+            capped_answer: AnswerSize::default(),
+            max_rollback_timeout: Dur("10m".into()),
             allow_process_faults: false,
             require_silent_gate: false,
             ladder_from_history: false,
@@ -170,10 +200,73 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
             ),
         );
     }
-    check_faults(&x.plan_doc, p)
+    for (i, r) in x.spec.rollbacks.iter().enumerate() {
+        let t = r.timeout.as_ref().map_or(Duration::from_secs(30), Dur::get);
+        if t > p.max_rollback_timeout.get() {
+            return refuse(
+                "max_rollback_timeout",
+                format!(
+                    "rollbacks[{i}] (`{}`) may run {}, over the cap of {}",
+                    r.command.join(" "),
+                    crate::human::duration(t),
+                    p.max_rollback_timeout.0
+                ),
+            );
+        }
+    }
+    check_faults(&x.plan_doc, p)?;
+    check_delays(&x.plan, p)
 }
 
-fn check_labels(
+/// Every fault of the compiled plan against `max_added_latency`, by what its kind declares
+/// it can add ([`FaultKind::max_added_delay`](brownout_core::faults::FaultKind)).
+pub fn check_delays(plan: &brownout_core::Plan, p: &Policy) -> Result<(), Refusal> {
+    let cap = p.max_added_latency.get().as_secs_f64() * 1000.0;
+    let answer = &p.capped_answer;
+    for f in &plan.faults {
+        let declared = f.effect.max_added_delay();
+        let name = format!("faults[{}] (`{}`, {})", f.index, f.id, f.effect.kind());
+        let Some(most) = declared.on_answer(f64::from(answer.events), f64::from(answer.kib)) else {
+            let why = match declared {
+                AddedDelay::Unbounded(why) => why,
+                _ => "no bound",
+            };
+            return refuse(
+                "max_added_latency",
+                format!(
+                    "{name} adds a delay with no bound: {why}; bound it (at most {})",
+                    p.max_added_latency.0
+                ),
+            );
+        };
+        if most > cap {
+            let on = match declared {
+                AddedDelay::PerEvent(ms) => format!(
+                    " ({} between events, on an answer of {} events)",
+                    crate::human::ms(ms),
+                    answer.events
+                ),
+                AddedDelay::PerKib(ms) => format!(
+                    " ({} per KiB, on an answer of {} KiB)",
+                    crate::human::ms(ms),
+                    answer.kib
+                ),
+                _ => String::new(),
+            };
+            return refuse(
+                "max_added_latency",
+                format!(
+                    "{name} adds up to {}{on}, over the cap of {}",
+                    crate::human::ms(most),
+                    p.max_added_latency.0
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn check_labels(
     labels: &std::collections::BTreeMap<String, String>,
     p: &Policy,
 ) -> Result<(), Refusal> {
@@ -248,7 +341,6 @@ pub fn check_ladder(shares: &[f64], p: &Policy) -> Result<(), Refusal> {
 
 fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
     let faults = doc["faults"].as_array().cloned().unwrap_or_default();
-    let cap = p.max_added_latency.get().as_secs_f64() * 1000.0;
     for (i, f) in faults.iter().enumerate() {
         let kind = f["kind"].as_str().or(f["type"].as_str()).unwrap_or("");
         if kind == "process" && !p.allow_process_faults {
@@ -267,52 +359,8 @@ fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
                 ),
             );
         }
-        if kind == "latency" {
-            // A normal or Pareto delay has no upper bound of its own: its tail would pass
-            // any cap unless `max_ms` bounds it.
-            let dist = f["distribution"].as_str().unwrap_or("fixed");
-            if matches!(dist, "normal" | "pareto") && f.get("max_ms").is_none() {
-                return refuse(
-                    "max_added_latency",
-                    format!(
-                        "faults[{i}] is a {dist} latency without `max_ms`: its tail is unbounded; set `max_ms` (at most {})",
-                        p.max_added_latency.0
-                    ),
-                );
-            }
-            let added = added_latency_ms(f);
-            if added > cap {
-                return refuse(
-                    "max_added_latency",
-                    format!(
-                        "faults[{i}] adds up to {added} ms, over the cap of {}",
-                        p.max_added_latency.0
-                    ),
-                );
-            }
-        }
     }
     Ok(())
-}
-
-/// The most a latency fault nominally adds: its largest bound or mean, plus its jitter.
-fn added_latency_ms(f: &Value) -> f64 {
-    let ms = |k: &str| match &f[k] {
-        Value::Number(n) => n.as_f64().unwrap_or(0.0),
-        Value::String(s) => super::spec::parse_duration(s)
-            .map(|d| d.as_secs_f64() * 1000.0)
-            .unwrap_or(0.0),
-        _ => 0.0,
-    };
-    // `max_ms` caps any distribution: with it, the most is that bound.
-    if f.get("max_ms").is_some() {
-        return ms("max_ms") + ms("jitter_ms");
-    }
-    let base = ["added_ms", "mean_ms", "min_ms", "scale_ms"]
-        .iter()
-        .map(|k| ms(k))
-        .fold(0.0, f64::max);
-    base + ms("jitter_ms")
 }
 
 fn human(d: Duration) -> String {

@@ -91,9 +91,12 @@ fn caps_on_duration_probability_latency_and_process_faults() {
     assert_eq!(r.rule, "max_probability");
     assert!(r.detail.contains("0.5"), "{r}");
     let mut doc = x.plan_doc.clone();
-    doc["faults"][0] = serde_json::json!({"kind": "latency", "added_ms": 20000});
     assert_eq!(
-        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        check_delays(
+            &plan(r#"{"kind": "latency", "added_ms": 20000}"#),
+            &Policy::default()
+        )
+        .map_err(|r| r.rule),
         Err("max_added_latency".into())
     );
     doc["faults"][0] = serde_json::json!({"kind": "process", "action": "kill"});
@@ -138,23 +141,107 @@ fn load_tools_is_a_checked_key_of_exact_names() {
     assert!(e.to_string().contains("load_tools"), "{e}");
 }
 
+/// A compiled plan of one fault (JSON).
+fn plan(f: &str) -> brownout_core::Plan {
+    let text = format!("{{\"faults\": [{f}]}}");
+    brownout_core::Plan::from_str_format(&text, "p.json", brownout_core::plan::source::Format::Json)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn an_unbounded_latency_distribution_needs_max_ms() {
     let p = Policy::default();
-    let doc = |f: &str| -> serde_json::Value {
-        serde_json::from_str(&format!("{{\"faults\": [{f}]}}")).expect("json")
-    };
-    let r = check_faults(
-        &doc(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "shape": 0.3}"#),
+    let r = check_delays(
+        &plan(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "shape": 0.3}"#),
         &p,
     )
     .expect_err("a Pareto tail passes any cap");
     assert_eq!(r.rule, "max_added_latency");
     assert!(r.detail.contains("max_ms"), "{r}");
-    assert!(check_faults(
-        &doc(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "max_ms": 2000}"#),
+    assert!(check_delays(
+        &plan(r#"{"kind": "latency", "distribution": "pareto", "scale_ms": 5, "max_ms": 2000}"#),
         &p
     )
     .is_ok());
-    assert!(check_faults(&doc(r#"{"kind": "latency", "distribution": "normal", "mean_ms": 50, "stddev_ms": 1e9, "max_ms": 20000}"#), &p).is_err());
+    assert!(check_delays(&plan(r#"{"kind": "latency", "distribution": "normal", "mean_ms": 50, "stddev_ms": 1e8, "max_ms": 20000}"#), &p).is_err());
+}
+
+/// Issue 23 §1: the cap covered only `latency`; every kind that delays is judged now.
+#[test]
+fn every_kind_that_delays_is_capped() {
+    let p = Policy::default();
+    for (f, why) in [
+        (
+            r#"{"kind": "cold_start", "distribution": "pareto", "scale_ms": 5, "shape": 0.3}"#,
+            "max_ms",
+        ),
+        (r#"{"kind": "cold_start", "added_ms": 60000}"#, "1 min"),
+        (
+            r#"{"kind": "timeout", "hold_ms": 3600000, "then": "deliver"}"#,
+            "1 h",
+        ),
+        (r#"{"kind": "timeout", "hold_ms": 60000}"#, "1 min"),
+        (
+            r#"{"kind": "slow_stream", "gap_ms": 5000}"#,
+            "between events",
+        ),
+        (r#"{"kind": "bandwidth", "bytes_per_sec": 10}"#, "per KiB"),
+        (r#"{"kind": "reorder", "max_hold_ms": 60000}"#, "1 min"),
+    ] {
+        let r = check_delays(&plan(f), &p).expect_err(f);
+        assert_eq!(r.rule, "max_added_latency", "{f}");
+        assert!(r.detail.contains(why), "{f}: {r}");
+    }
+    for f in [
+        r#"{"kind": "cold_start", "added_ms": 500}"#,
+        r#"{"kind": "timeout", "hold_ms": 2000, "then": "deliver"}"#,
+        r#"{"kind": "timeout"}"#,
+        r#"{"kind": "slow_stream", "gap_ms": 100}"#,
+        r#"{"kind": "bandwidth", "bytes_per_sec": 65536}"#,
+        r#"{"kind": "error"}"#,
+    ] {
+        assert_eq!(check_delays(&plan(f), &p), Ok(()), "{f}");
+    }
+    // The answer the paced kinds are judged on is the operator's.
+    let small = Policy {
+        capped_answer: AnswerSize { events: 1, kib: 1 },
+        ..Policy::default()
+    };
+    assert_eq!(
+        check_delays(&plan(r#"{"kind": "slow_stream", "gap_ms": 5000}"#), &small),
+        Ok(())
+    );
+}
+
+/// Every kind declares its delay: a plan of each kind's example compiles and is judged.
+#[test]
+fn every_kind_declares_its_delay() {
+    for k in brownout_core::faults::KINDS {
+        let mut f: serde_json::Value = serde_json::from_str(k.example).expect("example");
+        f["kind"] = k.name.into();
+        let pl = plan(&f.to_string());
+        let d = pl.faults[0].effect.max_added_delay();
+        assert!(d.on_answer(10.0, 64.0).is_some(), "{}: {d:?}", k.name);
+    }
+}
+
+/// Issue 23 §2: a rollback's timeout is capped (`100h` passed before).
+#[test]
+fn a_rollback_timeout_is_capped() {
+    let x = experiment(
+        "rollbacks: [{command: [\"true\"], timeout: 100h}]\n",
+        "{}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    let r = check(&x, &Policy::default()).expect_err("100h");
+    assert_eq!(r.rule, "max_rollback_timeout");
+    assert!(r.detail.contains("100 h"), "{r}");
+    let x = experiment(
+        "rollbacks: [{command: [\"true\"], timeout: 5m}]\n",
+        "{}",
+        ok_method(),
+        "[\"error_rate < 1% over 10s\"]",
+    );
+    assert_eq!(check(&x, &Policy::default()), Ok(()));
 }

@@ -1,17 +1,21 @@
-//! User rollbacks: commands run after the faults are removed, each bounded by its timeout.
+//! User rollbacks: commands run after the faults are removed, each bounded by its own
+//! timeout (capped by the policy's `max_rollback_timeout`). They always run, all of them: a
+//! signal that arrives while one runs is recorded in its record, never obeyed.
 
 use super::journal::RollbackRecord;
 use super::spec::Rollback;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Run one rollback command from `dir`; `skip` resolving (a second signal) kills it.
+/// Run one rollback command from `dir` to its end or its timeout; signals counted by
+/// `signals` while it runs are noted in the record.
 pub async fn run_one(
     r: &Rollback,
     dir: &Path,
     origin: Instant,
-    skip: impl std::future::Future<Output = ()>,
+    signals: &mut tokio::sync::watch::Receiver<u32>,
 ) -> RollbackRecord {
+    let seen = *signals.borrow_and_update();
     let start_ms = ms(origin);
     let action = r.command.join(" ");
     let timeout = r
@@ -34,11 +38,18 @@ pub async fn run_one(
                 })
                 .stdin(std::process::Stdio::null())
                 .kill_on_drop(true);
-            match cmd.output_status(timeout, skip).await {
+            match cmd.output_status(timeout).await {
                 Ok(s) => s,
                 Err(e) => (false, format!("cannot start `{program}`: {e}")),
             }
         }
+    };
+    let during = signals.borrow_and_update().saturating_sub(seen);
+    let detail = match during {
+        0 => detail,
+        n => format!(
+            "{detail}; {n} signal(s) arrived while it ran: recorded, not obeyed (rollbacks always run)"
+        ),
     };
     RollbackRecord {
         action,
@@ -54,19 +65,11 @@ pub fn ms(origin: Instant) -> f64 {
 }
 
 trait OutputStatus {
-    async fn output_status(
-        &mut self,
-        timeout: Duration,
-        skip: impl std::future::Future<Output = ()>,
-    ) -> std::io::Result<(bool, String)>;
+    async fn output_status(&mut self, timeout: Duration) -> std::io::Result<(bool, String)>;
 }
 
 impl OutputStatus for tokio::process::Command {
-    async fn output_status(
-        &mut self,
-        timeout: Duration,
-        skip: impl std::future::Future<Output = ()>,
-    ) -> std::io::Result<(bool, String)> {
+    async fn output_status(&mut self, timeout: Duration) -> std::io::Result<(bool, String)> {
         let mut child = self.spawn()?;
         tokio::select! {
             s = child.wait() => {
@@ -75,11 +78,7 @@ impl OutputStatus for tokio::process::Command {
             }
             _ = tokio::time::sleep(timeout) => {
                 let _ = child.kill().await;
-                Ok((false, format!("killed after {timeout:?}")))
-            }
-            _ = skip => {
-                let _ = child.kill().await;
-                Ok((false, "skipped: a second signal".to_string()))
+                Ok((false, format!("killed after its timeout of {}", crate::human::duration(timeout))))
             }
         }
     }

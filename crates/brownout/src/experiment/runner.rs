@@ -3,7 +3,7 @@
 //!
 //! Whatever happens after the target is reached — completion, a breach, a signal, an error
 //! of brownout's own — the faults are removed before anything else, then the user's
-//! rollbacks run (a second signal may skip those, never the removal).
+//! rollbacks run, every one to its own timeout (a signal meanwhile is recorded, not obeyed).
 
 use super::detect::detect;
 use super::gates::Watch;
@@ -69,6 +69,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             }
         }
     };
+    // Every file the run will write is checked before anything reaches the target.
+    let outputs = a
+        .journal
+        .iter()
+        .map(|p| ("journal", p.as_path()))
+        .chain(a.keep.report.iter().map(|r| ("report", r.file.as_path())))
+        .chain(a.watch.status.iter().map(|p| ("status file", p.as_path())));
+    if let Err(e) = super::outputs::check_all(outputs) {
+        eprintln!("brownout run: {e}; nothing was sent to the target");
+        return Ok(2);
+    }
     if let Some(seed) = a.seed {
         x.plan_doc["seed"] = seed.into();
         x.plan.seed = seed;
@@ -357,19 +368,13 @@ async fn with_target(
         let states = live.last_states.clone();
         s.update("rollbacks", Duration::ZERO, live.calls, &states, true);
     }
-    // The user's rollbacks; a (further) signal skips what is left of them.
-    let seen = *sig.borrow_and_update();
+    // The user's rollbacks: every one, each to its own timeout; signals are recorded.
+    // The load's events are drained meanwhile, so its queue stays bounded.
     for r in &x.spec.rollbacks {
-        let mut s = sig.clone();
-        let skip = async move {
-            let _ = s.wait_for(|n| *n > seen).await;
-        };
-        let rec = rollback::run_one(r, &x.dir, origin, skip).await;
-        let skipped = rec.detail.starts_with("skipped");
+        let rec = live
+            .drain_during(rollback::run_one(r, &x.dir, origin, sig))
+            .await;
         j.rollbacks.push(rec);
-        if skipped {
-            break;
-        }
     }
     if matches!(
         status,

@@ -1,5 +1,5 @@
 //! How a run is told to stop: SIGINT/SIGTERM counted as they come (the first removes the
-//! faults then runs the rollbacks, a second skips what is left of the rollbacks), and — for
+//! faults then runs the rollbacks; later ones are recorded, never cut a rollback short), and — for
 //! a program watching the run (`brownout mcp`) — the end of stdin, plus what such a watcher
 //! asks of the run (`Watched`).
 
@@ -57,7 +57,9 @@ pub fn signals(stop_on_stdin_eof: bool) -> watch::Receiver<u32> {
                 _ = int.recv() => {}
             }
             tx.send_modify(|n| *n += 1);
-            eprintln!("brownout: signal: removing the faults, then rollbacks (again to skip the rollbacks)");
+            eprintln!(
+                "brownout: signal: removing the faults, then every rollback (each to its timeout)"
+            );
         }
     });
     rx

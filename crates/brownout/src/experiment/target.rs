@@ -1,10 +1,12 @@
 //! Where an experiment's load and faults go. For `command` and `url` targets the runner
 //! starts brownout's HTTP relay in this process (127.0.0.1, a free port) in front of the
 //! server, so removing the faults is a direct change of the engine's plan. For `url` with
-//! `admin` (a relay already running) faults go through its admin API with a TTL that the
-//! runner renews while it lives, so a runner killed with -9 leaves nothing behind for long.
+//! `admin` (a relay already running) faults go through its admin API with a short lease
+//! that the runner renews while it lives ([`super::remote`]), so a runner killed with -9
+//! leaves nothing behind for more than a few seconds.
 
 use super::load::Loaded;
+use super::remote::{Api, Remote};
 use crate::relay::child::ChildSpec;
 use crate::relay::child_back::ChildBack;
 use crate::relay::http_back::Upstream;
@@ -14,13 +16,8 @@ use crate::relay::{Relay, RelayOptions};
 use brownout_core::Plan;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// How much longer than its renewal period a remote fault lives.
-const TTL_MARGIN: Duration = Duration::from_secs(2);
-/// The longest a remote fault lives without renewal (before the margin).
-const TTL_MAX: Duration = Duration::from_secs(20);
 
 /// A target the runner drives.
 pub struct Target {
@@ -42,15 +39,6 @@ struct Local {
 enum Faults {
     Local(Arc<Relay>),
     Remote(Remote),
-}
-
-struct Remote {
-    admin: String,
-    token: Option<String>,
-    http: reqwest::Client,
-    /// Ids posted and not yet deleted, with the plan's own id each stands for.
-    posted: Mutex<Vec<(String, String)>>,
-    generation: Mutex<u64>,
 }
 
 /// The program a target's command names: on PATH, else beside the experiment file, else —
@@ -104,16 +92,17 @@ impl Target {
                 })?),
                 None => None,
             };
-            let remote = Remote {
+            let remote = Remote::new(Api {
                 admin: admin.trim_end_matches('/').to_string(),
                 token,
                 http: reqwest::Client::builder()
                     .timeout(Duration::from_secs(5))
                     .build()?,
-                posted: Mutex::new(Vec::new()),
-                generation: Mutex::new(0),
-            };
-            remote.send(reqwest::Method::GET, "/status", None).await?;
+            });
+            remote
+                .api()
+                .send(reqwest::Method::GET, "/status", None)
+                .await?;
             return Ok(Target {
                 url: url.clone(),
                 kind: "remote",
@@ -181,16 +170,15 @@ impl Target {
         })
     }
 
-    /// How long a remote fault may live unrenewed (`None`: faults are in this process).
+    /// How often the runner must apply a stage's plan again (`None`: never — a remote
+    /// relay's leases are renewed by a task of their own).
     pub fn renew_every(&self) -> Option<Duration> {
-        matches!(self.faults, Faults::Remote(_)).then_some(TTL_MAX)
+        None
     }
 
     /// Apply a stage's plan: the relay's whole plan is replaced (or, remote, the faults
-    /// this runner posted are replaced by new ones with a TTL).
-    /// `period` is how long until the runner renews or changes them: a remote fault lives
-    /// that long plus a small margin.
-    pub async fn apply(&self, plan: Plan, doc: &Value, period: Duration) -> anyhow::Result<()> {
+    /// this runner posted are replaced by the stage's, on leases renewed until removal).
+    pub async fn apply(&self, plan: Plan, doc: &Value, _period: Duration) -> anyhow::Result<()> {
         match &self.faults {
             Faults::Local(relay) => {
                 relay
@@ -199,7 +187,7 @@ impl Target {
                 relay.set_plan(plan);
                 Ok(())
             }
-            Faults::Remote(r) => r.replace(doc, period + TTL_MARGIN).await,
+            Faults::Remote(r) => r.replace(doc).await,
         }
     }
 
@@ -219,7 +207,7 @@ impl Target {
     pub async fn injections(&self) -> BTreeMap<String, u64> {
         let status = match &self.faults {
             Faults::Local(relay) => relay.status(),
-            Faults::Remote(r) => match r.send(reqwest::Method::GET, "/status", None).await {
+            Faults::Remote(r) => match r.api().send(reqwest::Method::GET, "/status", None).await {
                 Ok(v) => v,
                 Err(_) => return BTreeMap::new(),
             },
@@ -255,7 +243,11 @@ impl Target {
     pub async fn tool_lines(&self) -> Option<Value> {
         let status = match &self.faults {
             Faults::Local(relay) => relay.status(),
-            Faults::Remote(r) => r.send(reqwest::Method::GET, "/status", None).await.ok()?,
+            Faults::Remote(r) => r
+                .api()
+                .send(reqwest::Method::GET, "/status", None)
+                .await
+                .ok()?,
         };
         Some(status["summary"]["tools"].clone())
     }
@@ -283,9 +275,9 @@ impl Target {
         match &self.faults {
             Faults::Local(relay) => super::silent::Source::Local(Arc::clone(relay)),
             Faults::Remote(r) => super::silent::Source::Remote {
-                status_url: format!("{}/status", r.admin),
-                token: r.token.clone(),
-                http: r.http.clone(),
+                status_url: format!("{}/status", r.api().admin),
+                token: r.api().token.clone(),
+                http: r.api().http.clone(),
             },
         }
     }
@@ -296,86 +288,6 @@ impl Target {
             let all = futures::future::join_all(l.running.into_iter().map(Running::stop));
             let _ = tokio::time::timeout(Duration::from_secs(15), all).await;
         }
-    }
-}
-
-impl Remote {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<String>,
-    ) -> anyhow::Result<Value> {
-        // A fault already gone (expired by its TTL) is not an error when deleting it; any
-        // other refusal is: a relay that never took the faults must not pass for one that did.
-        let is_delete = method == reqwest::Method::DELETE;
-        let mut req = self.http.request(method, format!("{}{path}", self.admin));
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.header("Content-Type", "application/json").body(b);
-        }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| anyhow::anyhow!("the relay's admin API at {}: {e}", self.admin))?;
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        let gone = is_delete && status == reqwest::StatusCode::NOT_FOUND;
-        if !(status.is_success() || gone) {
-            anyhow::bail!("the relay's admin API answered {status}: {text}");
-        }
-        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    /// Replace the posted faults with `doc`'s, each under a fresh id with a TTL.
-    async fn replace(&self, doc: &Value, ttl: Duration) -> anyhow::Result<()> {
-        self.remove_all().await?;
-        let generation = {
-            let mut g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
-            *g += 1;
-            *g
-        };
-        let ttl = ttl.as_millis();
-        let seed = doc["seed"].as_u64().unwrap_or(0);
-        for (i, f) in doc["faults"].as_array().into_iter().flatten().enumerate() {
-            let mut f = f.clone();
-            let own = f["id"]
-                .as_str()
-                .map_or_else(|| format!("fault-{i}"), str::to_string);
-            let id = format!(
-                "{own}--brownout-run-{}-{seed}-{generation}",
-                std::process::id()
-            );
-            f["id"] = Value::String(id.clone());
-            self.send(
-                reqwest::Method::POST,
-                &format!("/faults?ttl={ttl}ms"),
-                Some(f.to_string()),
-            )
-            .await?;
-            self.posted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((id, own));
-        }
-        Ok(())
-    }
-
-    async fn remove_all(&self) -> anyhow::Result<()> {
-        let ids: Vec<(String, String)> =
-            std::mem::take(&mut *self.posted.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut first_err = None;
-        for (id, _) in ids {
-            if let Err(e) = self
-                .send(reqwest::Method::DELETE, &format!("/faults/{id}"), None)
-                .await
-            {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
     }
 }
 

@@ -144,9 +144,9 @@ fn target_yaml(target: &Value) -> Value {
 }
 
 /// The rungs a new stage list may climb, from the policy's ladder and the store's history.
-fn stages(ctx: &Ctx, title: &str) -> Vec<String> {
+fn stages(ctx: &Ctx, title: &str, target: &Value) -> Vec<String> {
     let ladder: Vec<&Share> = ctx.cfg.policy.ladder.iter().collect();
-    let passed = crate::experiment::history::widest_passed(ctx.cfg.store.as_deref(), title)
+    let passed = crate::experiment::history::widest_passed(ctx.cfg.store.as_deref(), title, target)
         .ok()
         .flatten();
     let allowed = match passed {
@@ -330,7 +330,7 @@ fn one(
     }
     let gate = gates.join("` and `");
     let title = format!("{q} under {kind} ({})", target_label(&args["target"]));
-    let shares = stages(ctx, &title);
+    let shares = stages(ctx, &title, &args["target"]);
     let stages_json: Vec<Value> = shares
         .iter()
         .enumerate()

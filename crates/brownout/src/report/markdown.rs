@@ -183,23 +183,30 @@ fn gates(o: &mut String, j: &Value) {
         return;
     }
     let _ = writeln!(o, "## SLO gates\n");
-    let _ = writeln!(o, "| gate | held | worst | first breach | breaches | last status |\n|---|---|---|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| gate | held | worst | first breach | breaches | at the end |\n|---|---|---|---|---|---|"
+    );
     for x in g {
         let gate = s(x, "gate");
+        let breached = x.get("breached").and_then(Value::as_bool) == Some(true);
+        // Plain words, not emoji: every font has them (an emoji rendered as a
+        // missing-glyph box in Chromium), and "breached" next to "holding" reads as what
+        // it is: the gate breached, then held again once the faults left.
+        let end = match (breached, s(x, "status")) {
+            (true, "holding") => "holding again".to_string(),
+            (_, st) => st.to_string(),
+        };
         let _ = writeln!(
             o,
             "| `{}` | {} | {} | {} | {} | {} |",
             cell(gate),
-            if x.get("breached").and_then(Value::as_bool) == Some(true) {
-                "❌"
-            } else {
-                "✅"
-            },
+            if breached { "**no** (breached)" } else { "yes" },
             view::gate_value(gate, f(x, "worst")),
             view::opt_ms(f(x, "first_breach_ms")),
             x.get("breaches")
                 .map_or_else(|| "0".into(), Value::to_string),
-            s(x, "status"),
+            end,
         );
     }
     o.push('\n');
