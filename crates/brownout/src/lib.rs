@@ -23,6 +23,7 @@ pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
+pub mod input;
 pub mod journal_cmd;
 pub mod load;
 pub mod mcp;
