@@ -66,8 +66,7 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
         } => {
             let text = match (fault, file) {
                 (Some(f), _) => f,
-                (None, Some(p)) => std::fs::read_to_string(&p)
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+                (None, Some(p)) => crate::input::read_document(&p)?,
                 (None, None) => anyhow::bail!("give the fault inline or with --file"),
             };
             let path = match ttl {

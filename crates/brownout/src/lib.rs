@@ -24,6 +24,7 @@ pub mod faults_cmd;
 pub mod fixture;
 pub mod http_guard;
 pub mod human;
+pub mod input;
 pub mod journal_cmd;
 pub mod load;
 pub mod mcp;

@@ -183,10 +183,16 @@ fn quiet_on_broken_pipe() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    if matches!(
-        cli.command,
-        Command::Plan(_) | Command::Demo { .. } | Command::Sim { .. }
-    ) {
+    let prints_only = match &cli.command {
+        Command::Plan(_)
+        | Command::Demo { .. }
+        | Command::Sim { .. }
+        | Command::Journal(_)
+        | Command::Experiment(_) => true,
+        Command::Probe(a) => a.schema,
+        _ => false,
+    };
+    if prints_only {
         quiet_on_broken_pipe();
     }
     match cli.command {

@@ -53,7 +53,7 @@ fn names(doc: &Value, i: usize) -> Vec<String> {
 fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
     let env = Env::new();
     let plan = "seed: 1\nfaults:\n  - {kind: error, tools: [search_incidents], probability: 0.2}\n";
-    let workload = std::fs::read_to_string(repo().join("examples/experiments/fixture-agent.yaml"))
+    let workload = std::fs::read_to_string(repo().join("examples/workloads/fixture-agent.yaml"))
         .expect("workload");
     let script = json!([
         {"op": "list_tools"},

@@ -493,3 +493,34 @@ fn a_plan_holds_at_most_max_faults() {
         )]
     );
 }
+
+/// A plan with a hundred thousand bad keys is checked no further than [`MAX_ERRORS`]
+/// (explaining each error costs a "did you mean" search), with a note where checking
+/// stopped; a plan past the size cap is refused before parsing.
+#[test]
+fn errors_are_bounded_and_huge_documents_refused() {
+    let mut text = String::from("seed: 1\nfaults:\n");
+    for _ in 0..1000 {
+        text.push_str("  - kind: error\n");
+        for k in 0..100 {
+            text.push_str(&format!("    x{k}: {k}\n"));
+        }
+    }
+    let e = Plan::from_str_named(&text, "p.yaml").expect_err("unknown keys");
+    assert_eq!(e.errors.len(), MAX_ERRORS + 1, "{}", e.errors.len());
+    assert!(
+        e.errors
+            .iter()
+            .any(|x| x.message.contains("checking stopped here after 100 errors")),
+        "{e}"
+    );
+    let huge = format!(
+        "seed: 1\nfaults: []\n# {}\n",
+        "x".repeat(source::MAX_TEXT_BYTES)
+    );
+    let e = Plan::from_str_named(&huge, "p.yaml").expect_err("too large");
+    assert!(
+        e.to_string().contains("over the limit of 4194304 bytes"),
+        "{e}"
+    );
+}

@@ -29,7 +29,8 @@ pub struct RunCmd {
     /// The guardrail policy (an operator's file) instead of the built-in one.
     #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// Write the journal here (default: brownout-journal-<start ms>.json).
+    /// Also write the journal to this file (the store keeps every run either way; without
+    /// this flag no file is written).
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Print the journal as JSON on stdout instead of the summary; no progress lines.
@@ -68,6 +69,11 @@ pub enum ExperimentCmd {
         /// Print the results as JSON.
         #[arg(long)]
         json: bool,
+        /// Apply this policy's guardrails too, as `brownout run --policy` does: a file the
+        /// run would refuse fails its check (the ladder's history, kept in the store, is
+        /// checked by `run` only).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Print the experiment file's JSON Schema.
     Schema,
@@ -97,7 +103,11 @@ impl RunCmd {
 impl ExperimentCmd {
     pub fn run(self) -> i32 {
         match self {
-            ExperimentCmd::Check { files, json } => super::cmd::check(&files, json),
+            ExperimentCmd::Check {
+                files,
+                json,
+                policy,
+            } => super::cmd::check_with(&files, json, policy.as_deref()),
             ExperimentCmd::Schema => {
                 println!(
                     "{}",

@@ -84,8 +84,7 @@ pub fn resolve(dir: &Path, p: &str) -> PathBuf {
 /// Load and check an experiment file.
 pub fn load_file(path: &Path) -> Result<Loaded, PlanErrors> {
     let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| one(&file, format!("cannot read: {e}")))?;
+    let text = crate::input::read_document(path).map_err(|e| one(&file, e.reason()))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_text(&text, &file, &dir)
 }
@@ -281,8 +280,8 @@ fn read_workload(
         }
     };
     let path = resolve(dir, p);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Err(format!("cannot read workload {}: {e}", path.display())))?;
+    let text = crate::input::read_document(&path)
+        .map_err(|e| Err(format!("cannot read the workload: {e}")))?;
     Workload::from_str_live(&text, &path.display().to_string()).map_err(Ok)
 }
 
@@ -354,12 +353,12 @@ fn faults_doc(
         Faults::File(p) => {
             let path = resolve(dir, p);
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| PlanErrors {
+            let text = crate::input::read_document(&path).map_err(|e| PlanErrors {
                 file: file.to_string(),
                 errors: vec![PlanError {
                     pos: root.locate("/faults", false),
                     key: "faults".into(),
-                    message: format!("cannot read the plan {name}: {e}"),
+                    message: format!("cannot read the plan {name}: {}", e.reason()),
                 }],
             })?;
             let mut plan = Plan::from_str_named(&text, &name)?;

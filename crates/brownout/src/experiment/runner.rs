@@ -53,10 +53,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let policy = match &a.policy {
         None => Policy::default(),
         Some(p) => {
-            let text = match std::fs::read_to_string(p) {
+            let text = match crate::input::read_document(p) {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("{}: cannot read the policy: {e}", p.display());
+                    eprintln!("{}: cannot read the policy: {}", p.display(), e.reason());
                     return Ok(2);
                 }
             };
@@ -213,18 +213,17 @@ fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
     j.status = status;
     j.ended_unix_ms = unix_ms();
     let text = serde_json::to_string_pretty(&j)?;
-    let path = a
-        .journal
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("brownout-journal-{}.json", j.started_unix_ms)));
-    if !j.dry_run || a.journal.is_some() {
-        std::fs::write(&path, &text)
+    // The store keeps runs; a file is written only when asked for (--journal).
+    if let Some(path) = &a.journal {
+        std::fs::write(path, &text)
             .map_err(|e| anyhow::anyhow!("cannot write the journal {}: {e}", path.display()))?;
+    } else if a.keep.no_store && !j.dry_run {
+        eprintln!("brownout run: warning: --no-store without --journal: the journal is kept nowhere (it is printed with --json)");
     }
     if a.json {
         println!("{text}");
     } else {
-        super::summary::print(&j, &path);
+        super::summary::print(&j, a.journal.as_deref());
     }
     a.keep
         .after_run(&serde_json::to_value(&j)?, j.dry_run, a.json);

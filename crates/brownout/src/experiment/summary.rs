@@ -3,7 +3,7 @@
 use super::journal::Journal;
 use std::path::Path;
 
-pub fn print(j: &Journal, journal: &Path) {
+pub fn print(j: &Journal, journal: Option<&Path>) {
     let title = j.experiment["title"].as_str().unwrap_or("");
     println!("experiment: {title}");
     println!("status: {:?} — {}", j.status, j.reason);
@@ -74,7 +74,7 @@ pub fn print(j: &Journal, journal: &Path) {
     if let Some(d) = &j.detection {
         println!("probes: {}", super::detect::one_line(d));
     }
-    if !j.dry_run || journal.exists() {
+    if let Some(journal) = journal {
         println!("journal: {}", journal.display());
     }
 }

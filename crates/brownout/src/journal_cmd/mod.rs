@@ -388,9 +388,9 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
 /// `journal export` writes), each with its name for messages.
 fn journals_in(f: &Path) -> Vec<(String, anyhow::Result<Value>)> {
     let name = f.display().to_string();
-    let text = match std::fs::read_to_string(f) {
+    let text = match crate::input::read_text(f, crate::input::MAX_JOURNAL) {
         Ok(t) => t,
-        Err(e) => return vec![(name, Err(anyhow::anyhow!("cannot read: {e}")))],
+        Err(e) => return vec![(name, Err(anyhow::anyhow!("{}", e.reason())))],
     };
     let parse =
         |t: &str| serde_json::from_str::<Value>(t).map_err(|e| anyhow::anyhow!("not JSON: {e}"));

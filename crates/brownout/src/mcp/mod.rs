@@ -193,8 +193,8 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
     let mut policy = match &a.policy {
         None => Policy::default(),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read the policy: {e}", p.display()))?;
+            let text = crate::input::read_document(p)
+                .map_err(|e| anyhow::anyhow!("cannot read the policy: {e}"))?;
             Policy::from_str_named(&text, &p.display().to_string())
                 .map_err(|e| anyhow::anyhow!("{e}"))?
         }

@@ -82,6 +82,15 @@ impl SessionKeys {
         key
     }
 
+    /// The key of a wire identity already known (its last use renewed), without giving an
+    /// unknown one a key: a request that cannot open a session (GET, DELETE) holds nothing.
+    pub fn known(&self, wire: &str) -> Option<String> {
+        let mut t = self.table();
+        let (key, used) = t.keys.get_mut(wire)?;
+        *used = Instant::now();
+        Some(key.clone())
+    }
+
     /// The session ended (DELETE, or the server refused it): forget its wire identity.
     pub fn forget(&self, wire: &str) {
         self.table().keys.remove(wire);
@@ -119,6 +128,9 @@ mod tests {
         k.forget("3f9a-random");
         assert_eq!(k.len(), 1);
         assert_eq!(k.key("3f9a-random", None), "http-3");
+        assert_eq!(k.known("never-posted"), None);
+        assert_eq!(k.known("conn:127.0.0.1:50123"), Some("http-2".into()));
+        assert_eq!(k.len(), 2);
         k.reap(Duration::ZERO);
         assert!(k.is_empty());
     }

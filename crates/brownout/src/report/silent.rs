@@ -46,7 +46,7 @@ pub fn section(o: &mut String, j: &Value) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} |",
-            s(st, "stage").replace('|', "\\|"),
+            super::md_text::text(s(st, "stage")),
             n(t, "altered"),
             n(t, "propagated"),
             n(t, "noticed"),
