@@ -139,6 +139,35 @@ fn the_green_example_completes_and_the_breach_example_is_aborted() {
 }
 
 #[test]
+fn the_silent_servers_example_follows_the_wrong_value_from_one_server_to_the_other() {
+    let (code, j) = run_example("silent-servers.yaml");
+    assert_eq!(code, 1, "{j}");
+    let gate = j["breach"]["gate"].as_str().unwrap_or_default();
+    assert!(gate.starts_with("silent_rate"), "{j}");
+    let by = |name: &str| {
+        j["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (incidents, ops) = (by("incidents"), by("ops"));
+    assert!(
+        incidents["silent"]["propagated"].as_u64().unwrap_or(0) > 0,
+        "{j}"
+    );
+    assert_eq!(ops["silent"]["altered"].as_u64(), Some(0), "{j}");
+    assert!(ops["calls"].as_u64().unwrap_or(0) > 0, "{j}");
+    assert_eq!(
+        j["tool_calls"]["ops/get_incident"],
+        serde_json::Value::Null,
+        "{j}"
+    );
+}
+
+#[test]
 fn the_silent_chain_example_breaches_on_silent_rate_not_on_errors() {
     let (code, j) = run_example("silent-chain.yaml");
     assert_eq!(code, 1, "{j}");
