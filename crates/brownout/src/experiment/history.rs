@@ -10,9 +10,18 @@ use crate::store::{ListFilter, Store};
 use serde_json::Value;
 use std::path::Path;
 
-/// What names a target for the ladder: its command line (`command: […]`) or its MCP URL
-/// (`url: …`, with or without an admin API); `None` for a target that names neither.
+/// What names a target for the ladder: its command line (`command: […]`), its MCP URL
+/// (`url: …`, with or without an admin API), or its servers (`servers: {NAME: …}`, each by
+/// name and command or URL); `None` for a target that names none.
 pub fn target_identity(target: &Value) -> Option<String> {
+    if let Some(Value::Object(servers)) = target.get("servers") {
+        // Keys in name order (a BTreeMap when written): the same servers, the same identity.
+        let each: Vec<String> = servers
+            .iter()
+            .filter_map(|(name, s)| Some(format!("{name}={}", target_identity(s)?)))
+            .collect();
+        return Some(format!("servers {}", each.join(" ")));
+    }
     match (target.get("command"), target.get("url")) {
         (Some(c), _) if !c.is_null() => Some(format!("command {c}")),
         (_, Some(Value::String(u))) => Some(format!("url {}", u.trim_end_matches('/'))),
@@ -140,6 +149,12 @@ mod tests {
         let remote =
             serde_json::json!({"url": "http://127.0.0.1:9/mcp", "admin": "http://127.0.0.1:8"});
         assert_ne!(target_identity(&fixture), target_identity(&other));
+        let two = |ops: &str| {
+            serde_json::json!({"servers": {"incidents": {"url": "http://a/mcp"}, "ops": {"command": [ops]}}})
+        };
+        assert_eq!(target_identity(&two("x")), target_identity(&two("x")));
+        assert_ne!(target_identity(&two("x")), target_identity(&two("y")));
+        assert_ne!(target_identity(&two("x")), None);
         assert_eq!(target_identity(&url), target_identity(&remote));
         assert_eq!(target_identity(&serde_json::json!({})), None);
     }
