@@ -99,6 +99,9 @@ pub struct Journal {
     /// Behind a remote relay, every call it carried since it started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<std::collections::BTreeMap<String, u64>>,
+    /// The GameDay this run was part of (`brownout gameday`; docs/gameday.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gameday_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

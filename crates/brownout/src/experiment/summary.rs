@@ -74,7 +74,8 @@ pub fn print(j: &Journal, journal: &Path) {
     if let Some(d) = &j.detection {
         println!("probes: {}", super::detect::one_line(d));
     }
-    if !j.dry_run || journal.exists() {
+    // A GameDay's run: its journal is in the store (the line after this says where).
+    if j.gameday_id.is_none() && (!j.dry_run || journal.exists()) {
         println!("journal: {}", journal.display());
     }
 }

@@ -168,7 +168,13 @@ pub fn insert(
     let base = j.get("baseline").and_then(|b| b.get("slis")).unwrap_or(&z);
     let met = |k: &str| j.get(k).and_then(|x| b(x, "met"));
     tx.execute(
-        "INSERT INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)",
+        // Columns named: later versions add some (version 3's `gameday_id`, set below).
+        "INSERT INTO runs (run_id, experiment, file, status, reason, started_unix_ms,
+           ended_unix_ms, seed, dry_run, brownout_version, journal_version, target_kind,
+           target_url, steady_before_met, steady_after_met, baseline_error_rate,
+           baseline_p95_ms, breach_gate, breach_at_ms, breach_value, breach_limit,
+           abort_latency_ms, faults_left_ms, mttr_ms, recovered, imported_unix_ms)
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)",
         params![
             id,
             name,
@@ -198,6 +204,12 @@ pub fn insert(
             now_ms,
         ],
     )?;
+    if let (true, Some(g)) = (version >= 3, s(j, "gameday_id")) {
+        tx.execute(
+            "UPDATE runs SET gameday_id = ?2 WHERE run_id = ?1",
+            params![id, g],
+        )?;
+    }
     tx.execute(
         "INSERT INTO journals VALUES (?1, ?2)",
         params![id, j.to_string()],

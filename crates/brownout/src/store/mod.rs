@@ -7,12 +7,14 @@
 //! - [`ingest`]: a journal (as JSON, not the runner's Rust types) into rows;
 //! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it;
 //! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags;
-//! - [`evidence`]: runs per compliance tag since a date, and the gaps.
+//! - [`evidence`]: runs per compliance tag since a date, and the gaps;
+//! - [`gameday`]: GameDays' records and their trend.
 //!
 //! The store reads journals as `serde_json::Value` and picks the fields it indexes, so a
 //! journal that gains keys still imports; the whole JSON is kept beside the rows.
 
 pub mod evidence;
+pub mod gameday;
 pub mod ingest;
 pub mod readonly;
 pub mod schema;
