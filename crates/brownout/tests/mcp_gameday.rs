@@ -97,7 +97,11 @@ fn start_gameday_is_off_without_allow_run_and_runs_to_its_end_with_approval() {
     let asked = sc(&doc, 3);
     assert_eq!(asked["decision"], "approval_required", "{asked:#}");
     assert_valid(&schema_of("start_gameday"), &asked, "start_gameday");
-    assert_eq!(r.tool_calls(), 0, "nothing reached the target before approval");
+    assert_eq!(
+        r.tool_calls(),
+        0,
+        "nothing reached the target before approval"
+    );
     // Approved by the operator's code, then watched until it ended.
     let mut script = vec![
         call("start_gameday", json!({"gameday": ok})),

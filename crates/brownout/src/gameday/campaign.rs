@@ -163,7 +163,7 @@ pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
             continue;
         }
         if !o.quiet {
-            println!(
+            say!(
                 "== GameDay {}/{n}: {} — {}",
                 i + 1,
                 s.id,

@@ -7,6 +7,15 @@
 //!   expectation for `--dry-run`;
 //! - [`record`]: the GameDay's own journal; [`report`]: md, html, json and junit reports.
 
+/// A line on stdout that never panics: a reader gone away (`| head`) must not stop a
+/// GameDay between experiments.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 pub mod campaign;
 pub mod dry;
 pub mod record;
@@ -86,7 +95,7 @@ pub struct GamedayArgs {
 /// Run `brownout gameday`; its exit code.
 pub fn run(a: GamedayArgs) -> anyhow::Result<i32> {
     if a.schema {
-        println!("{}", serde_json::to_string_pretty(&spec::schema())?);
+        say!("{}", serde_json::to_string_pretty(&spec::schema())?);
         return Ok(0);
     }
     let Some(file) = &a.file else {
@@ -146,7 +155,7 @@ pub fn run(a: GamedayArgs) -> anyhow::Result<i32> {
         }
     }
     if a.json {
-        println!("{json}");
+        say!("{json}");
     } else {
         print_summary(&rec);
     }
@@ -156,10 +165,10 @@ pub fn run(a: GamedayArgs) -> anyhow::Result<i32> {
 /// The GameDay in a few lines.
 fn print_summary(r: &record::Record) {
     let clean = |s: &str| crate::mcp::audit::clean_n(s, 200);
-    println!();
-    println!("GameDay: {}", clean(&r.title));
+    say!();
+    say!("GameDay: {}", clean(&r.title));
     for (i, e) in r.experiments.iter().enumerate() {
-        println!(
+        say!(
             "  {}. {:<16} {:<11} {:>5.1}/{:<5.1} {}",
             i + 1,
             clean(&e.id),
@@ -169,11 +178,11 @@ fn print_summary(r: &record::Record) {
             clean(&e.why)
         );
         if e.status == "skipped" {
-            println!("     {}", clean(&e.reason));
+            say!("     {}", clean(&e.reason));
         }
     }
     let what = if r.dry_run { "expected score" } else { "score" };
-    println!(
+    say!(
         "{what}: {:.1}/100, grade {} — {} ({})",
         r.score,
         r.grade,
@@ -181,17 +190,18 @@ fn print_summary(r: &record::Record) {
         clean(&r.reason)
     );
     match &r.ladder.reached {
-        Some(id) => println!(
+        _ if r.dry_run => {}
+        Some(id) => say!(
             "ladder: reached step {} of {} ({}), widest completed stage {:.0}% of the sessions",
             r.ladder.step,
             r.ladder.of,
             clean(id),
             r.ladder.widest_share * 100.0
         ),
-        None => println!("ladder: no experiment completed"),
+        None => say!("ladder: no experiment completed"),
     }
     if let Some(p) = r.previous.last() {
-        println!(
+        say!(
             "trend: previous GameDay of this title {:.1} ({}), this one {:+.1}",
             p.score,
             p.grade,
@@ -199,11 +209,12 @@ fn print_summary(r: &record::Record) {
         );
     }
     if r.dry_run {
-        println!("dry run: nothing was sent to any target");
+        say!("dry run: nothing was sent to any target");
     } else {
-        println!(
+        say!(
             "store: GameDay {} (brownout journal trend --gameday {:?})",
-            r.gameday_id, r.title
+            r.gameday_id,
+            r.title
         );
     }
 }
@@ -220,12 +231,12 @@ pub fn trend_cmd(
         anyhow::bail!("no GameDay titled {title:?} in the store (run `brownout gameday FILE`)");
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&t)?);
+        say!("{}", serde_json::to_string_pretty(&t)?);
         return Ok(0);
     }
-    println!("GameDay: {}", crate::mcp::audit::clean_n(title, 200));
+    say!("GameDay: {}", crate::mcp::audit::clean_n(title, 200));
     for g in &t.gamedays {
-        println!(
+        say!(
             "  {}  {}  {:<11} {:>5.1}  {}",
             crate::report::view::utc(g.started_unix_ms),
             g.gameday_id,
@@ -238,8 +249,8 @@ pub fn trend_cmd(
         print!("mean score {m:.1} over {} GameDay(s)", t.gamedays.len());
     }
     match t.last_change {
-        Some(c) => println!("; the last {c:+.1} against the one before"),
-        None => println!(),
+        Some(c) => say!("; the last {c:+.1} against the one before"),
+        None => say!(),
     }
     Ok(0)
 }
