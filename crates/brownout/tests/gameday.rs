@@ -26,20 +26,35 @@ fn target(dir: &Path) -> String {
     )
 }
 
+/// How an experiment of the tests fares.
+#[derive(Clone, Copy)]
+enum Fares {
+    /// A 1 ms latency on 5 % of searches: every gate holds with full margin.
+    Well,
+    /// A fifth of the searches fail against a 50 % error gate: it holds, with a margin
+    /// below 1 (so its value depends on how the factors are weighed).
+    Fair,
+    /// Every search fails against a 1 % gate: aborted.
+    Badly,
+}
+
 /// An experiment document (flow style, one line: fits inline or in a file) without a
 /// target: the GameDay's applies. One stage on every session (the tests' policy has the
-/// one rung, 100 %): `good` holds its gate; otherwise every search fails against a 1 %
-/// gate and it aborts.
-fn exp(title: &str, good: bool) -> String {
-    let fault = if good {
-        "{kind: latency, tools: [\"search_*\"], added_ms: 1, probability: 0.05}"
-    } else {
-        "{kind: error, tools: [\"search_*\"], probability: 1.0}"
-    };
-    let gate = if good {
-        "error_rate < 5% over 2s"
-    } else {
-        "error_rate < 1% over 1s min 5 calls"
+/// one rung, 100 %).
+fn exp(title: &str, fares: Fares) -> String {
+    let (fault, gate) = match fares {
+        Fares::Well => (
+            "{kind: latency, tools: [\"search_*\"], added_ms: 1, probability: 0.05}",
+            "error_rate < 5% over 2s",
+        ),
+        Fares::Fair => (
+            "{kind: error, tools: [\"search_*\"], probability: 0.2}",
+            "error_rate < 50% over 2s",
+        ),
+        Fares::Badly => (
+            "{kind: error, tools: [\"search_*\"], probability: 1.0}",
+            "error_rate < 1% over 1s min 5 calls",
+        ),
     };
     format!(
         "{{title: \"{title}\", load: {{workload: workload.yaml, sessions: 8}}, baseline: 1s, \
@@ -53,7 +68,11 @@ fn exp(title: &str, good: bool) -> String {
 /// Write the workload, the GameDay file `gd.yaml` (and `ok.yaml`, a good experiment file).
 fn setup(dir: &Path, gameday: &str) {
     std::fs::write(dir.join("workload.yaml"), FIXTURE_WORKLOAD).expect("workload");
-    std::fs::write(dir.join("ok.yaml"), exp("first, a good one", true) + "\n").expect("ok");
+    std::fs::write(
+        dir.join("ok.yaml"),
+        exp("first, a fair one", Fares::Fair) + "\n",
+    )
+    .expect("ok");
     std::fs::write(dir.join("gd.yaml"), gameday).expect("gameday");
     std::fs::write(dir.join("policy.yaml"), "ladder: [\"100%\"]\n").expect("policy");
 }
@@ -183,8 +202,8 @@ fn a_gameday_scores_from_its_journals_stops_at_the_first_failure_and_writes_ever
     let gd = format!(
         "title: \"Series <b>one</b>\"\nlabels: {{team: sre}}\ntarget: {}\nexperiments:\n  - id: ok\n    path: ok.yaml\n  - id: bad\n    weight: 2\n    requires: [ok]\n    experiment: {}\n  - id: after\n    experiment: {}\n",
         target(dir),
-        exp("then a breach", false),
-        exp("never reached", true)
+        exp("then a breach", Fares::Badly),
+        exp("never reached", Fares::Well)
     );
     setup(dir, &gd);
     let out = gameday(
@@ -230,6 +249,16 @@ fn a_gameday_scores_from_its_journals_stops_at_the_first_failure_and_writes_ever
     assert!(
         score > 0.0 && score <= 25.0,
         "1 of 4 weight at most: {score}"
+    );
+    // The fair one held with a margin below 1: its value shows how factors are weighed.
+    let first = &rec["experiments"][0];
+    let v = first["value"].as_f64().unwrap_or(0.0);
+    assert!(v > 0.5 && v < 0.98, "{first:#}");
+    assert!(
+        first["factors"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["name"] == "margin")),
+        "{first:#}"
     );
     assert_eq!(rec["ladder"]["reached"], "ok");
     assert_eq!(rec["ladder"]["step"], 1);
@@ -277,7 +306,7 @@ fn continue_on_failure_runs_the_rest_requires_still_skips_and_the_trend_has_both
     let gd = format!(
         "title: series two\ntarget: {}\nexperiments:\n  - id: bad\n    experiment: {}\n  - id: needs-bad\n    requires: [bad]\n    path: ok.yaml\n  - id: good\n    path: ok.yaml\n",
         target(dir),
-        exp("a breach first", false),
+        exp("a breach first", Fares::Badly),
     );
     setup(dir, &gd);
     let first = gameday(dir, &["gd.yaml", "--json"]);
@@ -360,7 +389,7 @@ fn a_refused_experiment_is_exit_3_and_a_dry_run_sends_nothing_and_expects_a_scor
     let gd = format!(
         "title: dry\ntarget: {}\nexperiments:\n  - id: ok\n    path: ok.yaml\n  - id: bad\n    experiment: {}\n",
         target(dir),
-        exp("a breach", false)
+        exp("a breach", Fares::Badly)
     );
     setup(dir, &gd);
     let out = gameday(dir, &["gd.yaml", "--dry-run", "--json"]);
@@ -396,12 +425,10 @@ fn a_refused_experiment_is_exit_3_and_a_dry_run_sends_nothing_and_expects_a_scor
     );
 }
 
-#[test]
-fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
-    let d = common::tmp();
-    let dir = d.path();
-    // A long first stage, so the signal comes while it runs.
-    let long = exp("long", true).replace("duration: 1s", "duration: 60s");
+/// A GameDay whose first experiment has a 60 s stage, started and waited for until that
+/// experiment runs; stdin is a pipe the caller holds.
+fn start_long(dir: &Path, extra: &[&str]) -> std::process::Child {
+    let long = exp("long", Fares::Well).replace("duration: 1s", "duration: 60s");
     let gd = format!(
         "title: stopped\ntarget: {}\nexperiments:\n  - id: long\n    experiment: {long}\n  - id: next\n    path: ok.yaml\n",
         target(dir)
@@ -418,32 +445,33 @@ fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
             "live.json",
         ])
         .args(["--policy", "policy.yaml"])
+        .args(extra)
         .arg("--store")
         .arg(dir.join("store.sqlite"))
         .current_dir(dir)
         .env("XDG_DATA_HOME", dir)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Wait until the first experiment is in its stage (its live status says so).
+    // Wait until the first experiment has reached its target, then into its stage.
     let until = Instant::now() + Duration::from_secs(60);
     loop {
         let live = std::fs::read_to_string(dir.join("live.json")).unwrap_or_default();
         if live.contains("\"running\"") && dir.join("target-started").exists() {
             std::thread::sleep(Duration::from_secs(3));
-            break;
+            return child;
         }
         assert!(Instant::now() < until, "the GameDay never started: {live}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+}
+
+/// The GameDay ended interrupted at `long`, whose run was interrupted with its faults
+/// removed.
+fn assert_stopped_at_long(dir: &Path, out: &Output) {
+    assert_eq!(out.status.code(), Some(130), "{}", text(out));
     let rec = read(&dir.join("gd.json"));
     assert_eq!(rec["status"], "interrupted");
     assert_eq!(rec["stopped_at"], "long");
@@ -454,4 +482,30 @@ fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
     let removal = &j["rollbacks"][0];
     assert_eq!(removal["action"], "remove faults", "{j:#}");
     assert_eq!(removal["ok"], true);
+}
+
+#[test]
+fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
+    let d = common::tmp();
+    let dir = d.path();
+    let child = start_long(dir, &[]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = child.wait_with_output().expect("wait");
+    assert_stopped_at_long(dir, &out);
+}
+
+/// A watcher (`brownout mcp`) that goes away closes the GameDay's stdin: the running
+/// experiment stops as on SIGINT, not at its end.
+#[test]
+fn with_stop_on_stdin_eof_the_end_of_stdin_stops_the_running_experiment() {
+    let d = common::tmp();
+    let dir = d.path();
+    let mut child = start_long(dir, &["--stop-on-stdin-eof"]);
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_stopped_at_long(dir, &out);
 }

@@ -159,3 +159,71 @@ fn start_gameday_is_off_without_allow_run_and_runs_to_its_end_with_approval() {
         "{audit:#?}"
     );
 }
+
+/// The MCP session ends while a GameDay runs: the GameDay stops where it is (interrupted),
+/// its running experiment's faults leave the target, and the store says where it stopped.
+#[test]
+fn a_gameday_stops_when_the_mcp_session_ends_and_leaves_no_fault() {
+    let env = Env::new();
+    let r = remote();
+    let mut long = light(&r, "gd long", json!({"env": "staging"}));
+    long["method"][0]["duration"] = json!("60s");
+    let gd = gameday(vec![
+        json!({"id": "long", "experiment": long}),
+        json!({"id": "next", "experiment": light(&r, "gd next", json!({"env": "staging"}))}),
+    ]);
+    let mut script = vec![
+        call("start_gameday", json!({"gameday": gd})),
+        json!({"op": "read_code", "file": path_of(&env.approvals())}),
+        call(
+            "start_gameday",
+            json!({"gameday": gd, "approval_code": "$code"}),
+        ),
+    ];
+    // Until the faults are on the target (the stage runs), then the session ends.
+    for _ in 0..20 {
+        script.push(json!({"op": "sleep", "seconds": 1}));
+        script.push(call("get_gameday", json!({"run_id": "$run_id"})));
+    }
+    let doc = agent_stdio(
+        &Value::Array(script),
+        &env.server(&["--allow-run"]),
+        &["--timeout", "120"],
+    );
+    let started = sc(&doc, 2);
+    assert_eq!(started["decision"], "started", "{started:#}");
+    let id = started["run_id"].as_str().expect("run id").to_string();
+    assert!(
+        r.wait_clean(),
+        "faults left on the target after the session ended"
+    );
+    // The GameDay's record reaches the store once its run has stopped.
+    let query = |sql: String| -> Value {
+        let out = std::process::Command::new(common::brownout())
+            .args(["journal", "query", "--json", "--store"])
+            .arg(env.store())
+            .arg(sql)
+            .output()
+            .expect("journal query");
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let row = loop {
+        let q = query(format!(
+            "SELECT status, json_extract(json, '$.stopped_at') FROM gamedays WHERE gameday_id = '{id}'"
+        ));
+        if q["rows"][0].is_array() {
+            break q["rows"][0].clone();
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the GameDay never reached the store: {q}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(row, json!(["interrupted", "long"]), "{row}");
+    let runs = query(format!(
+        "SELECT experiment, status FROM runs WHERE gameday_id = '{id}'"
+    ));
+    assert_eq!(runs["rows"], json!([["gd long", "interrupted"]]), "{runs}");
+}

@@ -37,7 +37,8 @@ pub struct Options {
 static STOPS: AtomicU32 = AtomicU32::new(0);
 
 /// Count signals for the whole GameDay: between experiments nobody else listens, and a
-/// signal must still stop the escalation (during one, the run sees it too).
+/// signal must still stop the escalation (during one, the run sees it too). With
+/// `stdin_eof`, the end of stdin (a watcher gone) is raised as SIGINT.
 fn watch_signals(stdin_eof: bool) {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
@@ -75,7 +76,10 @@ fn watch_signals(stdin_eof: bool) {
                 let mut buf = [0u8; 256];
                 let mut stdin = std::io::stdin();
                 while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-                STOPS.fetch_add(1, Ordering::SeqCst);
+                // As a signal: the running experiment stops too (its runner listens for
+                // SIGINT), and the thread above counts it.
+                eprintln!("brownout gameday: stdin closed: stopping the GameDay");
+                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT);
             });
         }
     });
