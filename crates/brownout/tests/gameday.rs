@@ -425,16 +425,16 @@ fn a_refused_experiment_is_exit_3_and_a_dry_run_sends_nothing_and_expects_a_scor
     );
 }
 
-/// A GameDay whose first experiment has a 60 s stage, started and waited for until that
-/// experiment runs; stdin is a pipe the caller holds.
-fn start_long(dir: &Path, extra: &[&str]) -> std::process::Child {
+/// A GameDay whose first experiment has a 60 s stage: started, waited for until that
+/// experiment runs, then `stop` (which gets the child, its stdin a pipe), then its end.
+fn stop_long(dir: &Path, extra: &[&str], stop: impl FnOnce(&mut std::process::Child)) -> Output {
     let long = exp("long", Fares::Well).replace("duration: 1s", "duration: 60s");
     let gd = format!(
         "title: stopped\ntarget: {}\nexperiments:\n  - id: long\n    experiment: {long}\n  - id: next\n    path: ok.yaml\n",
         target(dir)
     );
     setup(dir, &gd);
-    let child = Command::new(brownout())
+    let mut child = Command::new(brownout())
         .args([
             "gameday",
             "gd.yaml",
@@ -457,15 +457,23 @@ fn start_long(dir: &Path, extra: &[&str]) -> std::process::Child {
         .expect("spawn");
     // Wait until the first experiment has reached its target, then into its stage.
     let until = Instant::now() + Duration::from_secs(60);
-    loop {
+    let started = || {
         let live = std::fs::read_to_string(dir.join("live.json")).unwrap_or_default();
-        if live.contains("\"running\"") && dir.join("target-started").exists() {
-            std::thread::sleep(Duration::from_secs(3));
-            return child;
-        }
-        assert!(Instant::now() < until, "the GameDay never started: {live}");
+        live.contains("\"running\"") && dir.join("target-started").exists()
+    };
+    while !started() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(100));
     }
+    let ready = started();
+    if ready {
+        std::thread::sleep(Duration::from_secs(3));
+        stop(&mut child);
+    } else {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(ready, "the GameDay never started: {}", text(&out));
+    out
 }
 
 /// The GameDay ended interrupted at `long`, whose run was interrupted with its faults
@@ -488,13 +496,13 @@ fn assert_stopped_at_long(dir: &Path, out: &Output) {
 fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
     let d = common::tmp();
     let dir = d.path();
-    let child = start_long(dir, &[]);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
-    let out = child.wait_with_output().expect("wait");
+    let out = stop_long(dir, &[], |child| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("SIGINT");
+    });
     assert_stopped_at_long(dir, &out);
 }
 
@@ -504,8 +512,8 @@ fn sigint_stops_the_gameday_where_it_is_with_the_faults_removed_exit_130() {
 fn with_stop_on_stdin_eof_the_end_of_stdin_stops_the_running_experiment() {
     let d = common::tmp();
     let dir = d.path();
-    let mut child = start_long(dir, &["--stop-on-stdin-eof"]);
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("wait");
+    let out = stop_long(dir, &["--stop-on-stdin-eof"], |child| {
+        drop(child.stdin.take());
+    });
     assert_stopped_at_long(dir, &out);
 }
