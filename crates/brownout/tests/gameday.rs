@@ -517,3 +517,49 @@ fn with_stop_on_stdin_eof_the_end_of_stdin_stops_the_running_experiment() {
     });
     assert_stopped_at_long(dir, &out);
 }
+
+/// With `ladder_from_history`, an experiment may go one rung above what its title has
+/// passed in the store: the GameDay's first experiment passing at 10 % (stored before the
+/// next starts) lets the second reach 25 %; alone, the second is refused.
+#[test]
+fn the_ladder_against_history_applies_across_the_experiments() {
+    let d = common::tmp();
+    let dir = d.path();
+    let step = |shares: &str| {
+        exp("one title", Fares::Well).replace(
+            "method: [{stage: all, duration: 1s, sessions: 100%}]",
+            &format!("method: [{shares}]"),
+        )
+    };
+    let low = step("{stage: low, duration: 1s, sessions: 10%}");
+    let wide = step(
+        "{stage: low, duration: 1s, sessions: 10%}, {stage: wide, duration: 1s, sessions: 25%}",
+    );
+    assert_ne!(low, wide);
+    let policy = "ladder: [\"10%\", \"25%\"]\nladder_from_history: true\n";
+    // Alone, in an empty store: refused.
+    setup(
+        dir,
+        &format!(
+            "title: ladder\ntarget: {}\nexperiments:\n  - id: wide\n    experiment: {wide}\n",
+            target(dir)
+        ),
+    );
+    std::fs::write(dir.join("policy.yaml"), policy).expect("policy");
+    let out = gameday(dir, &["gd.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // After the low one, in the same GameDay: allowed.
+    setup(
+        dir,
+        &format!(
+            "title: ladder\ntarget: {}\nexperiments:\n  - id: low\n    experiment: {low}\n  - id: wide\n    experiment: {wide}\n",
+            target(dir)
+        ),
+    );
+    std::fs::write(dir.join("policy.yaml"), policy).expect("policy");
+    let out = gameday(dir, &["gd.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(statuses(&rec), ["completed", "completed"]);
+    assert_eq!(rec["ladder"]["widest_share"], 0.25);
+}

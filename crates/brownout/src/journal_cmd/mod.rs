@@ -338,6 +338,11 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
         } => {
             let s = store::open(Some(path))?;
             if let Some(title) = gameday {
+                if html.is_some() || fail_on_drift {
+                    anyhow::bail!(
+                        "--html and --fail-on-drift are for an experiment's trend, not --gameday"
+                    );
+                }
                 return crate::gameday::trend_cmd(&s, &title, last, json);
             }
             let experiment = experiment.unwrap_or_default();
