@@ -209,6 +209,10 @@ pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
         let e = &mut rec.experiments[i];
         e.run_id = j["run_id"].as_str().map(String::from);
         e.exit_code = Some(outcome.code);
+        e.duration_ms = j["ended_unix_ms"]
+            .as_u64()
+            .zip(j["started_unix_ms"].as_u64())
+            .map_or(0, |(b, a)| b.saturating_sub(a));
         e.reason = j["reason"].as_str().unwrap_or("").to_string();
         e.widest_share = widest_completed_share(j);
         let status = j["status"].as_str().unwrap_or("failed").to_string();

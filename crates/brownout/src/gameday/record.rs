@@ -53,6 +53,8 @@ pub struct StepRecord {
     /// The run in the store (`brownout journal show RUN`).
     pub run_id: Option<String>,
     pub exit_code: Option<i32>,
+    /// How long its run took, wall clock (0 when it did not run).
+    pub duration_ms: u64,
     /// The widest share of sessions a completed stage reached (0–1).
     pub widest_share: f64,
     /// 0–1 (docs/gameday.md#score).

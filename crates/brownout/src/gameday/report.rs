@@ -243,7 +243,8 @@ pub fn junit(r: &Record) -> Result<String, ReportError> {
         let name = xml(&format!("{}: {}", e.id, e.title));
         t.push_attribute(("name", name.as_str()));
         t.push_attribute(("classname", "brownout.gameday"));
-        t.push_attribute(("time", "0.000"));
+        let secs = format!("{:.3}", e.duration_ms as f64 / 1000.0);
+        t.push_attribute(("time", secs.as_str()));
         let text = xml(&format!(
             "{} — {:.1} of {:.1} points: {}",
             e.reason, e.points, e.max_points, e.why
