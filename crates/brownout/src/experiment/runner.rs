@@ -38,9 +38,9 @@ pub struct RunArgs {
     /// For a program that watches the run (the MCP server): where to keep its live state,
     /// the run id to use, and whether stdin's end stops the run as a signal would.
     pub watch: super::stop::Watched,
-    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal; and nothing on
-    /// stdout (the GameDay prints its own summary or JSON).
+    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
     pub gameday: Option<String>,
+    /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
     pub quiet: bool,
 }
 
