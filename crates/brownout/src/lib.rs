@@ -10,6 +10,7 @@
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log;
 //! - [`mcp`]: brownout as an MCP server (`brownout mcp`);
+//! - [`gameday`]: escalating series of experiments, scored (`brownout gameday`);
 //! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
 //!   (`brownout journal`).
 
@@ -22,6 +23,7 @@ pub mod events;
 pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
+pub mod gameday;
 pub mod http_guard;
 pub mod human;
 pub mod input;

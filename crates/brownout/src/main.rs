@@ -48,6 +48,8 @@ enum Command {
     /// Validate experiment files, print their JSON Schema.
     #[command(subcommand)]
     Experiment(brownout::experiment::cli::ExperimentCmd),
+    // Its help (about, examples, exit codes) is GamedayArgs's doc comment.
+    Gameday(brownout::gameday::GamedayArgs),
     // Its help (about, examples, exit codes) is JournalArgs's doc comment.
     Journal(brownout::journal_cmd::JournalArgs),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
@@ -207,6 +209,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Run(cmd) => cmd.run(),
         Command::Experiment(cmd) => Ok(cmd.run()),
+        Command::Gameday(a) => brownout::gameday::run(a),
         Command::Journal(a) => Ok(a.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture(a) => {

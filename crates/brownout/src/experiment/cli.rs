@@ -96,6 +96,8 @@ impl RunCmd {
                 run_id: self.run_id,
                 stop_on_stdin_eof: self.stop_on_stdin_eof,
             },
+            gameday: None,
+            quiet: false,
         })
     }
 }

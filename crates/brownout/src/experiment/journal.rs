@@ -103,6 +103,9 @@ pub struct Journal {
     /// changed there and what the agents did with them — on this server or another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub servers: Option<Vec<super::servers::ServerRecord>>,
+    /// The GameDay this run was part of (`brownout gameday`; docs/gameday.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gameday_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -38,18 +38,35 @@ pub struct RunArgs {
     /// For a program that watches the run (the MCP server): where to keep its live state,
     /// the run id to use, and whether stdin's end stops the run as a signal would.
     pub watch: super::stop::Watched,
+    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
+    pub gameday: Option<String>,
+    /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
+    pub quiet: bool,
+}
+
+/// How a run ended: its exit code and its journal (as written).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub code: i32,
+    pub journal: serde_json::Value,
 }
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
 /// 3 refused, 4 failed or not run, 130 interrupted).
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
-    let mut x = match load_file(&a.file) {
+    let x = match load_file(&a.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
             return Ok(2);
         }
     };
+    Ok(run_loaded(x, &a)?.map_or(2, |o| o.code))
+}
+
+/// Run an experiment already loaded (a GameDay's, say); `None` when the policy file is bad
+/// input (said on stderr), else the outcome.
+pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>> {
     let policy = match &a.policy {
         None => Policy::default(),
         Some(p) => {
@@ -57,14 +74,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 Ok(t) => t,
                 Err(e) => {
                     eprintln!("{}: cannot read the policy: {}", p.display(), e.reason());
-                    return Ok(2);
+                    return Ok(None);
                 }
             };
             match Policy::from_str_named(&text, &p.display().to_string()) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("{e}");
-                    return Ok(2);
+                    return Ok(None);
                 }
             }
         }
@@ -78,7 +95,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .chain(a.watch.status.iter().map(|p| ("status file", p.as_path())));
     if let Err(e) = super::outputs::check_all(outputs) {
         eprintln!("brownout run: {e}; nothing was sent to the target");
-        return Ok(2);
+        return Ok(None);
     }
     if let Some(seed) = a.seed {
         x.plan_doc["seed"] = seed.into();
@@ -88,13 +105,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(id) = &a.watch.run_id {
         j.run_id = id.clone();
     }
+    j.gameday_id = a.gameday.clone();
     let store = if a.keep.no_store {
         Err("no store (--no-store)")
     } else {
         Ok(a.keep.store.as_deref())
     };
     j.baselines = super::baseline::resolve(&mut x, store);
-    if !a.json {
+    if !a.json && !a.quiet {
         for r in &j.baselines {
             println!("tolerance: {}", super::baseline::describe(r));
         }
@@ -104,27 +122,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Err(r) = checked {
         j.reason = r.to_string();
         j.refusal = Some(r);
-        return finish(j, Status::Refused, &a);
+        return finish(j, Status::Refused, a).map(Some);
     }
     if let Some(w) = super::gates::silent_blind_spot(&x.plan, &x.gates) {
         eprintln!("brownout: warning: {w}");
     }
     if a.dry_run {
         // With --json, stdout carries the journal alone.
-        if !a.json {
+        if !a.json && !a.quiet {
             print_plan(&x);
         }
         j.reason = "dry run: checked, nothing sent to the target".into();
-        return finish(j, Status::Completed, &a);
+        return finish(j, Status::Completed, a).map(Some);
     }
-    let progress = !a.json && std::io::stderr().is_terminal();
+    let progress = !a.json && !a.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let status = rt.block_on(live(&x, &mut j, progress, &a.watch));
     rt.shutdown_timeout(Duration::from_secs(2));
-    finish(j, status, &a)
+    finish(j, status, a).map(Some)
 }
 
 /// Now, in Unix milliseconds.
@@ -176,6 +194,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         baselines: Vec::new(),
         tool_calls: None,
         servers: None,
+        gameday_id: None,
     }
 }
 
@@ -209,7 +228,7 @@ fn print_plan(x: &Loaded) {
     println!("dry run: nothing was sent to the target");
 }
 
-fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
+fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<Outcome> {
     j.status = status;
     j.ended_unix_ms = unix_ms();
     let text = serde_json::to_string_pretty(&j)?;
@@ -220,14 +239,17 @@ fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
     } else if a.keep.no_store && !j.dry_run {
         eprintln!("brownout run: warning: --no-store without --journal: the journal is kept nowhere (it is printed with --json)");
     }
-    if a.json {
+    if a.json && !a.quiet {
         println!("{text}");
-    } else {
+    } else if !a.quiet {
         super::summary::print(&j, a.journal.as_deref());
     }
-    a.keep
-        .after_run(&serde_json::to_value(&j)?, j.dry_run, a.json);
-    Ok(status.exit_code())
+    let journal = serde_json::to_value(&j)?;
+    a.keep.after_run(&journal, j.dry_run, a.json || a.quiet);
+    Ok(Outcome {
+        code: status.exit_code(),
+        journal,
+    })
 }
 
 /// The run from the target's start to its stop.

@@ -74,7 +74,8 @@ pub fn print(j: &Journal, journal: Option<&Path>) {
     if let Some(d) = &j.detection {
         println!("probes: {}", super::detect::one_line(d));
     }
-    if let Some(journal) = journal {
+    // A GameDay's run: its journal is in the store (the line after this says where).
+    if let Some(journal) = journal.filter(|_| j.gameday_id.is_none()) {
         println!("journal: {}", journal.display());
     }
 }

@@ -161,12 +161,17 @@ pub enum JournalCmd {
     /// An experiment across runs: pass rate, MTTR and key SLIs, and drifts (a metric rising
     /// over the recent passing runs while they still pass).
     ///
-    /// Example:
+    /// Examples:
     ///   brownout journal trend "search stays under 1 % errors" --last 30 --fail-on-drift
+    ///   brownout journal trend --gameday "Incident series: payments"
     #[command(verbatim_doc_comment)]
     Trend {
         /// The experiment's title (`journal list` shows it).
-        experiment: String,
+        #[arg(required_unless_present = "gameday")]
+        experiment: Option<String>,
+        /// The GameDays of this title instead (`brownout gameday`): their scores over time.
+        #[arg(long, value_name = "TITLE", conflicts_with = "experiment")]
+        gameday: Option<String>,
         /// Look at the last N runs.
         #[arg(long, default_value_t = 20)]
         last: u64,
@@ -352,6 +357,7 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
         }
         JournalCmd::Trend {
             experiment,
+            gameday,
             last,
             window,
             threshold,
@@ -360,6 +366,15 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             json,
         } => {
             let s = store::open(Some(path))?;
+            if let Some(title) = gameday {
+                if html.is_some() || fail_on_drift {
+                    anyhow::bail!(
+                        "--html and --fail-on-drift are for an experiment's trend, not --gameday"
+                    );
+                }
+                return crate::gameday::trend_cmd(&s, &title, last, json);
+            }
+            let experiment = experiment.unwrap_or_default();
             let rule = store::trend::DriftRule {
                 window: window.max(4),
                 threshold: threshold / 100.0,

@@ -8,6 +8,7 @@
 //! - [`read`], [`describe`], [`design`] (with [`history`]: what the store knows of a
 //!   target), [`recommend`]: the read-only tools;
 //! - [`runs`]: experiments started through MCP (child `brownout run`s, leases);
+//!   [`gameday`]: `start_gameday`/`get_gameday` (a child `brownout gameday`, same rules);
 //! - [`guard`], [`approval`], [`binding`], [`audit`]: the guardrails, a person's approval
 //!   (bound to the resolved experiment: its files, the seed), the audit log;
 //! - [`compact`]: a journal summarised for an agent's context; [`http`]: the HTTP listener.
@@ -20,6 +21,7 @@ pub mod catalogue;
 pub mod compact;
 pub mod describe;
 pub mod design;
+pub mod gameday;
 pub mod guard;
 pub mod history;
 pub mod http;

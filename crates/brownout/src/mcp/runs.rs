@@ -135,6 +135,16 @@ impl Runs {
 
     /// Start a run (the guardrails already passed).
     pub fn start(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
+        self.spawn(s, "run")
+    }
+
+    /// Start a GameDay (`brownout gameday`; the guardrails already passed): one run here,
+    /// with the same lease and stop as an experiment's.
+    pub fn start_gameday(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
+        self.spawn(s, "gameday")
+    }
+
+    fn spawn(self: &Arc<Self>, s: Start<'_>, command: &str) -> Result<Handle, StartError> {
         let mut runs = self.lock();
         let active = active_in(&runs);
         if active >= s.cap {
@@ -163,7 +173,7 @@ impl Runs {
         let status_path = self.dir.join(format!("{run_id}.status.json"));
         let journal_path = self.dir.join(format!("{run_id}.journal.json"));
         let mut cmd = tokio::process::Command::new(&self.exe);
-        cmd.arg("run")
+        cmd.arg(command)
             .arg(&file)
             .arg("--policy")
             .arg(&self.policy_file)

@@ -305,7 +305,7 @@ impl McpServer {
     }
 
     /// Get a person's approval of `x`; `Ok((approver, what was approved))` or why not yet.
-    async fn approval(
+    pub(super) async fn approval(
         &self,
         request: &CallToolRequestParams,
         args: &Value,
@@ -429,7 +429,7 @@ impl McpServer {
 }
 
 /// Why a start waits or stops at approval.
-enum Pending {
+pub(super) enum Pending {
     Refused(&'static str, String),
     Asked(String),
     Input(InputRequiredResult),

@@ -86,4 +86,16 @@ impl Backend for AnyStore {
             AnyStore::Postgres(s) => s.write_run(id, rows),
         }
     }
+    fn replace(
+        &mut self,
+        table: &str,
+        key: &str,
+        id: &str,
+        values: Vec<Val>,
+    ) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Sqlite(s) => s.replace(table, key, id, values),
+            AnyStore::Postgres(s) => s.replace(table, key, id, values),
+        }
+    }
 }

@@ -19,6 +19,15 @@ pub trait Backend {
     /// In one transaction: unless the run `id` is there already, insert `rows`. Whether
     /// they were inserted.
     fn write_run(&mut self, id: &str, rows: Vec<Insert>) -> Result<bool, StoreError>;
+    /// In one transaction: delete the rows of `table` whose `key` column is `id`, then
+    /// insert `values` (a record kept under its id, such as a GameDay's).
+    fn replace(
+        &mut self,
+        table: &str,
+        key: &str,
+        id: &str,
+        values: Vec<Val>,
+    ) -> Result<(), StoreError>;
 }
 
 fn now_ms() -> i64 {

@@ -222,6 +222,8 @@ pub fn rows(j: &Value, id: &str, version: i64, now_ms: i64) -> Vec<Insert> {
             f(rec, "mttr_ms").into(),
             b(rec, "recovered").into(),
             now_ms.into(),
+            // Version 3's column, last as `ALTER TABLE … ADD COLUMN` put it.
+            s(j, "gameday_id").into(),
         ],
     );
     out.push(

@@ -11,7 +11,8 @@
 //! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it ([`pg::query`]
 //!   for PostgreSQL);
 //! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags;
-//! - [`evidence`]: runs per compliance tag since a date, and the gaps.
+//! - [`evidence`]: runs per compliance tag since a date, and the gaps;
+//! - [`gameday`]: GameDays' records and their trend.
 //!
 //! The store reads journals as `serde_json::Value` and picks the fields it indexes, so a
 //! journal that gains keys still imports; the whole JSON is kept beside the rows.
@@ -20,6 +21,7 @@ pub mod any;
 pub mod backend;
 pub mod dialect;
 pub mod evidence;
+pub mod gameday;
 pub mod ingest;
 pub mod location;
 pub mod pg;

@@ -4,12 +4,13 @@
 //! evaluations (status changes and the breach window), steady-state probe samples,
 //! injections and the per-second SLI series. Version 2: labels (one row per label a run's
 //! experiment carried, backfilled from the stored journals) and an index for trend queries.
+//! Version 3: `runs.gameday_id` and the `gamedays` table (`brownout gameday`).
 //! docs/journal.md describes every table; a migration runs in one transaction.
 
 use rusqlite::{Connection, Transaction};
 
 /// The version this brownout writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Version 1's tables.
 pub const V1: &str = r#"
@@ -174,6 +175,25 @@ pub fn columns(ddl: &str, table: &str) -> Vec<String> {
     out
 }
 
+/// Version 3: GameDays (`brownout gameday`): their records, and the GameDay of each run.
+pub const V3: &str = r#"
+ALTER TABLE runs ADD COLUMN gameday_id TEXT;   -- NULL: not part of a GameDay
+CREATE INDEX runs_gameday ON runs(gameday_id);
+CREATE TABLE gamedays (
+    gameday_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    file TEXT NOT NULL,
+    status TEXT NOT NULL,               -- completed|incomplete|refused|failed|interrupted
+    reason TEXT NOT NULL,
+    started_unix_ms INTEGER NOT NULL,
+    ended_unix_ms INTEGER NOT NULL,
+    score REAL NOT NULL,                -- 0–100 (docs/gameday.md#score)
+    grade TEXT NOT NULL,                -- A–F
+    json TEXT NOT NULL                  -- the GameDay's record
+);
+CREATE INDEX gamedays_title_started ON gamedays(title, started_unix_ms);
+"#;
+
 /// Bring a database to [`VERSION`] (a new one from nothing); the version it was at.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
     migrate_to(conn, VERSION)
@@ -192,6 +212,10 @@ pub fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<i64> {
             1 => {
                 tx.execute_batch(V2)?;
                 backfill_labels(&tx)?;
+            }
+            2 => {
+                tx.execute_batch(V3)?;
+                backfill_gamedays(&tx)?;
             }
             _ => break,
         }
@@ -223,6 +247,14 @@ fn backfill_labels(tx: &Transaction) -> rusqlite::Result<()> {
         ins.execute((r, k, v))?;
     }
     Ok(())
+}
+
+/// Version 3's `runs.gameday_id`, from the journals already stored.
+fn backfill_gamedays(tx: &Transaction) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "UPDATE runs SET gameday_id = (SELECT json_extract(j.json, '$.gameday_id')
+           FROM journals j WHERE j.run_id = runs.run_id)",
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! per imported run.
 
 use super::backend::{self, Backend};
-use super::dialect::Dialect;
+use super::dialect::{Conflict, Dialect};
 use super::ingest::Insert;
 use super::val::Val;
 use super::{schema, StoreError};
@@ -105,6 +105,21 @@ impl Backend for SqliteStore {
             );
         }
         Ok(rows)
+    }
+
+    fn replace(
+        &mut self,
+        table: &str,
+        key: &str,
+        id: &str,
+        values: Vec<Val>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(&format!("DELETE FROM {table} WHERE {key} = ?1"), [id])?;
+        let sql = Dialect::Sqlite.insert(table, values.len(), Conflict::Fail);
+        tx.execute(&sql, params_from_iter(&values))?;
+        tx.commit()?;
+        Ok(())
     }
 
     fn write_run(&mut self, id: &str, rows: Vec<Insert>) -> Result<bool, StoreError> {

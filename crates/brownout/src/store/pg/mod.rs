@@ -15,7 +15,7 @@
 pub mod query;
 
 use super::backend::Backend;
-use super::dialect::Dialect;
+use super::dialect::{Conflict, Dialect};
 use super::ingest::Insert;
 use super::val::Val;
 use super::{schema, StoreError};
@@ -179,6 +179,7 @@ fn migrate(c: &mut Client, target: i64) -> Result<i64, Migrate> {
         let ddl = match v {
             0 => schema::V1,
             1 => schema::V2,
+            2 => schema::V3,
             _ => break,
         };
         tx.batch_execute(&Dialect::Postgres.ddl(ddl)).map_err(pg)?;
@@ -210,6 +211,25 @@ impl Backend for PgStore {
             rows.iter()
                 .map(|r| (0..r.len()).map(|k| r.try_get::<_, Val>(k)).collect())
                 .collect::<Result<Vec<Vec<Val>>, postgres::Error>>()
+        })?
+        .map_err(|e| StoreError::Pg(pg_error(&e)))
+    }
+
+    fn replace(
+        &mut self,
+        table: &str,
+        key: &str,
+        id: &str,
+        values: Vec<Val>,
+    ) -> Result<(), StoreError> {
+        let delete = format!("DELETE FROM {table} WHERE {key} = $1");
+        let insert = Dialect::Postgres.insert(table, values.len(), Conflict::Fail);
+        let id = id.to_string();
+        self.call(move |c| -> Result<(), postgres::Error> {
+            let mut tx = c.transaction()?;
+            tx.execute(delete.as_str(), &[&id])?;
+            tx.execute(insert.as_str(), &params(&values))?;
+            tx.commit()
         })?
         .map_err(|e| StoreError::Pg(pg_error(&e)))
     }
