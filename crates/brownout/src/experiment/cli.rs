@@ -54,6 +54,11 @@ pub struct RunCmd {
     /// watcher that dies takes its runs' faults with it.
     #[arg(long)]
     pub stop_on_stdin_eof: bool,
+    /// A person (named here) approves running above the rung the store's history allows
+    /// (the policy's `ladder_from_history`); recorded in the journal. `brownout mcp` passes
+    /// the approver of its approval flow.
+    #[arg(long, value_name = "WHO")]
+    pub ladder_skip_approved_by: Option<String>,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -90,6 +95,7 @@ impl RunCmd {
                 run_id: self.run_id,
                 stop_on_stdin_eof: self.stop_on_stdin_eof,
             },
+            ladder_skip_approved_by: self.ladder_skip_approved_by,
         })
     }
 }
