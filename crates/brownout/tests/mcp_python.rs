@@ -363,7 +363,11 @@ fn design_maps_goals_and_named_scenarios_to_matching_faults() {
         "{text}"
     );
     let named = sc(&doc, 5);
-    assert_eq!(set(&named), ["error_burst", "registry_stale"], "{named:#}");
+    assert_eq!(
+        set(&named),
+        ["registry_stale", "error_burst"],
+        "in the order named: {named:#}"
+    );
     assert_eq!(named["matched"], json!([]));
     for v in [&pool, &kill, &rate, &wrong, &named] {
         let exps = v["experiments"].as_array().cloned().unwrap_or_default();

@@ -271,7 +271,8 @@ fn errors_point_at_the_column_and_suggest() {
         e.to_string(),
         "column 1: unknown SLI `eror_rate`: one of error_rate, availability, correctness, eta, \
          tcsr, timeouts, amplification, mean, max, p50, p90, p95, p99, p999, task_success, \
-         blast_radius, silent_rate, safe_rate, propagated, or pNN (did you mean `error_rate`?)"
+         blast_radius, silent_rate, safe_rate, propagated, target_rss, target_cpu, or pNN (did \
+         you mean `error_rate`?)"
     );
     assert!(err("").message.contains("ends"));
     assert!(err("error_rate < 1% over 10s min 5 min 6")

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 const WARM_UP: Duration = Duration::from_secs(60);
 
 /// `brownout run`'s arguments.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunArgs {
     pub file: PathBuf,
     pub policy: Option<PathBuf>,
