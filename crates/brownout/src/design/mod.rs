@@ -220,6 +220,14 @@ pub fn design_with(
                 format!("designed and simulated {}", d),
             )
         })?;
+        if made.len() < series.steps.len() {
+            notes.push(format!(
+                "{}: {} of its {} steps designed (`max`: {max})",
+                s.name(),
+                made.len(),
+                series.steps.len()
+            ));
+        }
         scenarios.push(json!({
             "scenario": s.name(),
             "summary": s.summary(),

@@ -13,9 +13,10 @@ use std::path::PathBuf;
 /// the rollbacks, never the removal of faults). See docs/experiments.md.
 ///
 /// Exit codes: 0 completed; 1 deviated or aborted (the system failed the hypothesis);
-/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target); 4 failed or not
-/// run (brownout could not run it, or the steady state did not hold before any fault);
-/// 130 interrupted.
+/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target), or another run is
+/// going against the same target (one run per target: a lock the kernel releases when a
+/// runner dies); 4 failed or not run (brownout could not run it, or the steady state did
+/// not hold before any fault); 130 interrupted.
 ///
 /// Examples:
 ///   brownout run examples/experiments/green.yaml
