@@ -137,12 +137,24 @@ pub fn series(
     let base = allowed_rung(env, &title);
     let n = s.steps.len();
     let workload = workload(g, s);
+    // Which tools the load calls, and why each may be called for real.
     let calls: Vec<String> = g
         .load
         .iter()
         .take(LOAD_TOOLS)
-        .map(|t| crate::mcp::untrusted::quote(&t.name, 60))
+        .map(|t| match crate::mcp::writes::may_write(t) {
+            None => crate::mcp::untrusted::quote(&t.name, 60),
+            Some(w) => format!(
+                "{} (it may write ({w}), but the operator's policy names it in `load_tools`)",
+                crate::mcp::untrusted::quote(&t.name, 60)
+            ),
+        })
         .collect();
+    let all_read_only = g
+        .load
+        .iter()
+        .take(LOAD_TOOLS)
+        .all(|t| crate::mcp::writes::may_write(t).is_none());
     let mut out: Vec<Designed> = Vec::new();
     for (i, step) in s.steps.iter().enumerate().take(room) {
         let id = format!("{}-{}", scenario.name().replace('_', "-"), i + 1);
@@ -165,14 +177,20 @@ pub fn series(
             "recovery": {"within": format!("{}s", s.recovery_s)},
         });
         let rationale = format!(
-            "Scenario {} (step {} of {n}): {}. Load: {} sessions, {AGENTS} agents in a closed loop calling {} (tools that cannot write). Baseline {BASELINE_S} s without faults, then in the stages' share of sessions ({}, {STAGE_S} s each): {}. Gates: `{}`; recovery within {} s. Question: {}",
+            "Scenario {} (step {} of {n}): {}. Load: {} sessions, {AGENTS} agents in a closed loop calling {}{}. Baseline {BASELINE_S} s without faults, then in the stages' share of sessions ({}, {STAGE_S} s each): {}. {}: `{}`; recovery within {} s. Question: {}",
             scenario.name(),
             i + 1,
             scenario.summary(),
             s.sessions,
             calls.join(", "),
+            if all_read_only {
+                " (annotated read-only, no write verb in their names)"
+            } else {
+                ""
+            },
             rungs.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(" → "),
             step.strength,
+            if step.gates.len() == 1 { "Gate" } else { "Gates" },
             step.gates.join("` and `"),
             s.recovery_s,
             step.question,

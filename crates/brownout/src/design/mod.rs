@@ -232,7 +232,7 @@ pub fn design_with(
             "scenario": s.name(),
             "summary": s.summary(),
             "tool": series.tool.as_deref().map(|t| crate::mcp::untrusted::text(t, crate::mcp::untrusted::NAME_CAP)),
-            "parameters": series.parameters,
+            "parameters": untrusted_tool(&series.parameters),
             "steps": made.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
         }));
         experiments.extend(made);
@@ -249,6 +249,15 @@ pub fn design_with(
         "designed": experiments.len(),
     });
     Ok((out, experiments))
+}
+
+/// A template's parameters with the tool's name (the target's text) escaped and cut.
+fn untrusted_tool(p: &Value) -> Value {
+    let mut p = p.clone();
+    if let Some(t) = p.get("tool").and_then(Value::as_str).map(String::from) {
+        p["tool"] = crate::mcp::untrusted::text(&t, crate::mcp::untrusted::NAME_CAP).into();
+    }
+    p
 }
 
 /// The tools no designed load calls, and why.
