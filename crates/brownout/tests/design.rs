@@ -149,6 +149,22 @@ fn four_goals_give_distinct_scenarios_whose_faults_match() {
         }
         for d in docs(v) {
             assert!(!d["load"].to_string().contains("restart_service"), "{d:#}");
+            // Every fault acts on tools the load calls (a fault on a tool nobody calls
+            // tests nothing), and the seed puts the bottom rung on at least one session.
+            let called: BTreeSet<String> = d["load"]["workload"]["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["calls"].as_array().cloned().unwrap_or_default())
+                .filter_map(|c| c["tool"].as_str().map(String::from))
+                .collect();
+            for f in d["faults"].as_array().into_iter().flatten() {
+                for t in f["tools"].as_array().into_iter().flatten() {
+                    let t = t.as_str().unwrap_or_default();
+                    assert!(called.contains(t), "{t} is not loaded: {d:#}");
+                }
+            }
+            assert!(d["seed"].as_u64().is_some(), "{d:#}");
         }
         assert!(v["not_designed"].to_string().contains("restart_service"));
     }

@@ -9,8 +9,6 @@ use super::{target_label, Env, Ground, Scenario, Series};
 use crate::experiment::spec::Share;
 use serde_json::{json, Value};
 
-/// Agents of the designed load (a closed loop).
-pub const AGENTS: u32 = 4;
 /// Their think time between calls (ms).
 pub const THINK_MS: u64 = 20;
 /// The most tools a designed load calls.
@@ -66,6 +64,33 @@ impl Designed {
     }
 }
 
+/// The most seeds tried for a blast radius that matches the stages' shares.
+const SEED_TRIES: u64 = 10_000;
+
+/// How many of the load's `n` sessions (keyed as the live load labels them) a share of
+/// `share` selects under `seed`.
+fn selected(seed: u64, n: u32, share: f64) -> u32 {
+    (0..n)
+        .filter(|i| {
+            brownout_core::select::session_selected(seed, &format!("label:load-{i}"), share)
+        })
+        .count() as u32
+}
+
+/// A plan seed under which every share reaches as many of the `n` sessions as it says
+/// (rounded, at least one): with few sessions a stable hash can select none at 10 %, and a
+/// stage that reaches no session tests nothing. The first that fits, else 0.
+pub fn seed_for(shares: &[f64], n: u32) -> u64 {
+    let fits = |seed: u64| {
+        shares.iter().all(|s| {
+            let want = f64::from(n) * s;
+            let c = selected(seed, n, *s);
+            c >= (want.floor() as u32).max(1) && c <= (want.ceil() as u32).max(1)
+        })
+    };
+    (1..=SEED_TRIES).find(|s| fits(*s)).unwrap_or(0)
+}
+
 /// The rung index the store's history allows `title` (0: the bottom rung).
 fn allowed_rung(env: &Env, title: &str) -> usize {
     let ladder: Vec<&Share> = env.policy.ladder.iter().collect();
@@ -90,9 +115,18 @@ fn target_yaml(target: &Value) -> Value {
     }
 }
 
+/// The tools a series' load calls: the tool its faults aim at first (the load must call
+/// what the faults act on), then the target's others, at most [`LOAD_TOOLS`].
+fn load_of<'a>(g: &Ground<'a>, s: &Series) -> Vec<&'a rmcp::model::Tool> {
+    let aimed = s.tool.as_deref();
+    let first = g.load.iter().copied().filter(|t| Some(&*t.name) == aimed);
+    let rest = g.load.iter().copied().filter(|t| Some(&*t.name) != aimed);
+    first.chain(rest).take(LOAD_TOOLS).collect()
+}
+
 /// The workload: each of the load's tools in turn, the series' client and pool.
 fn workload(g: &Ground, s: &Series) -> Value {
-    let tools: Vec<_> = g.load.iter().take(LOAD_TOOLS).collect();
+    let tools = load_of(g, s);
     let steps: Vec<Value> = tools
         .iter()
         .map(|t| json!({"calls": [{"tool": t.name, "arguments": super::tools::arguments(t)}]}))
@@ -115,7 +149,9 @@ fn workload(g: &Ground, s: &Series) -> Value {
     }
     json!({
         "name": "designed agent",
-        "arrival": {"mode": "closed", "concurrency": AGENTS},
+        // One agent per session: a closed loop binds each agent to one session, so every
+        // session the stages select carries calls.
+        "arrival": {"mode": "closed", "concurrency": s.sessions},
         "think_ms": THINK_MS,
         "steps": steps,
         "servers": [server],
@@ -138,10 +174,9 @@ pub fn series(
     let n = s.steps.len();
     let workload = workload(g, s);
     // Which tools the load calls, and why each may be called for real.
-    let calls: Vec<String> = g
-        .load
+    let loaded = load_of(g, s);
+    let calls: Vec<String> = loaded
         .iter()
-        .take(LOAD_TOOLS)
         .map(|t| match crate::mcp::writes::may_write(t) {
             None => crate::mcp::untrusted::quote(&t.name, 60),
             Some(w) => format!(
@@ -150,11 +185,16 @@ pub fn series(
             ),
         })
         .collect();
-    let all_read_only = g
-        .load
+    let all_read_only = loaded
         .iter()
-        .take(LOAD_TOOLS)
         .all(|t| crate::mcp::writes::may_write(t).is_none());
+    // One seed for the series: every rung its widest step climbs reaches its share.
+    let widest: Vec<f64> = ladder
+        .iter()
+        .take((base + n.saturating_sub(1)).min(ladder.len().saturating_sub(1)) + 1)
+        .filter_map(|r| Share(r.clone()).fraction())
+        .collect();
+    let seed = seed_for(&widest, s.sessions);
     let mut out: Vec<Designed> = Vec::new();
     for (i, step) in s.steps.iter().enumerate().take(room) {
         let id = format!("{}-{}", scenario.name().replace('_', "-"), i + 1);
@@ -175,9 +215,15 @@ pub fn series(
             "faults": step.faults,
             "gates": step.gates,
             "recovery": {"within": format!("{}s", s.recovery_s)},
+            "seed": seed,
         });
+        let reach: Vec<String> = rungs
+            .iter()
+            .filter_map(|r| Share((*r).clone()).fraction().map(|f| (r, f)))
+            .map(|(r, f)| format!("{r}: {} of {}", selected(seed, s.sessions, f), s.sessions))
+            .collect();
         let rationale = format!(
-            "Scenario {} (step {} of {n}): {}. Load: {} sessions, {AGENTS} agents in a closed loop calling {}{}. Baseline {BASELINE_S} s without faults, then in the stages' share of sessions ({}, {STAGE_S} s each): {}. {}: `{}`; recovery within {} s. Question: {}",
+            "Scenario {} (step {} of {n}): {}. Load: {} sessions, an agent each in a closed loop calling {}{}. Baseline {BASELINE_S} s without faults, then in the stages' share of sessions ({}, {STAGE_S} s each; seed {seed}: {}): {}. {}: `{}`; recovery within {} s. Question: {}",
             scenario.name(),
             i + 1,
             scenario.summary(),
@@ -189,6 +235,7 @@ pub fn series(
                 ""
             },
             rungs.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(" → "),
+            reach.join(", "),
             step.strength,
             if step.gates.len() == 1 { "Gate" } else { "Gates" },
             step.gates.join("` and `"),
@@ -201,7 +248,7 @@ pub fn series(
                 Ok(x) => (
                     true,
                     Value::Null,
-                    estimate(&x, step_measured(g)),
+                    estimate(&x, step_measured(g, &loaded)),
                     crate::mcp::read::verdict_json((env.verdict)(&x)),
                 ),
                 Err(e) => (
@@ -237,11 +284,8 @@ pub fn series(
     Ok(out)
 }
 
-fn step_measured(g: &Ground) -> bool {
-    g.load
-        .iter()
-        .take(LOAD_TOOLS)
-        .any(|t| g.p50_ms.contains_key(&*t.name))
+fn step_measured(g: &Ground, loaded: &[&rmcp::model::Tool]) -> bool {
+    loaded.iter().any(|t| g.p50_ms.contains_key(&*t.name))
 }
 
 /// The simulator's estimate at the widest stage: the gates' verdict, error rate, p95, ρ.
@@ -288,4 +332,29 @@ pub fn estimate(x: &crate::experiment::Loaded, measured: bool) -> Value {
             "simulated with an assumed 5 ms per call (no past run measured these tools): calibrate (brownout calibrate) for a closer estimate"
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seed_makes_every_rung_reach_its_share_of_sessions() {
+        let shares = [0.1, 0.25, 0.5];
+        for n in [8, 20] {
+            let seed = seed_for(&shares, n);
+            assert!(seed > 0, "a seed fits {n} sessions");
+            let counts: Vec<u32> = shares.iter().map(|s| selected(seed, n, *s)).collect();
+            let want: Vec<u32> = shares
+                .iter()
+                .map(|s| ((f64::from(n) * s).round() as u32).max(1))
+                .collect();
+            for (c, w) in counts.iter().zip(&want) {
+                assert!(
+                    c.abs_diff(*w) <= 1 && *c >= 1,
+                    "{n}: {counts:?} vs {want:?}"
+                );
+            }
+        }
+    }
 }

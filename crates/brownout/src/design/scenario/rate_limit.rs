@@ -1,11 +1,11 @@
 //! `rate_limit`: a real token bucket per session (`rate_limit`, `scope: session`) at 80 %,
-//! 50 %, 25 % of the rate one session of the designed load calls at (its agents, think time
-//! and the tools' measured latency), burst half a second of it. Calls over the bucket are
+//! 50 %, 25 % of the rate one session of the designed load calls at (its one agent, think
+//! time and the tools' measured latency), burst half a second of it. Calls over the bucket are
 //! refused with `retry_after_ms` and never reach the server. The client retries with
 //! backoff. Gates: errors under 2 %, p95 under 90 % of the timeout.
 
 use super::{base, bounded_retries, Ground, Series};
-use crate::design::build::{AGENTS, THINK_MS};
+use crate::design::build::THINK_MS;
 use crate::design::Step;
 use serde_json::json;
 
@@ -18,9 +18,8 @@ pub fn series(g: &Ground) -> Result<Series, String> {
         .map(|t| g.served_ms(&t.name))
         .fold(0.0, f64::max);
     let mut s = base(None, json!({}));
-    // Calls per second of the whole load, then of one session.
-    let total = f64::from(AGENTS) * 1000.0 / (THINK_MS as f64 + served.max(1.0));
-    let per_session = total / f64::from(s.sessions);
+    // Calls per second of one session: its one agent, its think time, the tools' latency.
+    let per_session = 1000.0 / (THINK_MS as f64 + served.max(1.0));
     let rates: Vec<f64> = SHARES
         .iter()
         .map(|x| ((per_session * x) * 10.0).round().max(1.0) / 10.0)
