@@ -68,6 +68,25 @@ fn gates(docs: &[Value]) -> String {
         .join(" ")
 }
 
+/// Every fault acts on tools the load calls (a fault on a tool nobody calls tests
+/// nothing), and the experiment carries the seed that puts each rung on its sessions.
+fn faults_on_loaded_tools(d: &Value) {
+    let called: BTreeSet<String> = d["load"]["workload"]["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["calls"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["tool"].as_str().map(String::from))
+        .collect();
+    for f in d["faults"].as_array().into_iter().flatten() {
+        for t in f["tools"].as_array().into_iter().flatten() {
+            let t = t.as_str().unwrap_or_default();
+            assert!(called.contains(t), "{t} is not loaded: {d:#}");
+        }
+    }
+    assert!(d["seed"].as_u64().is_some_and(|s| s > 0), "{d:#}");
+}
+
 #[test]
 fn four_goals_give_distinct_scenarios_whose_faults_match() {
     let dir = tmp();
@@ -149,22 +168,7 @@ fn four_goals_give_distinct_scenarios_whose_faults_match() {
         }
         for d in docs(v) {
             assert!(!d["load"].to_string().contains("restart_service"), "{d:#}");
-            // Every fault acts on tools the load calls (a fault on a tool nobody calls
-            // tests nothing), and the seed puts the bottom rung on at least one session.
-            let called: BTreeSet<String> = d["load"]["workload"]["steps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|s| s["calls"].as_array().cloned().unwrap_or_default())
-                .filter_map(|c| c["tool"].as_str().map(String::from))
-                .collect();
-            for f in d["faults"].as_array().into_iter().flatten() {
-                for t in f["tools"].as_array().into_iter().flatten() {
-                    let t = t.as_str().unwrap_or_default();
-                    assert!(called.contains(t), "{t} is not loaded: {d:#}");
-                }
-            }
-            assert!(d["seed"].as_u64().is_some(), "{d:#}");
+            faults_on_loaded_tools(&d);
         }
         assert!(v["not_designed"].to_string().contains("restart_service"));
     }
@@ -214,6 +218,12 @@ fn out_dir_holds_checked_experiments_and_a_gameday_that_strings_them_together() 
         }
         let path = out.join(e["path"].as_str().expect("path"));
         assert!(path.exists(), "{}", path.display());
+        let text = std::fs::read_to_string(&path).expect("read");
+        let doc =
+            brownout_core::plan::source::parse(&text, brownout_core::plan::source::Format::Yaml)
+                .expect("YAML")
+                .to_json();
+        faults_on_loaded_tools(&doc);
         files.push(path);
         seen.push(id);
     }
