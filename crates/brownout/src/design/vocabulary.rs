@@ -217,6 +217,29 @@ mod tests {
         assert!(names("what happens?").is_empty());
     }
 
+    /// docs/design.md's vocabulary table lists every phrase of every scenario.
+    #[test]
+    fn the_documented_vocabulary_is_this_one() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/design.md"))
+                .expect("docs/design.md");
+        for (s, phrases) in VOCABULARY {
+            let row = doc
+                .lines()
+                // The vocabulary table comes before the parameters' table.
+                .find(|l| l.starts_with(&format!("| `{}` | ", s.name())))
+                .unwrap_or_else(|| panic!("no vocabulary row for {}", s.name()));
+            let listed: Vec<&str> = row
+                .split('|')
+                .nth(2)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .collect();
+            assert_eq!(listed, *phrases, "{}", s.name());
+        }
+    }
+
     #[test]
     fn every_scenario_has_words() {
         for s in Scenario::ALL {
