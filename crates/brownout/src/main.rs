@@ -112,6 +112,8 @@ enum Command {
     Calibrate(Box<brownout::calibrate::CalibrateArgs>),
     // Its help (about, examples, exit codes) is SearchArgs's doc comment.
     Search(Box<brownout::search::SearchArgs>),
+    // Its help (about, examples, exit codes) is DesignArgs's doc comment.
+    Design(Box<brownout::design::cli::DesignArgs>),
     // Its help (about, examples, exit codes) is McpArgs's doc comment.
     Mcp(Box<brownout::mcp::McpArgs>),
     /// Probe an MCP server (or HTTP endpoint, or command): why it fails, phase times,
@@ -220,6 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Load(a) => brownout::load::cli::run(*a),
         Command::Search(a) => brownout::search::run(*a),
         Command::Mcp(a) => brownout::mcp::run(*a),
+        Command::Design(a) => brownout::design::cli::run(*a),
         Command::Calibrate(a) => brownout::calibrate::run(*a),
         Command::Probe(a) => brownout::probe::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(*a),

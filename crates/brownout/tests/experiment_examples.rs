@@ -117,6 +117,9 @@ fn run_example(name: &str) -> (i32, serde_json::Value) {
         .arg(format!("examples/experiments/{name}"))
         .arg("--journal")
         .arg(&journal)
+        // Its own store: its history, and its run lock (one run per target), are its own.
+        .arg("--store")
+        .arg(dir.path().join("store.sqlite"))
         .env("PATH", path_with_brownout())
         .current_dir(repo())
         .output()

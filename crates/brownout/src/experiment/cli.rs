@@ -13,9 +13,10 @@ use std::path::PathBuf;
 /// timeout (further signals are recorded, not obeyed). See docs/experiments.md.
 ///
 /// Exit codes: 0 completed; 1 deviated or aborted (the system failed the hypothesis);
-/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target); 4 failed or not
-/// run (brownout could not run it, or the steady state did not hold before any fault);
-/// 130 interrupted.
+/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target), or another run is
+/// going against the same target (one run per target: a lock the kernel releases when a
+/// runner dies); 4 failed or not run (brownout could not run it, or the steady state did
+/// not hold before any fault); 130 interrupted.
 ///
 /// Examples:
 ///   brownout run examples/experiments/green.yaml
@@ -55,6 +56,11 @@ pub struct RunCmd {
     /// watcher that dies takes its runs' faults with it.
     #[arg(long)]
     pub stop_on_stdin_eof: bool,
+    /// A person (named here) approves running above the rung the store's history allows
+    /// (the policy's `ladder_from_history`); recorded in the journal. `brownout mcp` passes
+    /// the approver of its approval flow.
+    #[arg(long, value_name = "WHO")]
+    pub ladder_skip_approved_by: Option<String>,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -98,6 +104,7 @@ impl RunCmd {
             },
             gameday: None,
             quiet: false,
+            ladder_skip_approved_by: self.ladder_skip_approved_by,
         })
     }
 }

@@ -97,6 +97,26 @@ pub fn enforce(
     check(&shares, passed.as_ref(), p)
 }
 
+/// [`enforce`], except that a `ladder_from_history` refusal a person approved skipping
+/// (`approved_by`) lets the run go, recorded for the journal. Any other refusal stands.
+pub fn enforce_or_skip(
+    x: &super::load::Loaded,
+    p: &Policy,
+    keep: &crate::journal_cmd::KeepArgs,
+    approved_by: Option<&str>,
+) -> Result<Option<super::journal::LadderSkip>, Refusal> {
+    match (enforce(x, p, keep), approved_by) {
+        (Ok(()), _) => Ok(None),
+        (Err(r), Some(who)) if r.rule == "ladder_from_history" && !who.trim().is_empty() => {
+            Ok(Some(super::journal::LadderSkip {
+                approved_by: who.to_string(),
+                refused: r.detail,
+            }))
+        }
+        (Err(r), _) => Err(r),
+    }
+}
+
 /// Whether `shares` stay within one rung above `passed` (the bottom rung without history).
 pub fn check(shares: &[f64], passed: Option<&(f64, String)>, p: &Policy) -> Result<(), Refusal> {
     let ladder: Vec<f64> = p.ladder.iter().filter_map(Share::fraction).collect();

@@ -106,6 +106,19 @@ pub struct Journal {
     /// The GameDay this run was part of (`brownout gameday`; docs/gameday.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gameday_id: Option<String>,
+    /// A rung of the ladder this run went above what the store's history allows, with a
+    /// person's approval: who approved and what the guardrail said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder_skip: Option<LadderSkip>,
+}
+
+/// A ladder rung skipped with a person's approval (docs/experiments.md#guardrails).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LadderSkip {
+    /// Who approved it, as the approval flow recorded them.
+    pub approved_by: String,
+    /// What `ladder_from_history` would have refused.
+    pub refused: String,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -170,7 +170,12 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
     let mut parsed = Vec::new();
     for (i, g) in spec.gates.iter().enumerate() {
         match gates::parse(g) {
-            Ok(p) => parsed.push(p),
+            Ok(p) => {
+                if let Err(why) = super::health::readable(&p, &spec.target) {
+                    errors.push(at(&format!("/gates/{i}"), why));
+                }
+                parsed.push(p)
+            }
             Err(e) => errors.push(at(&format!("/gates/{i}"), e)),
         }
     }

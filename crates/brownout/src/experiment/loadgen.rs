@@ -22,6 +22,11 @@ pub enum Event {
         mark: brownout_core::slo::TaintMark,
         n: u64,
     },
+    /// A reading of the target's own health (`target_rss` bytes, `target_cpu` share).
+    Reading {
+        sli: brownout_core::slo::Sli,
+        value: f64,
+    },
 }
 
 /// A running load.

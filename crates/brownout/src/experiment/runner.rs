@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 const WARM_UP: Duration = Duration::from_secs(60);
 
 /// `brownout run`'s arguments.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunArgs {
     pub file: PathBuf,
     pub policy: Option<PathBuf>,
@@ -38,6 +38,8 @@ pub struct RunArgs {
     /// For a program that watches the run (the MCP server): where to keep its live state,
     /// the run id to use, and whether stdin's end stops the run as a signal would.
     pub watch: super::stop::Watched,
+    /// A person approved going above the ladder the store's history allows (who).
+    pub ladder_skip_approved_by: Option<String>,
     /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
     pub gameday: Option<String>,
     /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
@@ -117,8 +119,10 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
             println!("tolerance: {}", super::baseline::describe(r));
         }
     }
-    let checked =
-        policy::check(&x, &policy).and_then(|()| super::history::enforce(&x, &policy, &a.keep));
+    let checked = policy::check(&x, &policy).and_then(|()| {
+        super::history::enforce_or_skip(&x, &policy, &a.keep, a.ladder_skip_approved_by.as_deref())
+            .map(|skip| j.ladder_skip = skip)
+    });
     if let Err(r) = checked {
         j.reason = r.to_string();
         j.refusal = Some(r);
@@ -135,6 +139,26 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         j.reason = "dry run: checked, nothing sent to the target".into();
         return finish(j, Status::Completed, a).map(Some);
     }
+    // One run per target: held until this function returns (or the process dies).
+    let _lock = match super::lock::acquire(&x, &super::lock::dir(&a.keep)) {
+        Ok(l) => l,
+        Err(busy) => {
+            let detail = match busy {
+                super::lock::Busy::Held { holder, path } => format!(
+                    "another run is going against this target ({holder}; lock {}): one run per target at a time",
+                    path.display()
+                ),
+                super::lock::Busy::Io(e) => format!("the target's run lock could not be taken: {e}"),
+            };
+            let r = policy::Refusal {
+                rule: "target_lock".into(),
+                detail,
+            };
+            j.reason = r.to_string();
+            j.refusal = Some(r);
+            return finish(j, Status::Refused, a).map(Some);
+        }
+    };
     let progress = !a.json && !a.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -195,6 +219,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         tool_calls: None,
         servers: None,
         gameday_id: None,
+        ladder_skip: None,
     }
 }
 
@@ -310,6 +335,8 @@ async fn with_target(
     let (tx, rx) = mpsc::unbounded_channel();
     let silent_source = target.silent_source();
     let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
+    let health_feed = super::health::Source::for_target(&x.spec.target, &x.gates)
+        .map(|s| super::health::feed(s, tx.clone()));
     let load = LoadRun::start(&x.workload, target.endpoints.load_target(), sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
@@ -413,6 +440,7 @@ async fn with_target(
     }
     load.stop().await;
     silent_feed.abort();
+    health_feed.iter().for_each(|h| h.abort());
     let silent_tools = silent_source.read().await;
     j.silent = silent_tools.as_ref().map(super::silent::total);
     probing.iter().for_each(|p| p.abort());

@@ -188,6 +188,7 @@ pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
             json: o.quiet,
             seed: None,
             dry_run: o.dry_run,
+            ladder_skip_approved_by: None,
             keep: KeepArgs {
                 store: o.store.clone(),
                 no_store: false,

@@ -184,6 +184,7 @@ impl McpServer {
             seed: None,
             lease: ctx.cfg.lease,
             cap: ctx.cfg.policy.max_concurrent as usize,
+            ladder_skip_approved_by: None,
         });
         match started {
             Ok(h) => {

@@ -80,6 +80,8 @@ pub struct Start<'a> {
     /// At most this many runs at once (checked and the run registered under one lock, so
     /// simultaneous starts cannot both pass).
     pub cap: usize,
+    /// A person approved this run above the ladder the store's history allows (who).
+    pub ladder_skip_approved_by: Option<&'a str>,
 }
 
 /// The handle `start_experiment` returns.
@@ -195,6 +197,9 @@ impl Runs {
         }
         if let Some(seed) = s.seed {
             cmd.arg("--seed").arg(seed.to_string());
+        }
+        if let Some(who) = s.ladder_skip_approved_by {
+            cmd.arg("--ladder-skip-approved-by").arg(who);
         }
         let mut child = cmd.spawn().map_err(io)?;
         let stdin = child.stdin.take();
