@@ -8,11 +8,20 @@
 /// from a journal), `|` cannot end a cell and a line break cannot end a row.
 pub fn text(x: &str) -> String {
     let mut o = String::with_capacity(x.len());
-    for c in x.chars() {
+    let mut chars = x.chars().peekable();
+    let mut first = true;
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        // Only what could open HTML (a tag, a comment, an entity) or a quote is escaped:
+        // a bound such as `<= 131.2ms` stays readable in the Markdown itself.
+        let opens = |n: Option<char>, extra: &[char]| {
+            n.is_some_and(|n| n.is_ascii_alphabetic() || extra.contains(&n))
+        };
+        let at_start = std::mem::replace(&mut first, false);
         match c {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
+            '<' if opens(next, &['/', '!', '?']) => o.push_str("&lt;"),
+            '>' if at_start => o.push_str("&gt;"),
+            '&' if opens(next, &['#']) => o.push_str("&amp;"),
             '\n' | '\r' => o.push(' '),
             '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '|' | '~' => {
                 o.push('\\');
@@ -68,9 +77,13 @@ mod tests {
     fn html_and_markdown_from_a_journal_stay_text() {
         let t = text("<script>alert(1)</script> [x](javascript:y) | a\nb");
         assert!(!t.contains('<') && !t.contains('\n'), "{t}");
-        assert!(t.starts_with("&lt;script&gt;"), "{t}");
+        assert!(t.starts_with("&lt;script>alert(1)&lt;/script>"), "{t}");
         assert!(t.contains("\\[x\\](javascript:y)"), "{t}");
         assert!(t.contains("\\| a b"), "{t}");
+        // What cannot open HTML stays as written.
+        assert_eq!(text("p95 <= 131.2ms & a < b"), "p95 <= 131.2ms & a < b");
+        assert_eq!(text("&amp; <!-- x"), "&amp;amp; &lt;!-- x");
+        assert_eq!(text("> quoted"), "&gt; quoted");
     }
 
     #[test]
