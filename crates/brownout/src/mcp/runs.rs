@@ -193,7 +193,9 @@ impl Runs {
             .stderr(Stdio::piped())
             .kill_on_drop(false);
         if let Some(store) = &self.store {
-            cmd.arg("--store").arg(store);
+            // In the environment, not the arguments: a store URL may hold a password, and
+            // a process's arguments are visible to every user of the host.
+            cmd.env("BROWNOUT_STORE", store);
         }
         if let Some(seed) = s.seed {
             cmd.arg("--seed").arg(seed.to_string());

@@ -58,7 +58,9 @@ fn run_once(p: &Problem, a: &SearchArgs, value: f64, n: usize) -> Result<LiveRun
         cmd.arg("--policy").arg(pol);
     }
     if let Some(store) = &a.store {
-        cmd.arg("--store").arg(store);
+        // In the environment, not the arguments: a store URL may hold a password, and
+        // a process's arguments are visible to every user of the host.
+        cmd.env("BROWNOUT_STORE", store);
     }
     let out = cmd.output();
     let _ = std::fs::remove_file(&file);
