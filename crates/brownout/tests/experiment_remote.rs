@@ -111,7 +111,11 @@ fn a_fault_whose_id_holds_url_characters_is_removed() {
     let (_, body) = http(&admin, "GET", "/faults");
     let listed = json_in(&body);
     let f = &listed["faults"][0];
-    assert_eq!(f["id"].as_str(), ids.first().map(String::as_str), "{listed}");
+    assert_eq!(
+        f["id"].as_str(),
+        ids.first().map(String::as_str),
+        "{listed}"
+    );
     let left = f["expires_in_s"].as_f64().unwrap_or(f64::MAX);
     assert!(left <= 5.0, "a lease of {left} s");
     signal(&child, nix::sys::signal::Signal::SIGINT);
