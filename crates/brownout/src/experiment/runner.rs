@@ -358,7 +358,7 @@ async fn with_target(
         }
     };
     if let Some(why) = removal_failed {
-        j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay's expire with their TTL)", j.reason);
+        j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay drops each when its lease lapses)", j.reason);
         status = Status::Failed;
     }
     if let Some(s) = live.status.as_mut() {
