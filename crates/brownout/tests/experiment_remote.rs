@@ -292,11 +292,8 @@ fn a_removal_the_relay_did_not_confirm_is_journaled_as_failed() {
     );
     let policy = dir.path().join("policy.yaml");
     std::fs::write(&policy, "ladder: [\"100%\"]\n").expect("policy");
-    let (code, j, out) = run_experiment(
-        dir.path(),
-        &e,
-        &["--policy", &policy.display().to_string()],
-    );
+    let (code, j, out) =
+        run_experiment(dir.path(), &e, &["--policy", &policy.display().to_string()]);
     assert_eq!(code, 4, "{out}\n{j:#}");
     let removal = j["rollbacks"]
         .as_array()
