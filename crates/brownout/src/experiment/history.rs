@@ -20,9 +20,29 @@ pub fn target_identity(target: &Value) -> Option<String> {
     }
 }
 
+/// Run blocking work (SQLite reads) so it does not hold an async worker: moved off it
+/// with `block_in_place` on a multi-threaded runtime (`brownout mcp`), run as is elsewhere.
+pub fn off_async<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 /// The widest share a completed stage of `title` reached against `target` (the experiment's
-/// `target` as JSON) in the store, and the run it was in.
+/// `target` as JSON) in the store, and the run it was in. Reads the store off the async
+/// workers ([`off_async`]).
 pub fn widest_passed(
+    store: Option<&Path>,
+    title: &str,
+    target: &Value,
+) -> Result<Option<(f64, String)>, String> {
+    off_async(|| widest_passed_now(store, title, target))
+}
+
+fn widest_passed_now(
     store: Option<&Path>,
     title: &str,
     target: &Value,
