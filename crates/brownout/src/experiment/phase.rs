@@ -44,6 +44,9 @@ pub struct Live {
     pub series: Vec<Second>,
     second: Acc,
     second_start: f64,
+    /// The series' current span (see `span_ms`).
+    span: Acc,
+    span_start: f64,
     pub progress: bool,
     last_progress: Option<Instant>,
     /// Calls seen.
@@ -51,6 +54,16 @@ pub struct Live {
     pub last_states: Vec<GateView>,
     /// The live state for a watcher (`brownout run --status FILE`).
     pub status: Option<super::status::StatusFile>,
+    /// The length of a span of the journal's series ([`series_span_ms`]).
+    pub span_ms: f64,
+}
+
+/// The series' span for a run planned to last `planned`: a second for a minute or more,
+/// else about a sixtieth of the run, at least 100 ms (in steps of 100 ms), so a short run's
+/// chart still shows where things happened.
+pub fn series_span_ms(planned: Duration) -> f64 {
+    let ms = planned.as_secs_f64() * 1000.0 / 60.0;
+    ((ms / 100.0).ceil() * 100.0).clamp(100.0, 1000.0)
 }
 
 /// What a phase collects.
@@ -86,11 +99,14 @@ impl Live {
             series: Vec::new(),
             second: Acc::default(),
             second_start: 0.0,
+            span: Acc::default(),
+            span_start: 0.0,
             progress,
             last_progress: None,
             calls: 0,
             last_states: Vec::new(),
             status: None,
+            span_ms: 1000.0,
         }
     }
 
@@ -127,6 +143,7 @@ impl Live {
                         let ok = c.outcome == Outcome::Ok && !c.timed_out;
                         out.acc.add(ok, c.latency_ms);
                         self.second.add(ok, c.latency_ms);
+                        self.span.add(ok, c.latency_ms);
                         self.watch.observe_call(&c);
                         if out.keep_calls && out.calls.len() < MAX_KEPT_CALLS {
                             out.calls.push(c);
@@ -243,13 +260,21 @@ impl Live {
         self.second.error_rate()
     }
 
+    /// Close the series' span and the current second when their time is up (the second,
+    /// whose error rate recovery judges, stays a second whatever the span).
     fn roll_second(&mut self, phase: &str, now_ms: f64) {
-        if now_ms - self.second_start >= 1000.0 {
+        let span = self.span_ms;
+        if now_ms - self.span_start >= span {
             self.series.push(Second {
-                t_ms: self.second_start,
+                t_ms: self.span_start,
+                width_ms: span,
                 phase: phase.to_string(),
-                slis: std::mem::take(&mut self.second).slis(),
+                slis: std::mem::take(&mut self.span).slis(),
             });
+            self.span_start = (now_ms / span).floor() * span;
+        }
+        if now_ms - self.second_start >= 1000.0 {
+            self.second = Acc::default();
             self.second_start = (now_ms / 1000.0).floor() * 1000.0;
         }
     }
@@ -305,6 +330,13 @@ async fn next_sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_run_is_drawn_in_finer_spans() {
+        assert_eq!(series_span_ms(Duration::from_secs(3)), 100.0);
+        assert_eq!(series_span_ms(Duration::from_secs(30)), 500.0);
+        assert_eq!(series_span_ms(Duration::from_secs(600)), 1000.0);
+    }
     use brownout_core::slo::CallObservation;
 
     fn call() -> Event {

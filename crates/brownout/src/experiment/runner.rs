@@ -291,6 +291,18 @@ async fn with_target(
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     live.status = status_file;
+    let planned = x
+        .spec
+        .baseline
+        .as_ref()
+        .map(|b| b.get())
+        .unwrap_or_default()
+        + x.spec
+            .method
+            .iter()
+            .map(|s| s.duration.get())
+            .sum::<Duration>();
+    live.span_ms = super::phase::series_span_ms(planned);
     let (ptx, prx) = mpsc::unbounded_channel();
     live.probe_samples = Some(prx);
     let during = steady::During {
