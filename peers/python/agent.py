@@ -11,7 +11,8 @@ Besides client.py's operations:
   {"op": "read_code", "file": F}   wait (10 s at most) for an approval code in the operator's
                                    approvals file F, as a person reading brownout's terminal;
                                    later arguments written "$code" get it;
-  "$run_id" in arguments is the run_id of the last start_experiment that started a run;
+  "$run_id" in arguments is the run_id of the last start_experiment (or start_gameday) that
+  started a run;
   {"op": "call_tool", ..., "progress": true} sends a progress token and returns the
   notifications received as the result's "progress" list.
 With --elicit the client declares elicitation (form) and answers every approval form:
@@ -85,7 +86,7 @@ async def run_op(client: Client, op: dict[str, Any], env: dict[str, str]) -> Any
         if op.get("progress"):
             r["progress"] = seen
         sc = r.get("structuredContent") or {}
-        if op["name"] == "start_experiment" and sc.get("decision") == "started":
+        if op["name"] in ("start_experiment", "start_gameday") and sc.get("decision") == "started":
             env["run_id"] = sc["run_id"]
         return r
     if kind == "list_resources":

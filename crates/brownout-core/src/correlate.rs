@@ -91,6 +91,11 @@ impl<T> Pending<T> {
         self.map.get(id).map(|(_, _, e)| e)
     }
 
+    /// The entry for `id` and when its request was sent.
+    pub fn get_sent(&self, id: &Id) -> Option<(Time, &T)> {
+        self.map.get(id).map(|(t, _, e)| (*t, e))
+    }
+
     /// Remove and return entries older than the time-to-live.
     pub fn expire(&mut self, now: Time) -> Vec<Unanswered<T>> {
         let mut out = Vec::new();

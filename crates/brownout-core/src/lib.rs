@@ -16,6 +16,7 @@ pub mod millis;
 pub mod plan;
 pub mod rng;
 pub mod select;
+pub mod session_key;
 pub mod sli;
 pub mod slo;
 pub mod splice;

@@ -133,6 +133,7 @@ pub struct Selector {
     pub direction: Option<Direction>,
     pub methods: Option<Globs>,
     pub tools: Option<Globs>,
+    pub servers: Option<Globs>,
     pub arguments: Vec<ArgCondition>,
     pub probability: f64,
     pub sessions: Option<f64>,
@@ -179,6 +180,16 @@ impl Selector {
             },
             None => None,
         };
+        let servers = match &spec.servers {
+            Some(t) => match Globs::new(t) {
+                Ok(g) => Some(g),
+                Err((i, msg)) => {
+                    errors.push((format!("servers/{i}"), msg));
+                    None
+                }
+            },
+            None => None,
+        };
         let mut arguments = Vec::new();
         for (key, m) in spec.arguments.iter().flatten() {
             let pointer = if key.starts_with('/') {
@@ -218,6 +229,7 @@ impl Selector {
             }),
             methods,
             tools,
+            servers,
             arguments,
             probability: spec.probability.unwrap_or(1.0),
             sessions: spec.sessions,
@@ -236,6 +248,16 @@ impl Selector {
         match (&self.tools, tool) {
             (None, _) => true,
             (Some(g), Some(t)) => g.is_match(t),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Whether a call to `server` (`None`: the relay fronts one server) is selected: always
+    /// without `servers`, never on a single server's relay with it.
+    pub fn server_matches(&self, server: Option<&str>) -> bool {
+        match (&self.servers, server) {
+            (None, _) => true,
+            (Some(g), Some(s)) => g.is_match(s),
             (Some(_), None) => false,
         }
     }

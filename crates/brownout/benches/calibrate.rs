@@ -36,7 +36,7 @@ fn main() {
     for k in 0..3 {
         let out = Command::new(&exe)
             .arg("calibrate")
-            .arg(repo().join("examples/experiments/fixture-agent.yaml"))
+            .arg(repo().join("examples/workloads/fixture-agent.yaml"))
             .args(["--duration", "5s", "--sessions", "8", "--json", "--"])
             .args([
                 exe.as_str(),

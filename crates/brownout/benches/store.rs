@@ -4,13 +4,16 @@
 //! Measures insert time per run, `journal list`, a typical trend query and an aggregate SQL
 //! query through the read-only path (goal: each under 100 ms), and report generation time and
 //! the HTML report's size. `BROWNOUT_BENCH_RUNS=N` runs fewer (e.g. 500 to check it works).
+//! `BROWNOUT_BENCH_STORE=postgres://…` measures a PostgreSQL store instead of a temporary
+//! SQLite file (scripts/store-bench starts a throwaway server and runs both). Times are
+//! medians of the repetitions.
 //!
 //!   cargo bench -p brownout --bench store
 
 use brownout::report::{self, Format};
-use brownout::store::readonly::{self, Limits};
+use brownout::store::readonly::Limits;
 use brownout::store::trend::{self, DriftRule};
-use brownout::store::{ListFilter, SqliteStore, Store};
+use brownout::store::{AnyStore, ListFilter, Location, Store};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -36,11 +39,15 @@ fn journal(base: &Value, k: usize) -> Value {
 
 fn time<T>(what: &str, reps: u32, mut f: impl FnMut() -> T) -> Duration {
     let _ = f();
-    let t = Instant::now();
-    for _ in 0..reps {
-        std::hint::black_box(f());
-    }
-    let d = t.elapsed() / reps;
+    let mut all: Vec<Duration> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed()
+        })
+        .collect();
+    all.sort();
+    let d = all[all.len() / 2];
     println!("{what:<44} {:>10.2} ms", d.as_secs_f64() * 1000.0);
     d
 }
@@ -57,29 +64,41 @@ fn main() -> anyhow::Result<()> {
     let base: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("journal.sqlite");
-    let mut store = SqliteStore::open(&path)?;
+    let at = match std::env::var("BROWNOUT_BENCH_STORE") {
+        Ok(url) if !url.is_empty() => Location::parse(std::path::Path::new(&url))?,
+        _ => Location::Sqlite(path.clone()),
+    };
+    println!("store                                        {at}");
+    let mut store = AnyStore::open(&at)?;
+    if let AnyStore::Postgres(_) = store {
+        store.setup_reader()?;
+    }
 
     let t = Instant::now();
-    let mut worst = Duration::ZERO;
+    let mut each = Vec::with_capacity(runs);
     for k in 0..runs {
         let j = journal(&base, k);
         let one = Instant::now();
         store.import(&j)?;
-        worst = worst.max(one.elapsed());
+        each.push(one.elapsed());
     }
     let total = t.elapsed();
-    let size = std::fs::metadata(&path)?.len()
-        + std::fs::metadata(path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+    each.sort();
     println!("runs                                         {runs:>10} (60 s of series each)");
     println!(
-        "insert per run (mean, incl. building JSON)   {:>10.2} ms   (worst {:.2} ms)",
-        total.as_secs_f64() * 1000.0 / runs as f64,
-        worst.as_secs_f64() * 1000.0
+        "insert per run (median, incl. building JSON) {:>10.2} ms   (mean {:.2}, worst {:.2} ms)",
+        each.get(runs / 2).map_or(0.0, |d| d.as_secs_f64() * 1000.0),
+        total.as_secs_f64() * 1000.0 / runs.max(1) as f64,
+        each.last().map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     );
-    println!(
-        "store size                                   {:>10.1} MiB",
-        size as f64 / 1048576.0
-    );
+    if let Location::Sqlite(path) = &at {
+        let size = std::fs::metadata(path)?.len()
+            + std::fs::metadata(path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+        println!(
+            "store size                                   {:>10.1} MiB",
+            size as f64 / 1048576.0
+        );
+    }
 
     time("journal list (newest 50)", 20, || {
         store.list(&ListFilter {
@@ -99,15 +118,13 @@ fn main() -> anyhow::Result<()> {
         trend::trend(&store, "experiment 3", 20, DriftRule::default())
     });
     time("query: avg MTTR per experiment (read-only)", 5, || {
-        readonly::query(
-            &path,
+        store.query(
             "SELECT experiment, count(*), avg(mttr_ms) FROM runs GROUP BY experiment",
             Limits::default(),
         )
     });
     time("query: worst p99 second per experiment", 3, || {
-        readonly::query(
-            &path,
+        store.query(
             "SELECT r.experiment, max(s.p99_ms) FROM series s JOIN runs r USING (run_id) GROUP BY 1",
             Limits { max_rows: 100, timeout: Duration::from_secs(60), ..Limits::default() },
         )

@@ -1,4 +1,5 @@
-//! `brownout faults list|add|rm|clear`: the admin API of a running relay, from the shell.
+//! `brownout faults list|add|rm|clear|status`: the admin API of a running relay, from the
+//! shell (`status` also serves as a container's liveness/readiness probe: docs/deploy.md).
 
 use clap::{Args, Subcommand};
 use serde_json::Value;
@@ -48,6 +49,9 @@ pub enum FaultsCmd {
     },
     /// Remove every fault: traffic passes untouched.
     Clear(Target),
+    /// The relay's GET /status (uptime, sessions, calls); exit 0 when it answers. A
+    /// Kubernetes exec probe in an image with nothing but brownout (docs/deploy.md).
+    Status(Target),
 }
 
 /// Exit codes: 0 done, 1 refused by the relay (invalid fault, unknown id), 2 unreachable.
@@ -62,8 +66,7 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
         } => {
             let text = match (fault, file) {
                 (Some(f), _) => f,
-                (None, Some(p)) => std::fs::read_to_string(&p)
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+                (None, Some(p)) => crate::input::read_document(&p)?,
                 (None, None) => anyhow::bail!("give the fault inline or with --file"),
             };
             let path = match ttl {
@@ -84,6 +87,7 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
             None,
         ),
         FaultsCmd::Clear(t) => (t, reqwest::Method::DELETE, "/faults".into(), None),
+        FaultsCmd::Status(t) => (t, reqwest::Method::GET, "/status".into(), None),
     };
     let base = admin_url(&target.admin)?;
     let url = format!("{base}{path}");
@@ -150,6 +154,8 @@ fn print_summary(method: &reqwest::Method, v: &Value) {
         }
     } else if let Some(id) = v["id"].as_str() {
         println!("added {id}");
+    } else if *method == reqwest::Method::GET {
+        println!("relay up: {v}");
     } else if *method == reqwest::Method::DELETE {
         match &v["removed"] {
             Value::String(id) => println!("removed {id}"),

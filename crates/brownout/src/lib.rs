@@ -9,7 +9,9 @@
 //! - [`probe`]: synthetic probes and monitors (`brownout probe`);
 //! - [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`], [`events`]:
 //!   commands and the event log;
-//! - [`mcp`]: brownout as an MCP server (`brownout mcp`);
+//! - [`mcp`]: brownout as an MCP server (`brownout mcp`); [`design`]: experiment design
+//!   from a goal (`brownout design`, `design_experiments`);
+//! - [`gameday`]: escalating series of experiments, scored (`brownout gameday`);
 //! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
 //!   (`brownout journal`).
 
@@ -18,12 +20,15 @@ pub mod client;
 pub mod control;
 pub mod demo;
 pub mod demo_sim;
+pub mod design;
 pub mod events;
 pub mod experiment;
 pub mod faults_cmd;
 pub mod fixture;
+pub mod gameday;
 pub mod http_guard;
 pub mod human;
+pub mod input;
 pub mod journal_cmd;
 pub mod load;
 pub mod mcp;

@@ -48,6 +48,8 @@ enum Command {
     /// Validate experiment files, print their JSON Schema.
     #[command(subcommand)]
     Experiment(brownout::experiment::cli::ExperimentCmd),
+    // Its help (about, examples, exit codes) is GamedayArgs's doc comment.
+    Gameday(brownout::gameday::GamedayArgs),
     // Its help (about, examples, exit codes) is JournalArgs's doc comment.
     Journal(brownout::journal_cmd::JournalArgs),
     /// Steer a running relay's faults through its admin API (`proxy … --admin ADDR`).
@@ -110,6 +112,8 @@ enum Command {
     Calibrate(Box<brownout::calibrate::CalibrateArgs>),
     // Its help (about, examples, exit codes) is SearchArgs's doc comment.
     Search(Box<brownout::search::SearchArgs>),
+    // Its help (about, examples, exit codes) is DesignArgs's doc comment.
+    Design(Box<brownout::design::cli::DesignArgs>),
     // Its help (about, examples, exit codes) is McpArgs's doc comment.
     Mcp(Box<brownout::mcp::McpArgs>),
     /// Probe an MCP server (or HTTP endpoint, or command): why it fails, phase times,
@@ -183,10 +187,16 @@ fn quiet_on_broken_pipe() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    if matches!(
-        cli.command,
-        Command::Plan(_) | Command::Demo { .. } | Command::Sim { .. }
-    ) {
+    let prints_only = match &cli.command {
+        Command::Plan(_)
+        | Command::Demo { .. }
+        | Command::Sim { .. }
+        | Command::Journal(_)
+        | Command::Experiment(_) => true,
+        Command::Probe(a) => a.schema,
+        _ => false,
+    };
+    if prints_only {
         quiet_on_broken_pipe();
     }
     match cli.command {
@@ -201,6 +211,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Run(cmd) => cmd.run(),
         Command::Experiment(cmd) => Ok(cmd.run()),
+        Command::Gameday(a) => brownout::gameday::run(a),
         Command::Journal(a) => Ok(a.run()),
         Command::Faults(cmd) => single_thread_runtime()?.block_on(faults_cmd::run(cmd)),
         Command::Fixture(a) => {
@@ -211,6 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Load(a) => brownout::load::cli::run(*a),
         Command::Search(a) => brownout::search::run(*a),
         Command::Mcp(a) => brownout::mcp::run(*a),
+        Command::Design(a) => brownout::design::cli::run(*a),
         Command::Calibrate(a) => brownout::calibrate::run(*a),
         Command::Probe(a) => brownout::probe::cli::run(*a),
         Command::Proxy(Proxy::Stdio(a)) => proxy_stdio(*a),

@@ -7,8 +7,7 @@ use std::path::Path;
 
 /// Read and compile a plan file; errors name the file, line, column and key.
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read plan {}", path.display()))?;
+    let text = crate::input::read_document(path).context("cannot read the plan")?;
     Plan::from_str_named(&text, &path.display().to_string())
         .map_err(|e| anyhow::anyhow!("{}", crate::search::marks::explain(e)))
 }
@@ -18,13 +17,13 @@ pub fn check(paths: &[std::path::PathBuf], json: bool) -> i32 {
     let mut bad = 0;
     let mut out = Vec::new();
     for p in paths {
-        let text = match std::fs::read_to_string(p) {
+        let text = match crate::input::read_document(p) {
             Ok(t) => t,
             Err(e) => {
                 bad += 1;
-                out.push(serde_json::json!({"file": p.display().to_string(), "ok": false, "errors": [{"message": format!("cannot read: {e}")}]}));
+                out.push(serde_json::json!({"file": p.display().to_string(), "ok": false, "errors": [{"message": e.reason()}]}));
                 if !json {
-                    eprintln!("{}: cannot read: {e}", p.display());
+                    eprintln!("{e}");
                 }
                 continue;
             }

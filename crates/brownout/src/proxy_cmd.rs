@@ -82,6 +82,12 @@ pub(crate) struct HttpArgs {
     /// Most concurrent SSE streams (503 beyond).
     #[arg(long, default_value_t = 4096)]
     max_streams: usize,
+    /// Most open client connections. At the cap, a new connection closes the oldest one
+    /// with no request in flight (idle, or still sending its head); when every one has a
+    /// request in flight, the new one is closed at once. Clients flooding connections
+    /// cannot lock others out.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
     /// Worker threads of the relay. One thread (the default) costs the least CPU per call
     /// and answers fastest (BENCHMARKS.md); give more for heavy traffic on a many-core host.
     #[arg(long, env = "BROWNOUT_THREADS", value_name = "N", default_value_t = 1)]
@@ -198,7 +204,7 @@ async fn setup(
     )?;
     // A plan that does not exist or does not parse stops brownout before anything starts.
     let (plan, plan_text) = match &c.plan {
-        Some(p) => (plan_cmd::load(p)?, std::fs::read_to_string(p)?),
+        Some(p) => (plan_cmd::load(p)?, brownout::input::read_document(p)?),
         None => (brownout_core::Plan::empty(), String::new()),
     };
     if let Some(addr) = &c.admin {
@@ -342,7 +348,8 @@ pub(crate) fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
                     Arc::clone(&relay),
                     upstream,
                     a.max_sessions.unwrap_or(10_000),
-                );
+                )
+                .with_idle(idle);
                 let path = back.path().to_string();
                 serve_http(&a, relay, Arc::new(back), &path, url).await
             }
@@ -377,6 +384,7 @@ async fn serve_http<B: relay::layers::HttpBack>(
         max_body: a.max_body_bytes,
         max_header_bytes: a.max_header_bytes,
         max_streams: a.max_streams,
+        max_connections: a.max_connections.max(1),
         allowed_origins: a.allow_origin.clone(),
         allowed_hosts: a.allow_host.clone(),
         grace: std::time::Duration::from_secs(a.grace),

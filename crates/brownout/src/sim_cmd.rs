@@ -31,8 +31,7 @@ pub fn parse_gate(text: &str) -> Result<Gate, String> {
 }
 
 pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read workload {}", path.display()))?;
+    let text = crate::input::read_document(path).context("cannot read the workload")?;
     Workload::from_str_named(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
 }
 

@@ -14,7 +14,7 @@ fn a_synthetic_server_is_reproduced_within_stated_bounds() {
     let out_file = dir.path().join("calibrated.yaml");
     let out = Command::new(brownout())
         .arg("calibrate")
-        .arg(repo().join("examples/experiments/fixture-agent.yaml"))
+        .arg(repo().join("examples/workloads/fixture-agent.yaml"))
         .args(["--duration", "3s", "--sessions", "4", "--json", "-o"])
         .arg(&out_file)
         .args(["--", brownout(), "fixture", "--service-ms", "20"])
@@ -71,7 +71,7 @@ fn a_synthetic_server_is_reproduced_within_stated_bounds() {
 fn a_target_that_cannot_start_is_exit_4_and_a_bad_workload_exit_2() {
     let out = Command::new(brownout())
         .arg("calibrate")
-        .arg(repo().join("examples/experiments/fixture-agent.yaml"))
+        .arg(repo().join("examples/workloads/fixture-agent.yaml"))
         .args(["--duration", "1s", "--", "/nonexistent/server"])
         .output()
         .expect("calibrate");

@@ -17,17 +17,62 @@ fn path_with_brownout() -> String {
     )
 }
 
-/// The experiment files of examples/experiments (not workloads or policies).
+/// Every file of examples/experiments: experiments only (workloads and policies have
+/// folders of their own).
 fn experiments() -> Vec<std::path::PathBuf> {
     let mut out: Vec<_> = std::fs::read_dir(repo().join("examples/experiments"))
         .expect("examples/experiments")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.starts_with("title:")))
-        })
         .collect();
     out.sort();
     out
+}
+
+/// `experiment check examples/experiments/*.yaml`, as the shell expands it, finds no error:
+/// the folder holds experiments only.
+#[test]
+fn the_experiments_folder_checks_with_no_error() {
+    let files = experiments();
+    let out = Command::new(brownout())
+        .args(["experiment", "check"])
+        .args(&files)
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let ok = String::from_utf8_lossy(&out.stdout)
+        .matches(": ok,")
+        .count();
+    assert_eq!(ok, files.len(), "one `ok` per file");
+}
+
+/// `experiment check --policy` applies the guardrails `run --policy` applies: an example
+/// that kills a server passes its check alone, fails it under a policy that forbids
+/// `process` faults, and passes under the policy written for it.
+#[test]
+fn experiment_check_applies_a_policy_as_run_does() {
+    let file = repo().join("examples/experiments/seed-process-kill.yaml");
+    let check = |policy: Option<&str>| {
+        let mut c = Command::new(brownout());
+        c.args(["experiment", "check"]).arg(&file);
+        if let Some(p) = policy {
+            c.arg("--policy").arg(repo().join(p));
+        }
+        let out = c.current_dir(repo()).output().expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(check(None).0, Some(0), "{}", check(None).1);
+    let (code, err) = check(Some("examples/policies/policy.yaml"));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("refused by the policy"), "{err}");
+    let (code, err) = check(Some("examples/policies/seed-policy.yaml"));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = check(Some("examples/no-such-policy.yaml"));
+    assert_eq!(code, Some(2), "{err}");
 }
 
 #[test]
@@ -47,7 +92,7 @@ fn every_example_experiment_checks() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let policy = repo().join("examples/experiments/policy.yaml");
+    let policy = repo().join("examples/policies/policy.yaml");
     let out = Command::new(brownout())
         .args(["run", "--dry-run", "--policy"])
         .arg(&policy)
@@ -72,6 +117,9 @@ fn run_example(name: &str) -> (i32, serde_json::Value) {
         .arg(format!("examples/experiments/{name}"))
         .arg("--journal")
         .arg(&journal)
+        // Its own store: its history, and its run lock (one run per target), are its own.
+        .arg("--store")
+        .arg(dir.path().join("store.sqlite"))
         .env("PATH", path_with_brownout())
         .current_dir(repo())
         .output()
@@ -91,6 +139,35 @@ fn the_green_example_completes_and_the_breach_example_is_aborted() {
     assert_eq!(code, 1, "{j}");
     assert_eq!(j["status"], "aborted");
     assert_stages_widened_only_while_gates_held(&j);
+}
+
+#[test]
+fn the_silent_servers_example_follows_the_wrong_value_from_one_server_to_the_other() {
+    let (code, j) = run_example("silent-servers.yaml");
+    assert_eq!(code, 1, "{j}");
+    let gate = j["breach"]["gate"].as_str().unwrap_or_default();
+    assert!(gate.starts_with("silent_rate"), "{j}");
+    let by = |name: &str| {
+        j["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (incidents, ops) = (by("incidents"), by("ops"));
+    assert!(
+        incidents["silent"]["propagated"].as_u64().unwrap_or(0) > 0,
+        "{j}"
+    );
+    assert_eq!(ops["silent"]["altered"].as_u64(), Some(0), "{j}");
+    assert!(ops["calls"].as_u64().unwrap_or(0) > 0, "{j}");
+    assert_eq!(
+        j["tool_calls"]["ops/get_incident"],
+        serde_json::Value::Null,
+        "{j}"
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The seed incident's target: `examples/experiments/incident-agent.yaml` against the
+//! The seed incident's target: `examples/workloads/incident-agent.yaml` against the
 //! fixture as a small server with a bounded pool (`--pool`, `--service-ms`,
 //! `--queue-timeout-ms`, `--http`), live and in the simulator; and the open loop's latency
 //! under a server that falls behind.
@@ -17,7 +17,7 @@ use support::{opts, play, stdio, workload};
 /// half the calls failing sets off the retry storm against the client's own limiter.
 #[test]
 fn the_incident_workload_cascades_in_the_simulator() {
-    let path = common::repo().join("examples/experiments/incident-agent.yaml");
+    let path = common::repo().join("examples/workloads/incident-agent.yaml");
     let text = std::fs::read_to_string(&path).expect("read the example");
     let w =
         Workload::from_str_named(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
@@ -45,7 +45,7 @@ fn the_incident_workload_cascades_in_the_simulator() {
 /// the storm shows as attempts far above calls and the client's limiter rejecting them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_incident_workload_cascades_live() {
-    let path = common::repo().join("examples/experiments/incident-agent.yaml");
+    let path = common::repo().join("examples/workloads/incident-agent.yaml");
     let text = std::fs::read_to_string(&path).expect("read the example");
     let w = Workload::from_str_live(&text, "incident-agent.yaml").unwrap_or_else(|e| panic!("{e}"));
     let server: Vec<String> = [

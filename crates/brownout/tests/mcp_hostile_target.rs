@@ -227,17 +227,26 @@ fn designs_never_load_a_tool_that_may_write_and_match_names_literally() {
             "{r}"
         );
     }
+    // The goal's "errors" chose the error_burst scenario, whose faults name every tool
+    // the load calls: the tool named `*` among them, as a glob that matches it alone.
+    assert_eq!(out["matched"][0]["scenario"], "error_burst", "{out:#}");
     let star = exps
         .iter()
-        .find(|e| e["tool"] == "*")
+        .find(|e| {
+            e["experiment"]
+                .as_str()
+                .unwrap_or("")
+                .contains("\"tool\": \"*\"")
+        })
         .cloned()
-        .expect("the tool named `*` is read-only: it has an experiment");
+        .expect("the tool named `*` is read-only: a designed load calls it");
     let x: Value = serde_json::from_str(star["experiment"].as_str().unwrap_or("{}")).expect("JSON");
-    assert_eq!(x["faults"][0]["tools"], json!(["\\*"]), "{x:#}");
-    assert!(star["rationale"]
-        .as_str()
-        .unwrap_or("")
-        .contains("the tool \"*\""));
+    let tools = x["faults"][0]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(tools.contains(&json!("\\*")), "{x:#}");
+    assert!(star["rationale"].as_str().unwrap_or("").contains("\"*\""));
     let skipped: Vec<String> = out["not_designed"]
         .as_array()
         .into_iter()
@@ -334,7 +343,8 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
             call("start_experiment", json!({"experiment": x})),
             call(
                 "design_experiments",
-                json!({"target": {"command": allowed.command()}, "max": 12, "timeout_ms": 60000})
+                json!({"target": {"command": allowed.command()}, "max": 12, "timeout_ms": 60000,
+                       "goal": "errors on transfer_funds"})
             ),
         ]),
         &allowed.server(&["--allow-run"]),
@@ -346,14 +356,26 @@ fn start_refuses_a_load_that_calls_a_tool_that_may_write() {
         "{:#}",
         sc(&doc, 0)
     );
-    // The designer too: transfer_funds gets the write tool's experiment, saying why.
+    // The designer too: a goal that names transfer_funds puts it in the load, its errors
+    // answered in the server's place (`phase: request`), saying why it may be called.
     let designed = sc(&doc, 1);
     let transfer = designed["experiments"]
         .as_array()
-        .and_then(|a| a.iter().find(|e| e["tool"] == "transfer_funds"))
+        .and_then(|a| {
+            a.iter().find(|e| {
+                e["experiment"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("\"tool\": \"transfer_funds\"")
+            })
+        })
         .cloned()
         .unwrap_or_default();
     assert_eq!(transfer["fault"], "error", "{designed:#}");
+    assert!(transfer["experiment"]
+        .as_str()
+        .unwrap_or("")
+        .contains("\"phase\": \"request\""));
     assert!(transfer["rationale"]
         .as_str()
         .unwrap_or("")
@@ -378,7 +400,12 @@ fn a_designed_experiment_started_through_mcp_never_calls_a_write_tool() {
     let first = sc(&doc, 0)["experiments"][0].clone();
     let x = first["experiment"].as_str().unwrap_or_default().to_string();
     assert!(!x.is_empty(), "{first:#}");
-    let tool = first["tool"].as_str().unwrap_or_default().to_string();
+    // The first tool its load calls.
+    let doc_x: Value = serde_json::from_str(&x).expect("JSON");
+    let tool = doc_x["load"]["workload"]["steps"][0]["calls"][0]["tool"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let mut ops = vec![
         call("start_experiment", json!({"experiment": x})),
         json!({"op": "read_code", "file": path_of(&h.env.approvals())}),
@@ -402,6 +429,13 @@ fn a_designed_experiment_started_through_mcp_never_calls_a_write_tool() {
     let ended =
         (0..8).any(|k| doc["ops"][5 + 3 * k]["result"]["structuredContent"]["state"] == "ended");
     assert!(ended, "the run did not end in time: {doc:#}");
+    let id = started["run_id"].as_str().unwrap_or_default().to_string();
+    let doc = agent_stdio(
+        &json!([call("get_run", json!({"run_id": id, "form": "journal"}))]),
+        &h.server(&[]),
+        &[],
+    );
+    let j = sc(&doc, 0)["journal"].clone();
     let counts = h.counts();
     for w in WRITES {
         assert_eq!(
@@ -412,16 +446,11 @@ fn a_designed_experiment_started_through_mcp_never_calls_a_write_tool() {
     }
     assert!(
         counts.get(&tool).copied().unwrap_or(0) > 0,
-        "the load never reached the target ({tool}): {counts:?}"
+        "the load never reached the target ({tool}): {counts:?}; the run: {} {}",
+        j["status"],
+        j["reason"]
     );
     // The journal says the same from the relay's side.
-    let id = started["run_id"].as_str().unwrap_or_default().to_string();
-    let doc = agent_stdio(
-        &json!([call("get_run", json!({"run_id": id, "form": "journal"}))]),
-        &h.server(&[]),
-        &[],
-    );
-    let j = sc(&doc, 0)["journal"].clone();
     let carried = &j["tool_calls"];
     assert!(carried.is_object(), "{j:#}");
     for w in WRITES {

@@ -53,7 +53,7 @@ fn names(doc: &Value, i: usize) -> Vec<String> {
 fn read_only_unless_allowed_and_every_result_matches_its_output_schema() {
     let env = Env::new();
     let plan = "seed: 1\nfaults:\n  - {kind: error, tools: [search_incidents], probability: 0.2}\n";
-    let workload = std::fs::read_to_string(repo().join("examples/experiments/fixture-agent.yaml"))
+    let workload = std::fs::read_to_string(repo().join("examples/workloads/fixture-agent.yaml"))
         .expect("workload");
     let script = json!([
         {"op": "list_tools"},
@@ -233,11 +233,16 @@ fn designed_experiments_validate_against_server_everything_and_the_fixture() {
         let doc = agent_stdio(&script, &env.server(&["--policy", &policy]), &[]);
         let out = sc(&doc, 0);
         let exps = out["experiments"].as_array().cloned().unwrap_or_default();
-        assert!(exps.len() >= 3, "{out:#}");
+        assert_eq!(exps.len(), 3, "the schema_drift series: {out:#}");
+        assert_eq!(out["matched"][0]["scenario"], "schema_drift", "{out:#}");
+        assert_eq!(out["matched"][0]["words"][0], "drift", "{out:#}");
         assert_eq!(
             exps[0]["tool"], expect_tool,
             "the goal's tool first: {out:#}"
         );
+        assert!(out["gameday"]
+            .as_str()
+            .is_some_and(|g| g.contains("schema-drift-3")));
         let checks: Vec<Value> = exps
             .iter()
             .map(|e| {
@@ -255,13 +260,203 @@ fn designed_experiments_validate_against_server_everything_and_the_fixture() {
         for (i, e) in exps.iter().enumerate() {
             let v = sc(&doc, i);
             assert_eq!(v["ok"], true, "{}: {v:#}", e["title"]);
-            assert_eq!(v["policy_check"]["allowed"], true, "{}: {v:#}", e["title"]);
+            // The first step is allowed now; the next climb the ladder once it passed.
+            if i == 0 {
+                assert_eq!(v["policy_check"]["allowed"], true, "{}: {v:#}", e["title"]);
+            } else {
+                assert_eq!(v["policy_check"]["rule"], "ladder_from_history", "{v:#}");
+                assert_eq!(e["requires"], exps[i - 1]["id"], "{e:#}");
+            }
             assert!(!v["gates"].as_array().is_none_or(Vec::is_empty));
             assert!(e["estimate"]["verdict"].is_string(), "{e:#}");
+            assert_eq!(e["fault"], "schema_drift", "{e:#}");
         }
-        let kinds: Vec<&str> = exps.iter().filter_map(|e| e["fault"].as_str()).collect();
-        assert!(kinds.len() >= 2, "{kinds:?}");
     }
+}
+
+/// design_experiments maps goals to scenarios by its vocabulary (the words that matched
+/// returned), or takes them by name; each scenario's faults match it: pool and retries,
+/// `process`, `rate_limit`, `corrupt` with gates that see wrong results. The input schema
+/// lists the scenarios.
+#[test]
+fn design_maps_goals_and_named_scenarios_to_matching_faults() {
+    let env = Env::new();
+    let target = json!({"command": ["brownout", "fixture"]});
+    let goals = [
+        "pool exhaustion with retry storm",
+        "the server gets killed",
+        "rate limiting",
+        "tools return subtly wrong data",
+    ];
+    let mut script = vec![json!({"op": "list_tools"})];
+    for g in goals {
+        script.push(call(
+            "design_experiments",
+            json!({"target": target, "goal": g}),
+        ));
+    }
+    script.push(call(
+        "design_experiments",
+        json!({"target": target, "goal": "anything", "scenarios": ["registry_stale", "error_burst"]}),
+    ));
+    let doc = agent_stdio(&Value::Array(script), &env.server(&[]), &[]);
+    let tools = doc["ops"][0]["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let design = tools
+        .iter()
+        .find(|t| t["name"] == "design_experiments")
+        .expect("listed");
+    let listed = design["inputSchema"]["properties"]["scenarios"]["items"]["enum"].to_string();
+    for s in [
+        "pool_exhaustion",
+        "process_kill",
+        "silent_corruption",
+        "dependency_outage",
+    ] {
+        assert!(listed.contains(s), "{listed}");
+    }
+    let set = |v: &Value| -> Vec<String> {
+        v["scenarios"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["scenario"].as_str().map(String::from))
+            .collect()
+    };
+    let faults = |v: &Value| -> String {
+        v["experiments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| e["experiment"].as_str().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let pool = sc(&doc, 1);
+    assert_eq!(set(&pool), ["pool_exhaustion", "retry_storm"], "{pool:#}");
+    assert_eq!(pool["matched"][0]["words"], json!(["pool", "exhaustion"]));
+    assert_eq!(pool["matched"][1]["words"], json!(["retry", "storm"]));
+    let text = faults(&pool);
+    assert!(
+        text.contains("connection pool exhausted") && text.contains("\"retries\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"unbounded\": true") && text.contains("amplification"),
+        "{text}"
+    );
+    let kill = sc(&doc, 2);
+    assert_eq!(set(&kill), ["process_kill"], "{kill:#}");
+    assert!(faults(&kill).contains("\"kind\": \"process\""));
+    let rate = sc(&doc, 3);
+    assert_eq!(set(&rate), ["rate_limit"], "{rate:#}");
+    assert!(faults(&rate).contains("\"kind\": \"rate_limit\""));
+    let wrong = sc(&doc, 4);
+    assert_eq!(set(&wrong), ["silent_corruption"], "{wrong:#}");
+    let text = faults(&wrong);
+    assert!(
+        text.contains("\"kind\": \"corrupt\"")
+            && text.contains("correctness")
+            && text.contains("silent_rate"),
+        "{text}"
+    );
+    let named = sc(&doc, 5);
+    assert_eq!(
+        set(&named),
+        ["registry_stale", "error_burst"],
+        "in the order named: {named:#}"
+    );
+    assert_eq!(named["matched"], json!([]));
+    for v in [&pool, &kill, &rate, &wrong, &named] {
+        let exps = v["experiments"].as_array().cloned().unwrap_or_default();
+        assert!(!exps.is_empty(), "{v:#}");
+        for e in exps {
+            assert_eq!(e["valid"], true, "{e:#}");
+            assert!(!e["experiment"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("restart_service"));
+        }
+    }
+}
+
+/// A run above the rung the store's history allows: refused outright; with `skip_ladder`
+/// it waits for a person's approval (a wrong code refuses), and once approved it runs
+/// and its journal names who approved the skip.
+#[test]
+fn a_skipped_rung_runs_only_with_a_persons_approval_recorded_in_the_journal() {
+    let env = Env::new();
+    let r = remote();
+    let x = experiment(
+        "skip a rung",
+        &remote_target(&r),
+        "{env: staging}",
+        &["10%", "25%"],
+        "[\"error_rate < 50% over 2s\"]",
+        1,
+    );
+    let script = json!([
+        call("start_experiment", json!({"experiment": x})),
+        call("start_experiment", json!({"experiment": x, "skip_ladder": true})),
+        call("start_experiment", json!({"experiment": x, "skip_ladder": true, "approval_code": "000-000-001"})),
+        {"op": "read_code", "file": path_of(&env.approvals())},
+        call("start_experiment", json!({"experiment": x, "skip_ladder": true, "approval_code": "$code"})),
+        {"op": "sleep", "seconds": 12},
+        call("get_experiment", json!({"run_id": "$run_id"})),
+    ]);
+    let doc = agent_stdio(&script, &env.server(&["--allow-run"]), &[]);
+    let refused = sc(&doc, 0);
+    assert_eq!(refused["decision"], "refused", "{refused:#}");
+    assert_eq!(refused["rule"], "ladder_from_history");
+    assert!(refused["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("skip_ladder"));
+    assert_eq!(
+        sc(&doc, 1)["decision"],
+        "approval_required",
+        "{:#}",
+        sc(&doc, 1)
+    );
+    assert_eq!(
+        sc(&doc, 2)["decision"],
+        "refused",
+        "a wrong code: {:#}",
+        sc(&doc, 2)
+    );
+    let started = sc(&doc, 4);
+    assert_eq!(started["decision"], "started", "{started:#}");
+    let printed = std::fs::read_to_string(env.approvals()).unwrap_or_default();
+    assert!(printed.contains("SKIPS A RUNG OF THE LADDER"), "{printed}");
+    let end = sc(&doc, 6);
+    assert_eq!(end["state"], "ended", "{end:#}");
+    let id = started["run_id"].as_str().unwrap_or_default().to_string();
+    let out = std::process::Command::new(brownout())
+        .args(["journal", "--store"])
+        .arg(env.store())
+        .args(["show", &id, "--json"])
+        .output()
+        .expect("journal show");
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        j["ladder_skip"]["approved_by"],
+        "operator (one-time code)",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(j["stages"].as_array().map_or(0, Vec::len), 2, "{j:#}");
+    assert!(r.wait_clean());
+    let started_audit = env
+        .audit_entries()
+        .into_iter()
+        .find(|e| e["decision"] == "started")
+        .expect("audited");
+    assert!(started_audit["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("ladder rung skipped"));
 }
 
 /// Production labels, no numeric gate, a skipped rung, a rung above the history, a policy
@@ -866,11 +1061,17 @@ faults:\n  - {kind: latency, tools: [echo], added_ms: 1}\ngates:\n  - error_rate
     let notes = v["notes"].to_string();
     assert!(notes.contains("1 past run"), "{notes}");
     assert!(notes.contains("1234 ms"), "{notes}");
+    assert_eq!(
+        v["experiments"].as_array().map_or(0, Vec::len),
+        2,
+        "max: {v:#}"
+    );
+    // Step 2 of the slow_dependency series: 0.6 of the timeout.
     let echo = v["experiments"]
         .as_array()
-        .and_then(|e| e.iter().find(|e| e["tool"] == "echo"))
+        .and_then(|e| e.iter().find(|e| e["tool"] == "echo" && e["step"] == 2))
         .cloned()
-        .expect("echo first");
+        .expect("echo slowed");
     assert_eq!(echo["fault"], "latency", "{echo:#}");
     let text: Value =
         serde_json::from_str(echo["experiment"].as_str().unwrap_or("{}")).expect("JSON");
@@ -883,7 +1084,7 @@ faults:\n  - {kind: latency, tools: [echo], added_ms: 1}\ngates:\n  - error_rate
         echo["estimate"]["note"]
             .as_str()
             .unwrap_or("")
-            .contains("measured"),
+            .contains("measured by past runs"),
         "{echo:#}"
     );
 }

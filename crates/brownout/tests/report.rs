@@ -324,6 +324,35 @@ fn raw_html_in_a_journal_is_shown_as_text_never_run() {
     );
 }
 
+/// The Markdown report escapes a journal's text as the HTML and JUnit ones do: rendered
+/// (as a pull request or a wiki renders it), nothing from the journal becomes HTML or a link.
+#[test]
+fn raw_html_in_a_journal_stays_text_in_the_markdown_report() {
+    let dir = common::tmp();
+    let mut j = read_json(&aborted());
+    j["reason"] = "<script>alert(1)</script>\n<img src=x onerror=alert(2)>".into();
+    j["experiment"]["title"] = "<b>bold</b> [click](javascript:alert(3))".into();
+    if let Some(st) = j["stages"].get_mut(0) {
+        st["stage"] = "<iframe src=//evil>".into();
+    }
+    let f = dir.path().join("j.json");
+    std::fs::write(&f, j.to_string()).expect("write");
+    let md = report(&f, "md", dir.path());
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(
+        &mut html,
+        pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_TABLES),
+    );
+    for banned in ["<script", "<img", "<b>bold", "<iframe", "href=\"javascript"] {
+        assert!(
+            !html.contains(banned),
+            "{banned} in the rendered report:\n{html}"
+        );
+    }
+    assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{md}");
+    assert!(html.contains("&lt;b&gt;bold&lt;/b&gt;"), "{html}");
+}
+
 #[test]
 fn a_run_keeps_its_journal_in_the_store_and_writes_every_report_it_was_asked_for() {
     let dir = common::tmp();

@@ -215,7 +215,7 @@ fn live_runs_bracket_the_real_boundary_and_are_all_stored() {
         .arg("search")
         .arg(repo().join("examples/search/fixture-live.yaml"))
         .args(["--live", "--live-runs", "5", "--json", "--policy"])
-        .arg(repo().join("examples/experiments/seed-policy.yaml"))
+        .arg(repo().join("examples/policies/seed-policy.yaml"))
         .arg("--store")
         .arg(&store)
         .env("PATH", path_with_brownout())

@@ -23,17 +23,24 @@ fn run_seed(dir: &Path, name: &str, replace: &[(&str, String)]) -> (i32, Value, 
         assert!(text.contains(from), "{name} has `{from}`");
         text = text.replace(from, to);
     }
-    let file = dir.join(name);
+    // The examples' layout: experiments beside their workloads' folder.
+    std::fs::create_dir_all(dir.join("experiments")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("workloads")).expect("mkdir");
+    let file = dir.join("experiments").join(name);
     std::fs::write(&file, text).expect("write");
     for w in ["seed-everything.yaml", "seed-echo.yaml", "seed-lookup.yaml"] {
-        std::fs::copy(examples.join(w), dir.join(w)).expect("workload");
+        std::fs::copy(
+            repo().join("examples/workloads").join(w),
+            dir.join("workloads").join(w),
+        )
+        .expect("workload");
     }
     let journal = dir.join("journal.json");
     let out = Command::new(brownout())
         .arg("run")
         .arg(&file)
         .arg("--policy")
-        .arg(examples.join("seed-policy.yaml"))
+        .arg(repo().join("examples/policies/seed-policy.yaml"))
         .arg("--journal")
         .arg(&journal)
         .arg("--no-store")

@@ -36,26 +36,26 @@ impl Engine {
         let mut args_cache: Option<Option<serde_json::Value>> = None;
         let mut args = || args_cache.get_or_insert_with(|| v.tool_arguments()).clone();
         let mut hits = Vec::new();
+        let server = crate::session_key::split(session).0;
         for i in 0..self.plan.faults.len() {
-            if self.decide(i, session, seq, method, tool, &mut args, now) {
+            if self.decide(i, session, server, seq, method, tool, &mut args, now) {
                 hits.push(i);
             }
         }
         // Taints: a session that received a changed result has each request checked; a
         // call a result-changing fault hit keeps its arguments' fingerprint. Neither costs
         // anything otherwise.
-        let watched = !self.session(session).taints.is_empty();
-        if watched {
+        if self.watched(session) {
             // A `tools/list` asked again is a re-fetch of `tools/list`.
-            let asked = tool.unwrap_or(method);
-            let found = self.session(session).taints.check_raw(
-                asked,
+            let asked = crate::session_key::qualified(session, tool.unwrap_or(method));
+            let found = self.book(session).check_raw(
+                &asked,
                 method == "tools/call",
                 bytes,
                 &mut args,
                 crate::taint::fingerprint,
             );
-            self.taint_findings(session, found, Some(asked), seq, now);
+            self.taint_findings(session, found, Some(&asked), seq, now);
         }
         let alters = hits
             .iter()

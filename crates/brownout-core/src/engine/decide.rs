@@ -16,6 +16,7 @@ impl Engine {
         &mut self,
         i: usize,
         session: &str,
+        server: Option<&str>,
         seq: u64,
         method: &str,
         tool: Option<&str>,
@@ -50,11 +51,17 @@ impl Engine {
                 }
             }
         }
+        if !sel.server_matches(server) {
+            return false;
+        }
         if !sel.arguments_match(args) {
             return false;
         }
         if let Some(frac) = sel.sessions {
-            if !session_selected(plan.seed, session, frac) {
+            // Drawn from the key below its server: an agent is in the radius on every
+            // server it reaches, or on none (see `crate::session_key`).
+            let base = crate::session_key::split(session).1;
+            if !session_selected(plan.seed, base, frac) {
                 return false;
             }
         }

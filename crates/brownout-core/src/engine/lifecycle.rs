@@ -17,6 +17,18 @@ impl Engine {
     /// `now`, and what they do to it. Same selectors, counters and draws as
     /// [`Engine::on_message`]; no JSON is built and nothing is tracked as pending.
     pub fn on_simulated_call(&mut self, session: &str, tool: &str, now: Time) -> SimulatedCall {
+        self.on_simulated_call_to(None, session, tool, now)
+    }
+
+    /// [`Engine::on_simulated_call`] for a call to the named server of a workload with
+    /// several (a fault's `servers` selector matches it).
+    pub fn on_simulated_call_to(
+        &mut self,
+        server: Option<&str>,
+        session: &str,
+        tool: &str,
+        now: Time,
+    ) -> SimulatedCall {
         let s = self.session(session);
         let seq = s.next_seq;
         s.next_seq += 1;
@@ -24,7 +36,16 @@ impl Engine {
         let plan = Arc::clone(&self.plan);
         let mut no_args = || None;
         for (i, f) in plan.faults.iter().enumerate() {
-            if !self.decide(i, session, seq, "tools/call", Some(tool), &mut no_args, now) {
+            if !self.decide(
+                i,
+                session,
+                server,
+                seq,
+                "tools/call",
+                Some(tool),
+                &mut no_args,
+                now,
+            ) {
                 continue;
             }
             let (key, state) = self.kind_state(f, i, session);
@@ -69,6 +90,7 @@ impl Engine {
                 if let Some(mut s) = self.sessions.remove(&k) {
                     let taints = s.taints.drain();
                     self.taint_drain(&k, taints, now);
+                    self.agent_session_ended(&k, now);
                 }
             }
         }
@@ -105,6 +127,7 @@ impl Engine {
             self.unanswered(session, gone, now);
             let taints = s.taints.drain();
             self.taint_drain(session, taints, now);
+            self.agent_session_ended(session, now);
         }
     }
 

@@ -41,7 +41,16 @@ impl Engine {
         let mut shaping = Shaping::new(bytes);
         let mut none = || None;
         for i in candidates {
-            if !self.decide(i, session, seq, method, None, &mut none, now) {
+            if !self.decide(
+                i,
+                session,
+                crate::session_key::split(session).0,
+                seq,
+                method,
+                None,
+                &mut none,
+                now,
+            ) {
                 continue;
             }
             let f = &plan.faults[i];

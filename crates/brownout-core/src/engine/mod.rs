@@ -152,6 +152,9 @@ pub struct Engine {
     generation: u64,
     config: EngineConfig,
     sessions: HashMap<String, Session, rustc_hash::FxBuildHasher>,
+    /// Taints of agents that reach several servers, by agent label (`crate::session_key`):
+    /// what one server's result put in front of the agent is looked for on every server.
+    agent_taints: HashMap<String, crate::taint::Book, rustc_hash::FxBuildHasher>,
     /// State of faults whose kind keeps one for all sessions (a global token bucket).
     shared: HashMap<usize, KindState>,
     timers_fired: Vec<bool>,
@@ -203,6 +206,7 @@ impl Engine {
             generation: 0,
             config,
             sessions: HashMap::default(),
+            agent_taints: HashMap::default(),
             shared: HashMap::new(),
             timers_fired: vec![false; n],
             summary: Summary::default(),
@@ -391,6 +395,8 @@ mod http_tests;
 mod id_tests;
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod servers_tests;
 #[cfg(test)]
 mod silent_tests;
 #[cfg(test)]

@@ -104,9 +104,15 @@ impl Engine {
         // someone reads it.
         self.summary
             .record_call(outcome, latency.as_micros(), mutated);
+        // With several servers behind the relay, a tool's figures are the server's
+        // (`SERVER/TOOL`): two servers may have tools of one name.
+        let tool = call
+            .tool
+            .as_deref()
+            .map(|t| crate::session_key::qualified(session, t));
         self.slis.record(
             &call.method,
-            call.tool.as_deref(),
+            tool.as_deref(),
             outcome,
             latency.as_millis_f64(),
             schema_valid,

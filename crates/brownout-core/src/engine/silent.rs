@@ -5,7 +5,8 @@
 
 use super::{Call, Engine};
 use crate::event::{Event, TaintEvent};
-use crate::taint::{introduced, Class, Finding, Taint};
+use crate::session_key;
+use crate::taint::{introduced, Book, Class, Finding, Taint};
 use crate::time::Time;
 use serde_json::Value;
 
@@ -73,10 +74,33 @@ impl Engine {
         })
     }
 
+    /// The book `session`'s taints go to and its requests are checked against: its agent's
+    /// when it is one server's session of an agent that reaches several, else its own.
+    pub(super) fn book(&mut self, session: &str) -> &mut Book {
+        match session_key::agent(session) {
+            Some(agent) => self.agent_taints.entry(agent.to_string()).or_default(),
+            None => &mut self.session(session).taints,
+        }
+    }
+
+    /// Whether `session`'s requests must be checked: its book holds taints.
+    pub(super) fn watched(&self, session: &str) -> bool {
+        match session_key::agent(session) {
+            Some(agent) => self.agent_taints.get(agent).is_some_and(|b| !b.is_empty()),
+            None => self
+                .sessions
+                .get(session)
+                .is_some_and(|s| !s.taints.is_empty()),
+        }
+    }
+
     /// A changed result reached the client (at `now`): its taint is kept in the session's
     /// book, its window starting now.
     pub(super) fn keep_taint(&mut self, session: &str, mut taint: Taint, now: Time) {
         taint.at = now;
+        if let std::borrow::Cow::Owned(q) = session_key::qualified(session, &taint.tool) {
+            taint.tool = q;
+        }
         let n = taint.values.len();
         let event = TaintEvent {
             values: Some(n),
@@ -84,7 +108,7 @@ impl Engine {
         };
         self.record_taint_event(event);
         let cfg = self.config.taint;
-        if let Some(evicted) = self.session(session).taints.add(taint, &cfg) {
+        if let Some(evicted) = self.book(session).add(taint, &cfg) {
             self.closed(session, evicted, now);
         }
     }
@@ -107,11 +131,7 @@ impl Engine {
     /// its task — those results were noticed. A cancel of a request sent before them, or of one
     /// no longer in flight, says nothing about them.
     pub(super) fn taint_cancelled(&mut self, session: &str, params: Option<&str>, now: Time) {
-        if self
-            .sessions
-            .get(session)
-            .is_none_or(|s| s.taints.is_empty())
-        {
+        if !self.watched(session) {
             return;
         }
         let id = params
@@ -121,25 +141,61 @@ impl Engine {
                 Value::Number(n) => Some(crate::jsonrpc::Id::Num(n.to_string())),
                 _ => None,
             });
-        let Some(seq) = id.and_then(|id| self.session(session).pending.get(&id).map(|c| c.seq))
-        else {
+        let Some((sent_at, seq)) = id.and_then(|id| {
+            self.session(session)
+                .pending
+                .get_sent(&id)
+                .map(|(t, c)| (t, c.seq))
+        }) else {
             return;
         };
-        let found = self.session(session).taints.cancelled(seq);
+        let found = match session_key::agent(session) {
+            Some(_) => self.book(session).cancelled_since(sent_at),
+            None => self.session(session).taints.cancelled(seq),
+        };
         for f in found {
             self.finding(session, f, None, None, now);
         }
     }
 
+    /// A session left: when it was the last of its agent's sessions, the agent's taints
+    /// close with it.
+    pub(super) fn agent_session_ended(&mut self, session: &str, now: Time) {
+        let Some(agent) = session_key::agent(session) else {
+            return;
+        };
+        if self
+            .sessions
+            .keys()
+            .any(|k| session_key::agent(k) == Some(agent))
+        {
+            return;
+        }
+        if let Some(mut book) = self.agent_taints.remove(agent) {
+            let taints = book.drain();
+            self.taint_drain(agent, taints, now);
+        }
+    }
+
     /// Close the taints of `session` whose window has passed.
     pub(super) fn taint_expire(&mut self, session: &str, now: Time) {
+        let cfg = self.config.taint;
+        if let Some(agent) = session_key::agent(session) {
+            let closed = match self.agent_taints.get_mut(agent) {
+                Some(book) if !book.is_empty() => book.expire(now, &cfg),
+                _ => return,
+            };
+            for t in closed {
+                self.closed(agent, t, now);
+            }
+            return;
+        }
         let Some(s) = self.sessions.get_mut(session) else {
             return;
         };
         if s.taints.is_empty() {
             return;
         }
-        let cfg = self.config.taint;
         for t in s.taints.expire(now, &cfg) {
             self.closed(session, t, now);
         }

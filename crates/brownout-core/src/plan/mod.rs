@@ -309,6 +309,10 @@ fn strsim_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The most errors reported for one document: past them, checking stops (with a note
+/// saying so), so the cost of a broken or hostile file is bounded by this, not its size.
+pub const MAX_ERRORS: usize = 100;
+
 fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
     let mut errors = Vec::new();
     let json = root.to_json();
@@ -337,6 +341,18 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
     let mut origin: Vec<(usize, u64)> = Vec::new();
     for (i, raw) in top.faults.into_iter().enumerate() {
         let base = format!("/faults/{i}");
+        if errors.len() >= MAX_ERRORS {
+            errors.truncate(MAX_ERRORS);
+            errors.push(error_at(
+                root,
+                &base,
+                false,
+                format!(
+                    "checking stopped here after {MAX_ERRORS} errors: fix those and check again"
+                ),
+            ));
+            break;
+        }
         let hash = ids::content_hash(&raw);
         match compile_fault(root, i, &base, raw, duration) {
             Ok(f) => {

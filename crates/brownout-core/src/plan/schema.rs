@@ -143,9 +143,14 @@ pub fn check_top(doc: &Value) -> Vec<SchemaError> {
 
 /// One error per location is enough: a `null` where an enum belongs fails both the type
 /// and the enum, and saying it twice helps nobody.
+/// At most [`MAX_ERRORS`](super::MAX_ERRORS) are found: the validator stops there, so a
+/// document with a hundred thousand bad keys costs no more than one with a hundred.
 fn first_per_path(errors: impl Iterator<Item = SchemaError>) -> Vec<SchemaError> {
     let mut seen = std::collections::HashSet::new();
-    errors.filter(|e| seen.insert(e.0.clone())).collect()
+    errors
+        .filter(|e| seen.insert(e.0.clone()))
+        .take(super::MAX_ERRORS)
+        .collect()
 }
 
 /// Check one fault against its kind's closed schema. Paths are relative to the fault.

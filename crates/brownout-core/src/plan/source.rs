@@ -82,6 +82,11 @@ impl Format {
 /// code that walks the tree (conversion, validation, dropping it).
 pub const MAX_DEPTH: usize = 64;
 
+/// The largest document parsed, in bytes. A plan of the most faults a plan may hold
+/// (1,000) with room for long payloads fits many times over; the cap keeps a hostile or
+/// wrong file (a log, a disk image) from costing seconds and gigabytes to parse.
+pub const MAX_TEXT_BYTES: usize = 4 << 20;
+
 fn too_deep(pos: Pos) -> SyntaxError {
     SyntaxError {
         pos,
@@ -91,10 +96,21 @@ fn too_deep(pos: Pos) -> SyntaxError {
 
 /// Parse plan text into a tree.
 ///
+/// Text over [`MAX_TEXT_BYTES`] is refused before anything is parsed.
+///
 /// Control characters other than tab, line feed and carriage return are refused with their
 /// position (a NUL byte would otherwise end a YAML document early and truncate the plan), and
 /// so is nesting deeper than [`MAX_DEPTH`], before any recursive structure is built.
 pub fn parse(text: &str, format: Format) -> Result<Node, SyntaxError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(SyntaxError {
+            pos: Pos { line: 1, column: 1 },
+            message: format!(
+                "the document is {} bytes, over the limit of {MAX_TEXT_BYTES} bytes",
+                text.len()
+            ),
+        });
+    }
     check_characters(text)?;
     match format {
         Format::Yaml | Format::Json => yaml::parse(text),

@@ -138,6 +138,11 @@ pub struct SelectorSpec {
     /// Tool name globs, matched against `params.name` of `tools/call`.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// Server name globs: with several servers behind one relay (an experiment's
+    /// `target.servers`), only calls to these servers. A relay in front of one server
+    /// matches none of them.
+    #[serde(default)]
+    pub servers: Option<Vec<String>>,
     /// Conditions on `params.arguments`: JSON pointer (or a top-level name) → a value to
     /// equal, or `{regex: "..."}`. All must hold.
     #[serde(default)]

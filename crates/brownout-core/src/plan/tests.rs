@@ -426,7 +426,7 @@ fn typical_mistakes_get_messages_that_say_what_is_allowed() {
         "p.yaml:12:11: `faults[2].code`: expected an integer, got \"-32000\" (write the number without quotes: -32000)".into(),
         format!("p.yaml:13:16: `faults[3]`: missing `kind` (or `type`), one of {kinds}"),
         format!("p.yaml:14:11: `faults[4].kind`: unknown kind `latncy` (did you mean `latency`?); known kinds: {kinds}"),
-        "p.yaml:16:5: `faults[5].zzzzzzz`: unknown key `zzzzzzz`; known keys: id, kind, description, enabled, direction, methods, tools, arguments, probability, sessions, after_calls, every_nth, max_injections, window, correlation".into(),
+        "p.yaml:16:5: `faults[5].zzzzzzz`: unknown key `zzzzzzz`; known keys: id, kind, description, enabled, direction, methods, tools, servers, arguments, probability, sessions, after_calls, every_nth, max_injections, window, correlation".into(),
     ];
     assert_eq!(errors(text, "p.yaml"), expected);
 }
@@ -491,5 +491,36 @@ fn a_plan_holds_at_most_max_faults() {
             super::MAX_FAULTS + 1,
             super::MAX_FAULTS
         )]
+    );
+}
+
+/// A plan with a hundred thousand bad keys is checked no further than [`MAX_ERRORS`]
+/// (explaining each error costs a "did you mean" search), with a note where checking
+/// stopped; a plan past the size cap is refused before parsing.
+#[test]
+fn errors_are_bounded_and_huge_documents_refused() {
+    let mut text = String::from("seed: 1\nfaults:\n");
+    for _ in 0..1000 {
+        text.push_str("  - kind: error\n");
+        for k in 0..100 {
+            text.push_str(&format!("    x{k}: {k}\n"));
+        }
+    }
+    let e = Plan::from_str_named(&text, "p.yaml").expect_err("unknown keys");
+    assert_eq!(e.errors.len(), MAX_ERRORS + 1, "{}", e.errors.len());
+    assert!(
+        e.errors
+            .iter()
+            .any(|x| x.message.contains("checking stopped here after 100 errors")),
+        "{e}"
+    );
+    let huge = format!(
+        "seed: 1\nfaults: []\n# {}\n",
+        "x".repeat(source::MAX_TEXT_BYTES)
+    );
+    let e = Plan::from_str_named(&huge, "p.yaml").expect_err("too large");
+    assert!(
+        e.to_string().contains("over the limit of 4194304 bytes"),
+        "{e}"
     );
 }

@@ -93,6 +93,8 @@ impl Gate {
     pub fn min_samples(&self) -> u32 {
         match (self.min, self.window) {
             (Some(m), _) => m,
+            // One reading of the target's health is a measurement, not a coin toss.
+            (None, _) if self.sli.is_reading() => 1,
             (None, Window::Count { n }) => DEFAULT_MIN_SAMPLES.min(n),
             (None, Window::Time { .. }) => DEFAULT_MIN_SAMPLES,
         }
@@ -108,6 +110,7 @@ impl Gate {
                 Kind::Ratio => format!("{}%", r(v * 100.0)),
                 Kind::Latency => format!("{}ms", r(v)),
                 Kind::Factor => format!("{}", r(v)),
+                Kind::Bytes => format!("{}MB", r(v / 1e6)),
             },
         }
     }

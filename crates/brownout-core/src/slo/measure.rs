@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The SLI names a gate accepts (percentiles other than these are written `pNN`).
-pub const SLI_NAMES: [&str; 19] = [
+pub const SLI_NAMES: [&str; 21] = [
     "error_rate",
     "availability",
     "correctness",
@@ -24,6 +24,8 @@ pub const SLI_NAMES: [&str; 19] = [
     "silent_rate",
     "safe_rate",
     "propagated",
+    "target_rss",
+    "target_cpu",
 ];
 
 /// What a gate measures.
@@ -61,6 +63,11 @@ pub enum Sli {
     SafeRate,
     /// How many times an agent acted on a value a fault introduced (a count).
     Propagated,
+    /// The target's resident memory, bytes: the largest reading in the window (a stdio
+    /// target's process tree, or a remote target's Prometheus metric).
+    TargetRss,
+    /// The target's CPU use, as a share of one core: the largest reading in the window.
+    TargetCpu,
 }
 
 /// The unit an SLI's values carry.
@@ -72,6 +79,8 @@ pub enum Kind {
     Latency,
     /// A plain factor, written `1.2` or `1.2x`.
     Factor,
+    /// Bytes, written `512MB`, `1.5GiB`, `800kB` (k, M, G: 1000s; Ki, Mi, Gi: 1024s).
+    Bytes,
 }
 
 impl Sli {
@@ -79,6 +88,7 @@ impl Sli {
         match self {
             Sli::Mean | Sli::Max | Sli::Percentile(_) => Kind::Latency,
             Sli::Amplification | Sli::Propagated => Kind::Factor,
+            Sli::TargetRss => Kind::Bytes,
             _ => Kind::Ratio,
         }
     }
@@ -94,9 +104,18 @@ impl Sli {
         matches!(self, Sli::SilentRate | Sli::SafeRate | Sli::Propagated)
     }
 
+    /// A reading of the target's health, fed by
+    /// [`super::GateWatch::observe_reading`], not by calls: its value is the largest
+    /// reading in the window.
+    pub fn is_reading(self) -> bool {
+        matches!(self, Sli::TargetRss | Sli::TargetCpu)
+    }
+
     /// What its windows count, as a gate writes it (`over 100 calls`).
     pub fn noun(self) -> &'static str {
-        if self.is_task() {
+        if self.is_reading() {
+            "readings"
+        } else if self.is_task() {
             "tasks"
         } else if self.is_taint() {
             "results"
@@ -126,6 +145,8 @@ impl Sli {
             "silent_rate" => Sli::SilentRate,
             "safe_rate" => Sli::SafeRate,
             "propagated" => Sli::Propagated,
+            "target_rss" => Sli::TargetRss,
+            "target_cpu" => Sli::TargetCpu,
             _ => return percentile(w),
         }))
     }
@@ -183,6 +204,8 @@ impl fmt::Display for Sli {
             Sli::SilentRate => "silent_rate",
             Sli::SafeRate => "safe_rate",
             Sli::Propagated => "propagated",
+            Sli::TargetRss => "target_rss",
+            Sli::TargetCpu => "target_cpu",
             Sli::Percentile(ppm) => {
                 let (int, frac) = (ppm / 10_000, ppm % 10_000);
                 if frac == 0 {

@@ -78,6 +78,12 @@ impl Parser {
                     format!("`{sli}` counts tasks, which have no method or tool to scope"),
                 ));
             }
+            if sli.is_reading() {
+                return Err(GateError::new(
+                    self.col(),
+                    format!("`{sli}` reads the whole target, which has no method or tool to scope"),
+                ));
+            }
             self.scope()?
         } else {
             Scope::default()
@@ -282,6 +288,16 @@ impl Parser {
                     .suggest(suggest(u, ["ms", "s", "m", "h"])))
                 }
             },
+            (Kind::Bytes, u) => match byte_factor(u) {
+                Some(f) => v * f,
+                None => {
+                    return Err(GateError::new(
+                        t.col,
+                        format!("`{sli}` is memory: give the limit a unit (B, kB, MB, GB, KiB, MiB, GiB), not `{text}`"),
+                    )
+                    .suggest(Some(&format!("{num}MB"))))
+                }
+            },
             (Kind::Factor, "" | "x") => v,
             (Kind::Factor, _) => {
                 return Err(GateError::new(
@@ -326,6 +342,10 @@ impl Parser {
         let over = self.peek().cloned();
         match over.as_ref().map(|t| &t.tok) {
             Some(Tok::Word(w)) if w == "over" => self.pos += 1,
+            // A reading of the target's health: its latest, unless a window is given.
+            _ if sli.is_reading() => {
+                return Ok((Window::Time { ms: READING_WINDOW_MS }, "1s".into()))
+            }
             Some(Tok::Word(w)) => {
                 return Err(GateError::new(
                     self.col(),
@@ -426,6 +446,23 @@ fn to_ms(v: f64, num: &str, f: f64) -> f64 {
         }
     }
     v * f
+}
+
+/// The window of a target-health gate that names none (`1s`): about one reading.
+pub(crate) const READING_WINDOW_MS: f64 = 1000.0;
+
+/// Bytes per unit of memory.
+fn byte_factor(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "B" | "b" => 1.0,
+        "kB" | "KB" | "k" | "K" => 1e3,
+        "MB" | "M" => 1e6,
+        "GB" | "G" => 1e9,
+        "KiB" | "Ki" => 1024.0,
+        "MiB" | "Mi" => 1024.0 * 1024.0,
+        "GiB" | "Gi" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    })
 }
 
 /// Milliseconds per unit of a span.

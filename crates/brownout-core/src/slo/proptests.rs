@@ -117,6 +117,7 @@ fn brute(sli: Sli, calls: &[&Call]) -> Option<f64> {
         Sli::Percentile(ppm) => (n > 0).then(|| lat[(hist::rank(ppm, n as u64) - 1) as usize]),
         Sli::TaskSuccess | Sli::BlastRadius => None,
         Sli::SilentRate | Sli::SafeRate | Sli::Propagated => None,
+        Sli::TargetRss | Sli::TargetCpu => None,
     }
 }
 

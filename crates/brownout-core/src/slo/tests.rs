@@ -41,9 +41,12 @@ fn every_sli_parses_with_its_kind() {
         let value = match name {
             "mean" | "max" | "p50" | "p90" | "p95" | "p99" | "p999" => "250ms",
             "amplification" | "propagated" => "1.5",
+            "target_rss" => "512MB",
             _ => "5%",
         };
-        let noun = if name.starts_with("task") || name == "blast_radius" {
+        let noun = if name.starts_with("target_") {
+            "readings"
+        } else if name.starts_with("task") || name == "blast_radius" {
             "tasks"
         } else if matches!(name, "silent_rate" | "safe_rate" | "propagated") {
             "results"
@@ -268,7 +271,8 @@ fn errors_point_at_the_column_and_suggest() {
         e.to_string(),
         "column 1: unknown SLI `eror_rate`: one of error_rate, availability, correctness, eta, \
          tcsr, timeouts, amplification, mean, max, p50, p90, p95, p99, p999, task_success, \
-         blast_radius, silent_rate, safe_rate, propagated, or pNN (did you mean `error_rate`?)"
+         blast_radius, silent_rate, safe_rate, propagated, target_rss, target_cpu, or pNN (did \
+         you mean `error_rate`?)"
     );
     assert!(err("").message.contains("ends"));
     assert!(err("error_rate < 1% over 10s min 5 min 6")
@@ -338,4 +342,46 @@ fn seconds_are_exact_milliseconds() {
     assert_eq!(g.limit(), 8024.0);
     assert_eq!(g.sustain_ms(), 300.0);
     assert_eq!(parse("p50 < 0.1m over 10s").limit(), 6000.0);
+}
+
+#[test]
+fn target_health_gates_read_the_largest_reading_in_their_window() {
+    let g = parse("target_rss < 512MB for 5s");
+    assert_eq!(g.sli, Sli::TargetRss);
+    assert_eq!(g.limit(), 512e6);
+    assert_eq!(g.min_samples(), 1);
+    assert_eq!(g.sustain_ms(), 5000.0);
+    assert_eq!(
+        parse("target_rss <= 1GiB over 2s").limit(),
+        1024.0 * 1024.0 * 1024.0
+    );
+    let cpu = parse("target_cpu < 80%");
+    assert_eq!(cpu.limit(), 0.8);
+    assert_eq!(cpu.to_string(), "target_cpu < 80% over 1s");
+    let e = Gate::parse("target_rss < 512 over 5s").expect_err("no unit");
+    assert!(e.to_string().contains("512MB"), "{e}");
+    assert!(Gate::parse("target_cpu{tool=\"x\"} < 80%").is_err());
+    let mut w = GateWatch::new(vec![g, cpu]);
+    // Calls do not feed them.
+    w.observe_call(&CallObservation {
+        at_ms: 0.0,
+        method: "tools/call".into(),
+        tool: None,
+        outcome: crate::event::Outcome::Ok,
+        latency_ms: 1e12,
+        timed_out: false,
+        correct: true,
+        attempts: 1,
+    });
+    assert_eq!(w.evaluate(100.0)[0].status, GateStatus::Insufficient);
+    w.observe_reading(200.0, Sli::TargetRss, 100e6);
+    w.observe_reading(300.0, Sli::TargetCpu, 0.95);
+    let s = w.evaluate(400.0);
+    assert_eq!(s[0].status, GateStatus::Holding);
+    assert_eq!(s[0].value, Some(100e6));
+    assert_eq!(s[1].status, GateStatus::Breached, "no `for`: at once");
+    w.observe_reading(500.0, Sli::TargetRss, 600e6);
+    assert_eq!(w.evaluate(600.0)[0].status, GateStatus::Failing);
+    w.observe_reading(5700.0, Sli::TargetRss, 700e6);
+    assert_eq!(w.evaluate(5800.0)[0].status, GateStatus::Breached);
 }

@@ -75,7 +75,7 @@ impl GateWatch {
     pub fn observe_call(&mut self, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
         for w in &mut self.gates {
-            let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint();
+            let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint() && !w.gate.sli.is_reading();
             if calls && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
                 w.window.push(c.at_ms, sample);
             }
@@ -103,6 +103,20 @@ impl GateWatch {
         let sample = Sample::new(flags, 1, 0.0, false);
         for w in &mut self.gates {
             if w.gate.sli.is_taint() && w.gate.scope.matches("tools/call", tool) {
+                w.window.push(at_ms, sample);
+            }
+        }
+    }
+
+    /// A reading of the target's health (`sli` is [`Sli::TargetRss`] in bytes or
+    /// [`Sli::TargetCpu`] as a share of one core): every gate on that SLI counts it.
+    pub fn observe_reading(&mut self, at_ms: f64, sli: Sli, value: f64) {
+        if !value.is_finite() || value < 0.0 {
+            return;
+        }
+        let sample = Sample::new(0, 1, value, false);
+        for w in &mut self.gates {
+            if w.gate.sli == sli {
                 w.window.push(at_ms, sample);
             }
         }
@@ -204,6 +218,8 @@ pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
         Sli::SilentRate => taint_frac(t.propagated, t.altered),
         Sli::SafeRate => taint_frac(t.noticed, t.altered),
         Sli::Propagated => (t.n > 0).then_some(t.propagated as f64),
+        // The largest reading in the window (kept as a sample's latency).
+        Sli::TargetRss | Sli::TargetCpu => window.max_ms(),
     }
 }
 

@@ -289,6 +289,22 @@ impl Book {
         found
     }
 
+    /// The agent cancelled a request it sent at `sent_at`, on any of its servers: every
+    /// pending taint it had received by then is noticed. (An agent's book spans several
+    /// sessions, whose sequence numbers do not compare: their shared clock does.)
+    pub fn cancelled_since(&mut self, sent_at: Time) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for (t, _) in self
+            .taints
+            .iter_mut()
+            .filter(|(t, _)| t.class == Class::Pending && t.at <= sent_at)
+        {
+            t.class = Class::Noticed;
+            found.push(finding(t, Class::Noticed, Class::Pending));
+        }
+        found
+    }
+
     /// Taints whose window has passed, closed: pending ones become unobserved.
     pub fn expire(&mut self, now: Time, cfg: &TaintConfig) -> Vec<Taint> {
         let mut out = Vec::new();

@@ -58,9 +58,11 @@ impl Sim<'_> {
         let session = self.tasks[task as usize]
             .as_ref()
             .map_or("", |t| t.session.as_str());
-        let sim = self
-            .engine
-            .on_simulated_call(session, &self.names[tool], Time(self.now));
+        // The server's name, for faults that pick servers (`servers:`).
+        let server = Some(self.server_names[self.tools[tool].server].as_str());
+        let sim =
+            self.engine
+                .on_simulated_call_to(server, session, &self.names[tool], Time(self.now));
         let call_gen = self.calls.items[call as usize].gen;
         let now = self.now;
         let a = self.attempts.insert(

@@ -177,6 +177,8 @@ struct Sim<'w> {
     queue: EventQueue<Ev>,
     tools: Vec<ToolInfo>,
     names: Vec<String>,
+    /// The servers' names, by index (`ToolInfo::server`).
+    server_names: Vec<String>,
     /// Per step: (tool index, critical, consumed) of every call, repeats expanded.
     step_calls: Vec<Vec<(usize, bool, bool)>>,
     /// Who takes values from whom.
@@ -431,6 +433,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         queue: EventQueue::new(),
         tools,
         names,
+        server_names: w.servers.iter().map(|s| s.name.clone()).collect(),
         step_calls,
         chain,
         policy: w.client.agent.policy,

@@ -234,3 +234,33 @@ fn a_budget_stops_the_run_and_names_the_bound() {
         .as_deref()
         .is_some_and(|s| s.starts_with("memory:")));
 }
+
+/// A fault that picks servers (`servers: [a]`) hits the calls to tools of those servers only,
+/// as on a relay in front of several servers.
+#[test]
+fn a_fault_that_picks_a_server_hits_only_that_server_s_tools() {
+    let w = Workload::from_str_named(
+        "tasks: 400\narrival: {mode: closed, concurrency: 4}\nsteps:\n  - calls: [{tool: t}, {tool: u}]\nservers:\n  - name: a\n    tools:\n      t: {latency: {added_ms: 1}}\n  - name: b\n    tools:\n      u: {latency: {added_ms: 1}}\n",
+        "w.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let plan = |servers: &str| {
+        Plan::from_str_named(
+            &format!("seed: 0\nfaults:\n  - {{id: e, kind: error, servers: [{servers}]}}\n"),
+            "p.yaml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let on_a = simulate(&w, plan("a"), &SimOptions::default());
+    // Every task calls t (on a) once: every one of those calls is hit, none of u's.
+    assert_eq!(
+        on_a.injections.get("e"),
+        Some(&400),
+        "{:?}",
+        on_a.injections
+    );
+    assert!(close(on_a.availability, 0.5), "{}", on_a.availability);
+    let on_c = simulate(&w, plan("c"), &SimOptions::default());
+    assert_eq!(on_c.injections.get("e"), None, "{:?}", on_c.injections);
+    assert!(close(on_c.availability, 1.0));
+}

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 /// reproduces what was measured — then say how close the simulation comes.
 ///
 /// Examples:
-///   brownout calibrate examples/experiments/fixture-agent.yaml --duration 10s --sessions 8 \
+///   brownout calibrate examples/workloads/fixture-agent.yaml --duration 10s --sessions 8 \
 ///       -o calibrated.yaml -- brownout fixture
 ///   brownout calibrate w.yaml --url http://127.0.0.1:8931/mcp --duration 30s -o calibrated.yaml
 ///   brownout sim --workload calibrated.yaml --plan plan.yaml     # then predict under faults
@@ -90,7 +90,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let text = std::fs::read_to_string(&a.load.workload)?;
+    let text = crate::input::read_document(&a.load.workload)?;
     let tgt = match target(&a.load) {
         Ok(t) => t,
         Err(e) => {

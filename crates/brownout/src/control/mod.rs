@@ -167,9 +167,8 @@ impl Control {
 
     /// Replace the plan from its file (SIGHUP, `--watch`).
     pub fn replace_from_file(&self, path: &Path) -> Result<usize, ControlError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ControlError::Invalid(format!("cannot read plan {}: {e}", path.display()))
-        })?;
+        let text = crate::input::read_document(path)
+            .map_err(|e| ControlError::Invalid(format!("cannot read the plan: {e}")))?;
         let file = path.display().to_string();
         self.replace_text(&text, &file, Format::from_path(&file))
     }

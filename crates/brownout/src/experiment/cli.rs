@@ -13,9 +13,10 @@ use std::path::PathBuf;
 /// timeout (further signals are recorded, not obeyed). See docs/experiments.md.
 ///
 /// Exit codes: 0 completed; 1 deviated or aborted (the system failed the hypothesis);
-/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target); 4 failed or not
-/// run (brownout could not run it, or the steady state did not hold before any fault);
-/// 130 interrupted.
+/// 2 bad input; 3 refused by a guardrail (nothing was sent to the target), or another run is
+/// going against the same target (one run per target: a lock the kernel releases when a
+/// runner dies); 4 failed or not run (brownout could not run it, or the steady state did
+/// not hold before any fault); 130 interrupted.
 ///
 /// Examples:
 ///   brownout run examples/experiments/green.yaml
@@ -29,7 +30,8 @@ pub struct RunCmd {
     /// The guardrail policy (an operator's file) instead of the built-in one.
     #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// Write the journal here (default: brownout-journal-<start ms>.json).
+    /// Also write the journal to this file (the store keeps every run either way; without
+    /// this flag no file is written).
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Print the journal as JSON on stdout instead of the summary; no progress lines.
@@ -54,6 +56,11 @@ pub struct RunCmd {
     /// watcher that dies takes its runs' faults with it.
     #[arg(long)]
     pub stop_on_stdin_eof: bool,
+    /// A person (named here) approves running above the rung the store's history allows
+    /// (the policy's `ladder_from_history`); recorded in the journal. `brownout mcp` passes
+    /// the approver of its approval flow.
+    #[arg(long, value_name = "WHO")]
+    pub ladder_skip_approved_by: Option<String>,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -68,6 +75,11 @@ pub enum ExperimentCmd {
         /// Print the results as JSON.
         #[arg(long)]
         json: bool,
+        /// Apply this policy's guardrails too, as `brownout run --policy` does: a file the
+        /// run would refuse fails its check (the ladder's history, kept in the store, is
+        /// checked by `run` only).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Print the experiment file's JSON Schema.
     Schema,
@@ -90,6 +102,9 @@ impl RunCmd {
                 run_id: self.run_id,
                 stop_on_stdin_eof: self.stop_on_stdin_eof,
             },
+            gameday: None,
+            quiet: false,
+            ladder_skip_approved_by: self.ladder_skip_approved_by,
         })
     }
 }
@@ -97,7 +112,11 @@ impl RunCmd {
 impl ExperimentCmd {
     pub fn run(self) -> i32 {
         match self {
-            ExperimentCmd::Check { files, json } => super::cmd::check(&files, json),
+            ExperimentCmd::Check {
+                files,
+                json,
+                policy,
+            } => super::cmd::check_with(&files, json, policy.as_deref()),
             ExperimentCmd::Schema => {
                 println!(
                     "{}",

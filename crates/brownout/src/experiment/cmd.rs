@@ -2,15 +2,48 @@
 
 use super::load::load_file;
 use super::spec::Experiment;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `experiment check`: 0 when every file is valid, 1 otherwise (every error printed), as
 /// `plan check`.
 pub fn check(files: &[PathBuf], json: bool) -> i32 {
+    check_with(files, json, None)
+}
+
+/// The policy file `path` (its guardrails), or the message saying why it cannot be used.
+pub fn read_policy(path: &Path) -> Result<super::policy::Policy, String> {
+    let text = crate::input::read_document(path)
+        .map_err(|e| format!("{}: cannot read the policy: {}", path.display(), e.reason()))?;
+    super::policy::Policy::from_str_named(&text, &path.display().to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// `experiment check`, with the guardrails of the policy at `policy` applied when given
+/// (the check `brownout run --policy` makes before sending anything): exit 0 when every
+/// file is valid and allowed, 1 otherwise, 2 when the policy itself is unusable.
+pub fn check_with(files: &[PathBuf], json: bool, policy: Option<&Path>) -> i32 {
+    let policy = match policy.map(read_policy).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
     let mut bad = false;
     let mut out = Vec::new();
     for f in files {
-        match load_file(f) {
+        let loaded = load_file(f);
+        if let (Ok(x), Some(p)) = (&loaded, &policy) {
+            if let Err(r) = super::policy::check(x, p) {
+                bad = true;
+                if !json {
+                    eprintln!("{}: refused by the policy: {r}", f.display());
+                }
+                out.push(serde_json::json!({"file": f.display().to_string(), "ok": false, "refusal": {"rule": r.rule, "detail": r.detail}}));
+                continue;
+            }
+        }
+        match loaded {
             Ok(x) => {
                 let warnings: Vec<String> = super::gates::silent_blind_spot(&x.plan, &x.gates)
                     .into_iter()

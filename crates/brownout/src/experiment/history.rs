@@ -10,9 +10,18 @@ use crate::store::{ListFilter, Store};
 use serde_json::Value;
 use std::path::Path;
 
-/// What names a target for the ladder: its command line (`command: […]`) or its MCP URL
-/// (`url: …`, with or without an admin API); `None` for a target that names neither.
+/// What names a target for the ladder: its command line (`command: […]`), its MCP URL
+/// (`url: …`, with or without an admin API), or its servers (`servers: {NAME: …}`, each by
+/// name and command or URL); `None` for a target that names none.
 pub fn target_identity(target: &Value) -> Option<String> {
+    if let Some(Value::Object(servers)) = target.get("servers") {
+        // Keys in name order (a BTreeMap when written): the same servers, the same identity.
+        let each: Vec<String> = servers
+            .iter()
+            .filter_map(|(name, s)| Some(format!("{name}={}", target_identity(s)?)))
+            .collect();
+        return Some(format!("servers {}", each.join(" ")));
+    }
     match (target.get("command"), target.get("url")) {
         (Some(c), _) if !c.is_null() => Some(format!("command {c}")),
         (_, Some(Value::String(u))) => Some(format!("url {}", u.trim_end_matches('/'))),
@@ -108,6 +117,26 @@ pub fn enforce(
     check(&shares, passed.as_ref(), p)
 }
 
+/// [`enforce`], except that a `ladder_from_history` refusal a person approved skipping
+/// (`approved_by`) lets the run go, recorded for the journal. Any other refusal stands.
+pub fn enforce_or_skip(
+    x: &super::load::Loaded,
+    p: &Policy,
+    keep: &crate::journal_cmd::KeepArgs,
+    approved_by: Option<&str>,
+) -> Result<Option<super::journal::LadderSkip>, Refusal> {
+    match (enforce(x, p, keep), approved_by) {
+        (Ok(()), _) => Ok(None),
+        (Err(r), Some(who)) if r.rule == "ladder_from_history" && !who.trim().is_empty() => {
+            Ok(Some(super::journal::LadderSkip {
+                approved_by: who.to_string(),
+                refused: r.detail,
+            }))
+        }
+        (Err(r), _) => Err(r),
+    }
+}
+
 /// Whether `shares` stay within one rung above `passed` (the bottom rung without history).
 pub fn check(shares: &[f64], passed: Option<&(f64, String)>, p: &Policy) -> Result<(), Refusal> {
     let ladder: Vec<f64> = p.ladder.iter().filter_map(Share::fraction).collect();
@@ -160,6 +189,10 @@ mod tests {
         let remote =
             serde_json::json!({"url": "http://127.0.0.1:9/mcp", "admin": "http://127.0.0.1:8"});
         assert_ne!(target_identity(&fixture), target_identity(&other));
+        let two = |ops: &str| serde_json::json!({"servers": {"incidents": {"url": "http://a/mcp"}, "ops": {"command": [ops]}}});
+        assert_eq!(target_identity(&two("x")), target_identity(&two("x")));
+        assert_ne!(target_identity(&two("x")), target_identity(&two("y")));
+        assert_ne!(target_identity(&two("x")), None);
         assert_eq!(target_identity(&url), target_identity(&remote));
         assert_eq!(target_identity(&serde_json::json!({})), None);
     }

@@ -99,6 +99,26 @@ pub struct Journal {
     /// Behind a remote relay, every call it carried since it started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<std::collections::BTreeMap<String, u64>>,
+    /// With several servers (`target.servers`): each server's calls, and the results a fault
+    /// changed there and what the agents did with them — on this server or another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<super::servers::ServerRecord>>,
+    /// The GameDay this run was part of (`brownout gameday`; docs/gameday.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gameday_id: Option<String>,
+    /// A rung of the ladder this run went above what the store's history allows, with a
+    /// person's approval: who approved and what the guardrail said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder_skip: Option<LadderSkip>,
+}
+
+/// A ladder rung skipped with a person's approval (docs/experiments.md#guardrails).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LadderSkip {
+    /// Who approved it, as the approval flow recorded them.
+    pub approved_by: String,
+    /// What `ladder_from_history` would have refused.
+    pub refused: String,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -59,6 +59,9 @@ impl Loaded {
     /// which checks the plan itself when the faults are posted.
     pub fn driver(&self) -> Option<Driver> {
         let t = &self.spec.target;
+        if let Some(servers) = &t.servers {
+            return Some(super::servers::driver(servers));
+        }
         match (&t.command, &t.admin) {
             (_, Some(_)) => None,
             (Some(_), None) => Some(http_front::driver::<ChildBack>()),
@@ -81,8 +84,7 @@ pub fn resolve(dir: &Path, p: &str) -> PathBuf {
 /// Load and check an experiment file.
 pub fn load_file(path: &Path) -> Result<Loaded, PlanErrors> {
     let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| one(&file, format!("cannot read: {e}")))?;
+    let text = crate::input::read_document(path).map_err(|e| one(&file, e.reason()))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_text(&text, &file, &dir)
 }
@@ -114,6 +116,7 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
     };
     let t = &spec.target;
     match (&t.command, &t.url, &t.admin) {
+        _ if t.servers.is_some() => {}
         (Some(_), Some(_), _) => errors.push(at(
             "/target/url",
             "give `command` or `url`, not both".into(),
@@ -167,7 +170,12 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
     let mut parsed = Vec::new();
     for (i, g) in spec.gates.iter().enumerate() {
         match gates::parse(g) {
-            Ok(p) => parsed.push(p),
+            Ok(p) => {
+                if let Err(why) = super::health::readable(&p, &spec.target) {
+                    errors.push(at(&format!("/gates/{i}"), why));
+                }
+                parsed.push(p)
+            }
             Err(e) => errors.push(at(&format!("/gates/{i}"), e)),
         }
     }
@@ -179,6 +187,9 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
             (Value::Null, Plan::empty())
         }
     };
+    for (pointer, message) in super::servers::check(&spec, &plan_doc) {
+        errors.push(at(&pointer, message));
+    }
     let workload = match read_workload(dir, &spec.load.workload, file) {
         Ok(w) => Some(w),
         Err(Ok(mut es)) => {
@@ -274,8 +285,8 @@ fn read_workload(
         }
     };
     let path = resolve(dir, p);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Err(format!("cannot read workload {}: {e}", path.display())))?;
+    let text = crate::input::read_document(&path)
+        .map_err(|e| Err(format!("cannot read the workload: {e}")))?;
     Workload::from_str_live(&text, &path.display().to_string()).map_err(Ok)
 }
 
@@ -347,12 +358,12 @@ fn faults_doc(
         Faults::File(p) => {
             let path = resolve(dir, p);
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| PlanErrors {
+            let text = crate::input::read_document(&path).map_err(|e| PlanErrors {
                 file: file.to_string(),
                 errors: vec![PlanError {
                     pos: root.locate("/faults", false),
                     key: "faults".into(),
-                    message: format!("cannot read the plan {name}: {e}"),
+                    message: format!("cannot read the plan {name}: {}", e.reason()),
                 }],
             })?;
             let mut plan = Plan::from_str_named(&text, &name)?;

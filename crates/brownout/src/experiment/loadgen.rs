@@ -22,6 +22,11 @@ pub enum Event {
         mark: brownout_core::slo::TaintMark,
         n: u64,
     },
+    /// A reading of the target's own health (`target_rss` bytes, `target_cpu` share).
+    Reading {
+        sli: brownout_core::slo::Sli,
+        value: f64,
+    },
 }
 
 /// A running load.
@@ -34,10 +39,10 @@ pub struct LoadRun {
 const FOREVER: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl LoadRun {
-    /// Start `sessions` MCP sessions playing `workload` at `url`.
+    /// Start `sessions` MCP sessions (agents) playing `workload` at `target`.
     pub fn start(
         workload: &Workload,
-        url: &str,
+        target: LoadTarget,
         sessions: u32,
         tx: mpsc::UnboundedSender<Event>,
     ) -> LoadRun {
@@ -47,10 +52,6 @@ impl LoadRun {
             duration: Some(FOREVER),
             seed: None,
             cancel: cancel.clone(),
-        };
-        let target = LoadTarget::Http {
-            url: url.to_string(),
-            headers: Vec::new(),
         };
         let workload = workload.clone();
         let task = tokio::spawn(async move {

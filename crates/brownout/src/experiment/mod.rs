@@ -17,10 +17,12 @@ pub mod cli;
 pub mod cmd;
 pub mod detect;
 pub mod gates;
+pub mod health;
 pub mod history;
 pub mod journal;
 pub mod load;
 pub mod loadgen;
+pub mod lock;
 pub mod outputs;
 pub mod phase;
 pub mod policy;
@@ -30,6 +32,7 @@ pub mod recovery;
 pub mod remote;
 pub mod rollback;
 pub mod runner;
+pub mod servers;
 pub mod silent;
 pub mod spec;
 pub mod status;
@@ -45,6 +48,14 @@ pub use spec::Experiment;
 
 /// The target in one line, for `--dry-run` and messages.
 pub fn describe_target(t: &spec::Target) -> String {
+    if let Some(servers) = &t.servers {
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        return format!(
+            "{} servers ({}) behind one brownout relay",
+            names.len(),
+            names.join(", ")
+        );
+    }
     match (&t.command, &t.url, &t.admin) {
         (Some(c), _, _) => format!(
             "`{}` behind brownout's relay (one process per session)",

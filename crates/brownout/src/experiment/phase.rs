@@ -160,6 +160,10 @@ impl Live {
                             self.watch.observe_taint(at, Some(&tool), mark);
                         }
                     }
+                    Some(Event::Reading { sli, value }) => {
+                        let at = self.now_ms();
+                        self.watch.observe_reading(at, sli, value);
+                    }
                     Some(Event::Trouble(t)) => return End::Trouble(t),
                     None => {
                         tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + TICK)).await;

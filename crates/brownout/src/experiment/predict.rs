@@ -12,6 +12,7 @@ use brownout_core::slo::CallObservation;
 use brownout_sim::{simulate, SimOptions, Workload};
 use schemars::JsonSchema;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// A stage as the simulator predicted it.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -79,11 +80,14 @@ pub struct Calibration {
 }
 
 /// The calibrated model and one prediction per stage (`None` where none could be made).
+/// `routes`: with several servers, which server has each tool (the model keeps them apart,
+/// so a fault that picks servers picks the same ones in the simulator).
 pub fn before_stages(
     x: &Loaded,
     calls: &[CallObservation],
     tasks: u64,
     baseline_s: f64,
+    routes: &BTreeMap<String, String>,
 ) -> (Calibration, Vec<Option<Prediction>>) {
     let tools = calls
         .iter()
@@ -108,7 +112,7 @@ pub fn before_stages(
     let f = fit(&tools);
     cal.concurrency = f.concurrency;
     cal.tools = serde_json::to_value(&f.tools).unwrap_or_default();
-    let w = match calibrated(&x.workload, &f) {
+    let w = match calibrated(&x.workload, &f, routes) {
         Ok(w) => w,
         Err(e) => {
             cal.note = Some(format!("the calibrated workload does not load: {e}"));
@@ -215,11 +219,44 @@ fn warmed(
     Some((doc, plan))
 }
 
-/// The experiment's workload with its servers replaced by the fitted one.
-fn calibrated(w: &Workload, f: &Fit) -> Result<Workload, String> {
+/// The experiment's workload with its servers replaced by the fitted one — or, with several
+/// servers (`routes`), by one fitted server per target server, each with its own tools.
+fn calibrated(
+    w: &Workload,
+    f: &Fit,
+    routes: &BTreeMap<String, String>,
+) -> Result<Workload, String> {
     let mut v = serde_json::to_value(w).map_err(|e| e.to_string())?;
-    v["servers"] = servers_json(f, "calibrated");
+    let one = servers_json(f, "calibrated");
+    v["servers"] = if routes.is_empty() {
+        one
+    } else {
+        split_by_server(&one, routes)
+    };
     serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// The one fitted server's tools dealt out to the servers that have them (a tool no route
+/// names stays on a server of its own, `calibrated`).
+fn split_by_server(
+    one: &serde_json::Value,
+    routes: &BTreeMap<String, String>,
+) -> serde_json::Value {
+    let fitted = &one[0];
+    let mut by: BTreeMap<&str, serde_json::Map<String, serde_json::Value>> = BTreeMap::new();
+    for (tool, model) in fitted["tools"].as_object().into_iter().flatten() {
+        let server = routes.get(tool).map_or("calibrated", String::as_str);
+        by.entry(server)
+            .or_default()
+            .insert(tool.clone(), model.clone());
+    }
+    serde_json::Value::Array(
+        by.into_iter()
+            .map(|(name, tools)| {
+                serde_json::json!({"name": name, "concurrency": fitted["concurrency"], "tools": tools})
+            })
+            .collect(),
+    )
 }
 
 /// After a stage ran: its record carries the prediction with its error.

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 const WARM_UP: Duration = Duration::from_secs(60);
 
 /// `brownout run`'s arguments.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunArgs {
     pub file: PathBuf,
     pub policy: Option<PathBuf>,
@@ -38,33 +38,52 @@ pub struct RunArgs {
     /// For a program that watches the run (the MCP server): where to keep its live state,
     /// the run id to use, and whether stdin's end stops the run as a signal would.
     pub watch: super::stop::Watched,
+    /// A person approved going above the ladder the store's history allows (who).
+    pub ladder_skip_approved_by: Option<String>,
+    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
+    pub gameday: Option<String>,
+    /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
+    pub quiet: bool,
+}
+
+/// How a run ended: its exit code and its journal (as written).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub code: i32,
+    pub journal: serde_json::Value,
 }
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
 /// 3 refused, 4 failed or not run, 130 interrupted).
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
-    let mut x = match load_file(&a.file) {
+    let x = match load_file(&a.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
             return Ok(2);
         }
     };
+    Ok(run_loaded(x, &a)?.map_or(2, |o| o.code))
+}
+
+/// Run an experiment already loaded (a GameDay's, say); `None` when the policy file is bad
+/// input (said on stderr), else the outcome.
+pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>> {
     let policy = match &a.policy {
         None => Policy::default(),
         Some(p) => {
-            let text = match std::fs::read_to_string(p) {
+            let text = match crate::input::read_document(p) {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("{}: cannot read the policy: {e}", p.display());
-                    return Ok(2);
+                    eprintln!("{}: cannot read the policy: {}", p.display(), e.reason());
+                    return Ok(None);
                 }
             };
             match Policy::from_str_named(&text, &p.display().to_string()) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("{e}");
-                    return Ok(2);
+                    return Ok(None);
                 }
             }
         }
@@ -78,7 +97,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .chain(a.watch.status.iter().map(|p| ("status file", p.as_path())));
     if let Err(e) = super::outputs::check_all(outputs) {
         eprintln!("brownout run: {e}; nothing was sent to the target");
-        return Ok(2);
+        return Ok(None);
     }
     if let Some(seed) = a.seed {
         x.plan_doc["seed"] = seed.into();
@@ -88,43 +107,66 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(id) = &a.watch.run_id {
         j.run_id = id.clone();
     }
+    j.gameday_id = a.gameday.clone();
     let store = if a.keep.no_store {
         Err("no store (--no-store)")
     } else {
         Ok(a.keep.store.as_deref())
     };
     j.baselines = super::baseline::resolve(&mut x, store);
-    if !a.json {
+    if !a.json && !a.quiet {
         for r in &j.baselines {
             println!("tolerance: {}", super::baseline::describe(r));
         }
     }
-    let checked =
-        policy::check(&x, &policy).and_then(|()| super::history::enforce(&x, &policy, &a.keep));
+    let checked = policy::check(&x, &policy).and_then(|()| {
+        super::history::enforce_or_skip(&x, &policy, &a.keep, a.ladder_skip_approved_by.as_deref())
+            .map(|skip| j.ladder_skip = skip)
+    });
     if let Err(r) = checked {
         j.reason = r.to_string();
         j.refusal = Some(r);
-        return finish(j, Status::Refused, &a);
+        return finish(j, Status::Refused, a).map(Some);
     }
     if let Some(w) = super::gates::silent_blind_spot(&x.plan, &x.gates) {
         eprintln!("brownout: warning: {w}");
     }
     if a.dry_run {
         // With --json, stdout carries the journal alone.
-        if !a.json {
+        if !a.json && !a.quiet {
             print_plan(&x);
         }
         j.reason = "dry run: checked, nothing sent to the target".into();
-        return finish(j, Status::Completed, &a);
+        return finish(j, Status::Completed, a).map(Some);
     }
-    let progress = !a.json && std::io::stderr().is_terminal();
+    // One run per target: held until this function returns (or the process dies).
+    let _lock = match super::lock::acquire(&x, &super::lock::dir(&a.keep)) {
+        Ok(l) => l,
+        Err(busy) => {
+            let detail = match busy {
+                super::lock::Busy::Held { holder, path } => format!(
+                    "another run is going against this target ({holder}; lock {}): one run per target at a time",
+                    path.display()
+                ),
+                super::lock::Busy::Io(e) => format!("the target's run lock could not be taken: {e}"),
+            };
+            let r = policy::Refusal {
+                rule: "target_lock".into(),
+                detail,
+            };
+            j.reason = r.to_string();
+            j.refusal = Some(r);
+            return finish(j, Status::Refused, a).map(Some);
+        }
+    };
+    let progress = !a.json && !a.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let status = rt.block_on(live(&x, &mut j, progress, &a.watch));
     rt.shutdown_timeout(Duration::from_secs(2));
-    finish(j, status, &a)
+    finish(j, status, a).map(Some)
 }
 
 /// Now, in Unix milliseconds.
@@ -152,6 +194,7 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         refusal: None,
         target: TargetRecord {
             kind: match (&x.spec.target.command, &x.spec.target.admin) {
+                _ if x.spec.target.servers.is_some() => "servers",
                 (Some(_), _) => "command",
                 (None, Some(_)) => "remote",
                 (None, None) => "url",
@@ -174,6 +217,9 @@ fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         silent: None,
         baselines: Vec::new(),
         tool_calls: None,
+        servers: None,
+        gameday_id: None,
+        ladder_skip: None,
     }
 }
 
@@ -207,26 +253,28 @@ fn print_plan(x: &Loaded) {
     println!("dry run: nothing was sent to the target");
 }
 
-fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<i32> {
+fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<Outcome> {
     j.status = status;
     j.ended_unix_ms = unix_ms();
     let text = serde_json::to_string_pretty(&j)?;
-    let path = a
-        .journal
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("brownout-journal-{}.json", j.started_unix_ms)));
-    if !j.dry_run || a.journal.is_some() {
-        std::fs::write(&path, &text)
+    // The store keeps runs; a file is written only when asked for (--journal).
+    if let Some(path) = &a.journal {
+        std::fs::write(path, &text)
             .map_err(|e| anyhow::anyhow!("cannot write the journal {}: {e}", path.display()))?;
+    } else if a.keep.no_store && !j.dry_run {
+        eprintln!("brownout run: warning: --no-store without --journal: the journal is kept nowhere (it is printed with --json)");
     }
-    if a.json {
+    if a.json && !a.quiet {
         println!("{text}");
-    } else {
-        super::summary::print(&j, &path);
+    } else if !a.quiet {
+        super::summary::print(&j, a.journal.as_deref());
     }
-    a.keep
-        .after_run(&serde_json::to_value(&j)?, j.dry_run, a.json);
-    Ok(status.exit_code())
+    let journal = serde_json::to_value(&j)?;
+    a.keep.after_run(&journal, j.dry_run, a.json || a.quiet);
+    Ok(Outcome {
+        code: status.exit_code(),
+        journal,
+    })
 }
 
 /// The run from the target's start to its stop.
@@ -261,7 +309,7 @@ async fn with_target(
     status_file: Option<super::status::StatusFile>,
 ) -> Status {
     let before = tokio::select! {
-        r = steady::check(&x.spec.steady_state, &target.url) => r,
+        r = steady::check(&x.spec.steady_state, &target.endpoints) => r,
         _ = sig.changed() => {
             j.reason = "interrupted during the steady-state check; no fault was applied".into();
             return Status::Interrupted;
@@ -287,7 +335,9 @@ async fn with_target(
     let (tx, rx) = mpsc::unbounded_channel();
     let silent_source = target.silent_source();
     let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
-    let load = LoadRun::start(&x.workload, &target.url, sessions, tx);
+    let health_feed = super::health::Source::for_target(&x.spec.target, &x.gates)
+        .map(|s| super::health::feed(s, tx.clone()));
+    let load = LoadRun::start(&x.workload, target.endpoints.load_target(), sessions, tx);
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     live.status = status_file;
@@ -309,7 +359,7 @@ async fn with_target(
         origin,
         seed: x.plan.seed,
     };
-    let probing = steady::continuous(&x.spec.steady_state, &target.url, &during, ptx);
+    let probing = steady::continuous(&x.spec.steady_state, &target.endpoints, &during, ptx);
     // The baseline starts once the load runs: its sessions may take a while to start.
     let mut warm = Collected::default();
     let mut removal = None;
@@ -402,9 +452,19 @@ async fn with_target(
     }
     load.stop().await;
     silent_feed.abort();
-    j.silent = silent_source.read().await.map(|c| super::silent::total(&c));
+    health_feed.iter().for_each(|h| h.abort());
+    let silent_tools = silent_source.read().await;
+    j.silent = silent_tools.as_ref().map(super::silent::total);
     probing.iter().for_each(|p| p.abort());
     j.tool_calls = target.tool_calls().await;
+    if !target.endpoints.servers.is_empty() {
+        let lines = target.tool_lines().await;
+        j.servers = Some(super::servers::record(
+            &target.endpoints,
+            lines.as_ref(),
+            silent_tools.as_ref(),
+        ));
+    }
     if let Some(first) = j.stages.first().filter(|_| !probing.is_empty()) {
         let samples: Vec<_> = live.all_samples.iter().collect();
         j.detection = Some(detect(&samples, first.start_ms, Some(left_ms)));
@@ -413,7 +473,7 @@ async fn with_target(
     j.robustness = live.watch.robustness();
     j.series = std::mem::take(&mut live.series);
     if status == Status::Completed && !x.spec.steady_state.is_empty() {
-        match steady::check(&x.spec.steady_state, &target.url).await {
+        match steady::check(&x.spec.steady_state, &target.endpoints).await {
             Ok(ss) => {
                 if !ss.met {
                     j.reason = "steady state not met after the faults left".into();
@@ -468,9 +528,10 @@ async fn drive(
         // The simulator runs off the async threads, and the load's events are drained
         // meanwhile: calls that end before the first stage's faults are on are counted in
         // no stage (before, they piled up and landed in the canary: 759 calls "in 18 ms").
+        let routes = target.endpoints.routes.clone();
         let (xc, calls, tasks) = (x.clone(), std::mem::take(&mut c.calls), c.tasks);
         let work = tokio::task::spawn_blocking(move || {
-            super::predict::before_stages(&xc, &calls, tasks, secs)
+            super::predict::before_stages(&xc, &calls, tasks, secs, &routes)
         });
         if let Ok((cal, p)) = live.drain_during(work).await {
             (j.calibration, predictions) = (Some(cal), p);

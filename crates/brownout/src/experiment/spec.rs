@@ -74,6 +74,52 @@ pub struct Target {
     /// The name of an environment variable holding the admin API's bearer token.
     #[serde(default)]
     pub admin_token_env: Option<String>,
+    /// Where the runner reads the target's own health for `target_rss` and `target_cpu`
+    /// gates when it does not start the target (docs/gates.md#target-health).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+    /// Several servers at once, by name (instead of `command`/`url`): each is started behind
+    /// one relay in this process, so faults pick servers (`servers: [NAME]`), the load routes
+    /// each call to the server that has its tool, and a value a fault changed on one server
+    /// is followed into the agent's calls on the others (docs/silent.md).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 16))]
+    pub servers: Option<BTreeMap<String, Server>>,
+}
+
+/// A target's health as a Prometheus text-format endpoint publishes it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Health {
+    /// The endpoint, e.g. `http://10.0.0.5:9100/metrics`.
+    pub prometheus: String,
+    /// Resident memory in bytes (summed over the metric's series).
+    #[serde(default = "default_rss_metric")]
+    pub rss_metric: String,
+    /// A counter of CPU seconds (summed over its series); its rate is the CPU share.
+    #[serde(default = "default_cpu_metric")]
+    pub cpu_metric: String,
+}
+
+fn default_rss_metric() -> String {
+    "process_resident_memory_bytes".into()
+}
+
+fn default_cpu_metric() -> String {
+    "process_cpu_seconds_total".into()
+}
+
+/// One of several servers of a target: `command` (stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// A stdio MCP server and its arguments, started once per session behind the relay.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    pub command: Option<Vec<String>>,
+    /// The MCP endpoint (streamable HTTP) of a server.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// A steady-state probe: `samples` calls of one tool, judged by a tolerance.
@@ -132,6 +178,10 @@ pub enum ProbeKind {
 pub struct ProbeCall {
     /// The tool to call.
     pub tool: String,
+    /// With `target.servers`: the server to call (default: the one whose tools include
+    /// `tool`).
+    #[serde(default)]
+    pub server: Option<String>,
     /// Its arguments (default `{}`).
     #[serde(default)]
     pub arguments: serde_json::Map<String, serde_json::Value>,

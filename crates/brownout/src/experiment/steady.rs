@@ -5,6 +5,7 @@
 //! `brownout probe` monitor fires them (N failures in a row, a rolling P95 broken).
 
 use super::journal::{Acc, ProbeRecord, Sample, SteadyState};
+use super::servers::Endpoints;
 use super::spec::{holds, parse_bound, Probe};
 use crate::probe::monitor::{MonitorOptions, Schedule, Tracker};
 use crate::probe::session::{ends_session, Session};
@@ -45,12 +46,12 @@ fn timeout(p: &Probe) -> Duration {
         .unwrap_or(SAMPLE_TIMEOUT)
 }
 
-/// Check every probe against `url`. `Err` when a probe could not run at all (the target is
+/// Check every probe against its server (`urls`). `Err` when a probe could not run at all (the target is
 /// unreachable, the session was refused): brownout could not check, which is not "not met".
-pub async fn check(probes: &[Probe], url: &str) -> Result<SteadyState, String> {
+pub async fn check(probes: &[Probe], urls: &Endpoints) -> Result<SteadyState, String> {
     let mut records = Vec::new();
     for (i, p) in probes.iter().enumerate() {
-        records.push(probe(p, i, url).await?);
+        records.push(probe(p, i, urls.for_probe(p)).await?);
     }
     Ok(SteadyState {
         met: records.iter().all(|r| r.met),
@@ -165,7 +166,7 @@ pub struct During {
 /// are marked on the sample that decided them, and POSTed to the probe's webhook.
 pub fn continuous(
     probes: &[Probe],
-    url: &str,
+    urls: &Endpoints,
     during: &During,
     tx: mpsc::UnboundedSender<(usize, Sample)>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
@@ -174,7 +175,7 @@ pub fn continuous(
         .enumerate()
         .filter(|(_, p)| p.during)
         .map(|(i, p)| {
-            let (p, url, tx) = (p.clone(), url.to_string(), tx.clone());
+            let (p, url, tx) = (p.clone(), urls.for_probe(p).to_string(), tx.clone());
             let (origin, seed) = (during.origin, during.seed);
             tokio::spawn(async move {
                 let opts = MonitorOptions {

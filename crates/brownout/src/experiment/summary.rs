@@ -4,7 +4,7 @@ use super::journal::Journal;
 use crate::human::{ms, pct};
 use std::path::Path;
 
-pub fn print(j: &Journal, journal: &Path) {
+pub fn print(j: &Journal, journal: Option<&Path>) {
     let title = j.experiment["title"].as_str().unwrap_or("");
     println!("experiment: {title}");
     println!("status: {:?} — {}", j.status, j.reason);
@@ -85,7 +85,8 @@ pub fn print(j: &Journal, journal: &Path) {
     if let Some(d) = &j.detection {
         println!("probes: {}", super::detect::one_line(d));
     }
-    if !j.dry_run || journal.exists() {
+    // A GameDay's run: its journal is in the store (the line after this says where).
+    if let Some(journal) = journal.filter(|_| j.gameday_id.is_none()) {
         println!("journal: {}", journal.display());
     }
 }

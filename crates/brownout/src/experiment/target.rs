@@ -21,16 +21,19 @@ use std::time::Duration;
 
 /// A target the runner drives.
 pub struct Target {
-    /// Where the load goes (the relay's MCP endpoint).
+    /// Where the load goes (the relay's MCP endpoint; with several servers, the first's).
     pub url: String,
     pub kind: &'static str,
+    /// Where the load and the probes go, server by server (see [`super::servers`]).
+    pub endpoints: super::servers::Endpoints,
     faults: Faults,
     local: Option<Local>,
 }
 
-/// The in-process relay; stopping it stops the back's server processes too.
+/// The in-process relay's fronts (one per server); stopping them stops the backs' server
+/// processes too.
 struct Local {
-    running: Running,
+    running: Vec<Running>,
 }
 
 enum Faults {
@@ -61,6 +64,27 @@ impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
     pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
         let t = &x.spec.target;
+        if let Some(servers) = &t.servers {
+            let started = super::servers::start(x, servers).await?;
+            let endpoints = match super::servers::endpoints(&started.servers).await {
+                Ok(e) => e,
+                Err(e) => {
+                    for r in started.running {
+                        let _ = r.stop().await;
+                    }
+                    return Err(e);
+                }
+            };
+            return Ok(Target {
+                url: endpoints.url.clone(),
+                kind: "servers",
+                endpoints,
+                faults: Faults::Local(started.relay),
+                local: Some(Local {
+                    running: started.running,
+                }),
+            });
+        }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
             let token = match &t.admin_token_env {
                 Some(var) => Some(std::env::var(var).map_err(|_| {
@@ -82,6 +106,7 @@ impl Target {
             return Ok(Target {
                 url: url.clone(),
                 kind: "remote",
+                endpoints: super::servers::Endpoints::one(url),
                 faults: Faults::Remote(remote),
                 local: None,
             });
@@ -133,11 +158,15 @@ impl Target {
             (None, None) => anyhow::bail!("the target has neither `command` nor `url`"),
         };
         let addr = running.addr();
+        let url = format!("http://{addr}{path}");
         Ok(Target {
-            url: format!("http://{addr}{path}"),
+            endpoints: super::servers::Endpoints::one(&url),
+            url,
             kind,
             faults: Faults::Local(relay),
-            local: Some(Local { running }),
+            local: Some(Local {
+                running: vec![running],
+            }),
         })
     }
 
@@ -199,6 +228,19 @@ impl Target {
     /// `tools/call` requests the relay has carried, per tool (`None`: its status is out of
     /// reach).
     pub async fn tool_calls(&self) -> Option<BTreeMap<String, u64>> {
+        let lines = self.tool_lines().await?;
+        let tools = lines.as_object()?;
+        Some(
+            tools
+                .iter()
+                .map(|(t, v)| (t.clone(), v["calls"].as_u64().unwrap_or(0)))
+                .collect(),
+        )
+    }
+
+    /// The relay's `tools/call` figures per tool (its status's `summary.tools`; `None`: out
+    /// of reach).
+    pub async fn tool_lines(&self) -> Option<Value> {
         let status = match &self.faults {
             Faults::Local(relay) => relay.status(),
             Faults::Remote(r) => r
@@ -207,13 +249,7 @@ impl Target {
                 .await
                 .ok()?,
         };
-        let tools = status["summary"]["tools"].as_object()?;
-        Some(
-            tools
-                .iter()
-                .map(|(t, v)| (t.clone(), v["calls"].as_u64().unwrap_or(0)))
-                .collect(),
-        )
+        Some(status["summary"]["tools"].clone())
     }
 
     /// Injections so far without waiting, for an in-process relay (`None` for a remote one,
@@ -249,7 +285,8 @@ impl Target {
     /// Stop the in-process relay and its server processes.
     pub async fn stop(self) {
         if let Some(l) = self.local {
-            let _ = tokio::time::timeout(Duration::from_secs(15), l.running.stop()).await;
+            let all = futures::future::join_all(l.running.into_iter().map(Running::stop));
+            let _ = tokio::time::timeout(Duration::from_secs(15), all).await;
         }
     }
 }

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 /// `brownout run`'s store and report options.
 #[derive(Args, Debug, Clone, Default)]
 pub struct KeepArgs {
-    /// Keep the journal in this store (default: $XDG_DATA_HOME/brownout/journal.sqlite, or
-    /// BROWNOUT_STORE); see `brownout journal --help`.
-    #[arg(long, value_name = "PATH")]
+    /// Keep the journal in this store: a SQLite file or a postgres:// URL (default:
+    /// BROWNOUT_STORE, else $XDG_DATA_HOME/brownout/journal.sqlite); see `brownout journal --help`.
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::store::location::parse_arg)]
     pub store: Option<PathBuf>,
     /// Do not keep the journal in the store (the --journal file is still written).
     #[arg(long, conflicts_with = "store")]

@@ -9,8 +9,8 @@ mod keep;
 mod print;
 mod report_cmd;
 
-use crate::store::readonly::{self, Limits};
-use crate::store::{self, ListFilter, Store, StoreError};
+use crate::store::readonly::Limits;
+use crate::store::{self, Backend, ListFilter, Store, StoreError};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::io::Write;
@@ -24,7 +24,8 @@ pub use report_cmd::{load_journal_arg, write_reports, ReportTarget};
 ///
 /// Every `brownout run` keeps its journal here as well as in its `--journal` file. The
 /// store is one SQLite file: $XDG_DATA_HOME/brownout/journal.sqlite (else
-/// ~/.local/share/brownout/journal.sqlite); `--store PATH` or BROWNOUT_STORE chooses another.
+/// ~/.local/share/brownout/journal.sqlite); `--store PATH` or BROWNOUT_STORE chooses another,
+/// and `--store postgres://USER@HOST:5432/DB` a team's PostgreSQL database (docs/journal.md).
 ///
 /// Examples:
 ///   brownout journal list --status aborted --since 7d
@@ -32,6 +33,7 @@ pub use report_cmd::{load_journal_arg, write_reports, ReportTarget};
 ///   brownout journal query "SELECT status, count(*) FROM runs GROUP BY status"
 ///   brownout journal report 20261123T2041 --format html -o report.html
 ///   brownout journal import ci-journals/*.json
+///   brownout journal --store postgres://ci@db/brownout import --from ~/.local/share/brownout/journal.sqlite
 ///
 /// Exit codes: 0 done; 1 a drift found (`trend --fail-on-drift`); 2 bad input (a file
 /// that is not a journal, an unknown run, SQL refused or failing); 4 the store could not be
@@ -39,8 +41,9 @@ pub use report_cmd::{load_journal_arg, write_reports, ReportTarget};
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct JournalArgs {
-    /// The store file (default: $XDG_DATA_HOME/brownout/journal.sqlite).
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store: a SQLite file, or a postgres:// URL (default: BROWNOUT_STORE, else
+    /// $XDG_DATA_HOME/brownout/journal.sqlite).
+    #[arg(long, global = true, value_name = "PATH|URL", value_parser = crate::store::location::parse_arg)]
     pub store: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: JournalCmd,
@@ -52,8 +55,12 @@ pub enum JournalCmd {
     /// a run already there is skipped (idempotent).
     Import {
         /// Journal files (`brownout run --journal FILE`), or `.jsonl` exports.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "from")]
         files: Vec<PathBuf>,
+        /// Also copy every journal of another store (a SQLite file or a postgres:// URL),
+        /// e.g. a laptop's history into the team's database.
+        #[arg(long, value_name = "PATH|URL", value_parser = crate::store::location::parse_arg)]
+        from: Option<PathBuf>,
         /// Print what was imported as JSON.
         #[arg(long)]
         json: bool,
@@ -108,6 +115,9 @@ pub enum JournalCmd {
         #[arg(long)]
         json: bool,
     },
+    /// PostgreSQL: set up the role `journal query` runs as (brownout_reader: SELECT only on
+    /// the store's tables). Creating the role takes an administrator (docs/journal.md).
+    SetupReader,
     /// Export the store: every journal as JSON lines, or the runs table as CSV.
     Export {
         /// jsonl: one whole journal per line (`journal import` reads them back as files);
@@ -151,12 +161,17 @@ pub enum JournalCmd {
     /// An experiment across runs: pass rate, MTTR and key SLIs, and drifts (a metric rising
     /// over the recent passing runs while they still pass).
     ///
-    /// Example:
+    /// Examples:
     ///   brownout journal trend "search stays under 1 % errors" --last 30 --fail-on-drift
+    ///   brownout journal trend --gameday "Incident series: payments"
     #[command(verbatim_doc_comment)]
     Trend {
         /// The experiment's title (`journal list` shows it).
-        experiment: String,
+        #[arg(required_unless_present = "gameday")]
+        experiment: Option<String>,
+        /// The GameDays of this title instead (`brownout gameday`): their scores over time.
+        #[arg(long, value_name = "TITLE", conflicts_with = "experiment")]
+        gameday: Option<String>,
         /// Look at the last N runs.
         #[arg(long, default_value_t = 20)]
         last: u64,
@@ -188,6 +203,14 @@ impl JournalArgs {
     /// Run the command; its exit code.
     pub fn run(self) -> i32 {
         let path = self.store.clone().unwrap_or_else(store::default_path);
+        // A path or a URL brownout understands, checked before anything is created.
+        let path = match store::Location::parse(&path) {
+            Ok(_) => path,
+            Err(e) => {
+                eprintln!("brownout journal: {e}");
+                return 2;
+            }
+        };
         match run(self.cmd, &path) {
             Ok(code) => code,
             Err(e) => {
@@ -196,7 +219,8 @@ impl JournalArgs {
                     Some(
                         StoreError::Open { .. }
                         | StoreError::Dir { .. }
-                        | StoreError::TooNew { .. },
+                        | StoreError::TooNew { .. }
+                        | StoreError::Connect { .. },
                     ) => 4,
                     _ => 2,
                 }
@@ -207,7 +231,17 @@ impl JournalArgs {
 
 fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
     match cmd {
-        JournalCmd::Import { files, json } => import(path, &files, json),
+        JournalCmd::Import { files, from, json } => import(path, &files, from.as_deref(), json),
+        JournalCmd::SetupReader => {
+            let s = store::open(Some(path))?;
+            s.setup_reader()?;
+            println!(
+                "role {} can read {} (journal query runs as it)",
+                store::pg::query::READER,
+                s.shown()
+            );
+            Ok(0)
+        }
         JournalCmd::List {
             experiment,
             status,
@@ -256,14 +290,14 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             json,
         } => {
             // Create or migrate the store first, so a query sees the current tables.
-            drop(store::open(Some(path))?);
+            let s = store::open(Some(path))?;
             let limits = Limits {
                 max_rows,
                 timeout: Duration::try_from_secs_f64(timeout)
                     .map_err(|_| anyhow::anyhow!("--timeout {timeout}: expected seconds > 0"))?,
                 ..Limits::default()
             };
-            let r = readonly::query(path, &sql, limits)?;
+            let r = s.query(&sql, limits)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
@@ -323,6 +357,7 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
         }
         JournalCmd::Trend {
             experiment,
+            gameday,
             last,
             window,
             threshold,
@@ -331,6 +366,15 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
             json,
         } => {
             let s = store::open(Some(path))?;
+            if let Some(title) = gameday {
+                if html.is_some() || fail_on_drift {
+                    anyhow::bail!(
+                        "--html and --fail-on-drift are for an experiment's trend, not --gameday"
+                    );
+                }
+                return crate::gameday::trend_cmd(&s, &title, last, json);
+            }
+            let experiment = experiment.unwrap_or_default();
             let rule = store::trend::DriftRule {
                 window: window.max(4),
                 threshold: threshold / 100.0,
@@ -359,9 +403,9 @@ fn run(cmd: JournalCmd, path: &Path) -> anyhow::Result<i32> {
 /// `journal export` writes), each with its name for messages.
 fn journals_in(f: &Path) -> Vec<(String, anyhow::Result<Value>)> {
     let name = f.display().to_string();
-    let text = match std::fs::read_to_string(f) {
+    let text = match crate::input::read_text(f, crate::input::MAX_JOURNAL) {
         Ok(t) => t,
-        Err(e) => return vec![(name, Err(anyhow::anyhow!("cannot read: {e}")))],
+        Err(e) => return vec![(name, Err(anyhow::anyhow!("{}", e.reason())))],
     };
     let parse =
         |t: &str| serde_json::from_str::<Value>(t).map_err(|e| anyhow::anyhow!("not JSON: {e}"));
@@ -376,31 +420,41 @@ fn journals_in(f: &Path) -> Vec<(String, anyhow::Result<Value>)> {
     }
 }
 
-fn import(path: &Path, files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
+fn import(path: &Path, files: &[PathBuf], from: Option<&Path>, json: bool) -> anyhow::Result<i32> {
     let mut s = store::open(Some(path))?;
     let mut code = 0;
     let mut out = Vec::new();
-    for (name, doc) in files.iter().flat_map(|f| journals_in(f)) {
-        match doc.and_then(|v| Ok(s.import(&v)?)) {
-            Ok(o) => {
-                if !json {
-                    let what = if o.inserted {
-                        "imported"
-                    } else {
-                        "already stored"
-                    };
-                    println!("{name}: {what} {}", o.run_id);
-                }
-                out.push(
-                    serde_json::json!({"file": name, "run_id": o.run_id, "inserted": o.inserted}),
-                );
+    let mut keep = |name: &str, doc: anyhow::Result<Value>| match doc
+        .and_then(|v| Ok(s.import(&v)?))
+    {
+        Ok(o) => {
+            if !json {
+                let what = if o.inserted {
+                    "imported"
+                } else {
+                    "already stored"
+                };
+                println!("{name}: {what} {}", o.run_id);
             }
-            Err(e) => {
-                code = 2;
-                eprintln!("{name}: {e}");
-                out.push(serde_json::json!({"file": name, "error": e.to_string()}));
-            }
+            out.push(serde_json::json!({"file": name, "run_id": o.run_id, "inserted": o.inserted}));
         }
+        Err(e) => {
+            code = 2;
+            eprintln!("{name}: {e}");
+            out.push(serde_json::json!({"file": name, "error": e.to_string()}));
+        }
+    };
+    if let Some(from) = from {
+        // Store to store, one journal at a time (a large store is never held whole).
+        let src = store::open(Some(from))?;
+        let shown = src.shown();
+        src.each_journal(&mut |id, j| {
+            keep(&format!("{shown} {id}"), Ok(j.clone()));
+            Ok(())
+        })?;
+    }
+    for (name, doc) in files.iter().flat_map(|f| journals_in(f)) {
+        keep(&name, doc);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -410,7 +464,7 @@ fn import(path: &Path, files: &[PathBuf], json: bool) -> anyhow::Result<i32> {
 
 /// Write the whole store: journals as JSON lines, or runs as CSV.
 pub fn export(
-    s: &store::SqliteStore,
+    s: &store::AnyStore,
     format: ExportFormat,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -424,21 +478,20 @@ pub fn export(
             })?;
         }
         ExportFormat::Csv => {
-            let r = readonly::query(
-                s.path(),
-                "SELECT * FROM runs ORDER BY started_unix_ms, run_id",
-                Limits {
-                    max_rows: usize::MAX,
-                    timeout: Duration::from_secs(3600),
-                    max_bytes: usize::MAX,
-                },
+            let columns = store::schema::columns(store::schema::V1, "runs");
+            let rows = s.select(
+                &format!(
+                    "SELECT {} FROM runs ORDER BY started_unix_ms, run_id",
+                    columns.join(", ")
+                ),
+                &[],
             )?;
             let mut w = csv::Writer::from_writer(out);
-            w.write_record(&r.columns)?;
-            for row in &r.rows {
-                w.write_record(row.iter().map(|v| match v {
+            w.write_record(&columns)?;
+            for row in &rows {
+                w.write_record(row.iter().map(|v| match v.json() {
                     Value::Null => String::new(),
-                    Value::String(s) => s.clone(),
+                    Value::String(s) => s,
                     v => v.to_string(),
                 }))?;
             }

@@ -23,8 +23,7 @@ pub struct ReportArgs {
 pub fn load_journal_arg(arg: &str, store_path: &Path) -> anyhow::Result<Value> {
     let p = Path::new(arg);
     if p.is_file() {
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        let text = crate::input::read_text(p, crate::input::MAX_JOURNAL)?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", p.display()))?;
         store::ingest::check(&v).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;

@@ -43,6 +43,8 @@ pub(super) struct PreparedCall {
     pub(super) refs: Vec<brownout_sim::chain::FromRef>,
     pub(super) critical: bool,
     repeat: u32,
+    /// The server it goes to, when the load reaches several (`super::routed`).
+    server: usize,
 }
 
 struct PreparedStep {
@@ -109,6 +111,24 @@ pub(super) async fn run(
         Some(s) => s.schemas().await,
         None => Default::default(),
     };
+    let routes = match (&target, sessions.first()) {
+        (LoadTarget::Servers { servers }, Some(Session::Routed(r))) => {
+            let names: Vec<String> = servers.iter().map(|(n, _)| n.clone()).collect();
+            let tools: Vec<&str> = workload
+                .steps
+                .iter()
+                .flat_map(|s| s.calls.iter().map(|c| c.tool.as_str()))
+                .collect();
+            match super::routed::routes(r, &names, &tools).await {
+                Ok(r) => r,
+                Err(e) => {
+                    futures::future::join_all(sessions.iter().map(Session::close)).await;
+                    return Err(e);
+                }
+            }
+        }
+        _ => Default::default(),
+    };
     let seed = opts.seed.or(workload.seed).unwrap_or(0);
     let stop = opts.cancel.child_token();
     let steps = workload
@@ -126,6 +146,7 @@ pub(super) async fn run(
                     refs: brownout_sim::chain::refs(c.arguments.as_ref()),
                     critical: c.critical.unwrap_or(true),
                     repeat: c.repeat.unwrap_or(1).max(1),
+                    server: routes.get(&c.tool).copied().unwrap_or(0),
                 })
                 .collect(),
             deadline: s.deadline_ms.map(ms),
@@ -421,6 +442,7 @@ pub(super) async fn call(
             _ => {
                 let timeout = left.map_or(shared.timeout, |l| l.min(shared.timeout));
                 let (answer, v) = shared.sessions[session]
+                    .part(c.server)
                     .request("tools/call", params, timeout, c.schema.as_ref(), keep)
                     .await;
                 value = v;

@@ -35,7 +35,7 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// workload; 4 the target could not be started or initialized; 130 interrupted.
 ///
 /// Examples:
-///   brownout load examples/experiments/incident-agent.yaml --duration 10s -- brownout fixture
+///   brownout load examples/workloads/incident-agent.yaml --duration 10s -- brownout fixture
 ///   brownout load w.yaml --sessions 8 -- brownout proxy stdio --plan plan.yaml -- python server.py
 ///   brownout load w.yaml --url http://127.0.0.1:8900/mcp --sessions 64 --duration 30s --json
 #[derive(clap::Args, Debug)]
@@ -84,8 +84,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Read a workload for live load (`servers` optional).
 pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read workload {}", path.display()))?;
+    let text = crate::input::read_document(path).context("cannot read the workload")?;
     Workload::from_str_live(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
 }
 

@@ -18,6 +18,7 @@ pub mod agent;
 mod chain;
 pub mod cli;
 pub mod http;
+pub mod routed;
 pub mod schedule;
 pub mod session;
 pub mod stats;
@@ -44,6 +45,10 @@ pub enum LoadTarget {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// Several streamable-HTTP servers, by name: each session of the load is one agent with
+    /// a session on every server, all labelled alike (`Brownout-Session: load-i`), and each
+    /// call goes to the server whose `tools/list` has its tool.
+    Servers { servers: Vec<(String, String)> },
 }
 
 /// How to play the workload.
@@ -107,6 +112,8 @@ pub enum LoadError {
     Client(String),
     #[error("session {session} could not initialize: {reason}")]
     Initialize { session: usize, reason: String },
+    #[error("{0}")]
+    Route(String),
 }
 
 /// Play `workload` against `target`; every ended call and task is sent on `events` (a

@@ -21,6 +21,8 @@ pub const RESTART_GAP: Duration = Duration::from_secs(1);
 pub enum Session {
     Stdio(StdioSlot),
     Http(HttpSession),
+    /// One agent's sessions on several servers ([`super::routed`]).
+    Routed(super::routed::Routed),
 }
 
 /// A stdio session and what it takes to start it again.
@@ -84,20 +86,52 @@ impl Session {
                 s.request(method, params, timeout, schema.map(|v| &**v), keep)
                     .await
             }
+            // Calls reach a routed agent's parts through [`Session::part`]; a request made
+            // of the agent as a whole goes to its first server.
+            Session::Routed(r) => match r.parts.first() {
+                Some(p) => Box::pin(p.request(method, params, timeout, schema, keep)).await,
+                None => (Answer::Closed, None),
+            },
+        }
+    }
+
+    /// The session a call to server `i` of a routed agent goes through (any other session
+    /// is its own only part).
+    pub fn part(&self, i: usize) -> &Session {
+        match self {
+            Session::Routed(r) => r.parts.get(i).or(r.parts.first()).unwrap_or(self),
+            other => other,
+        }
+    }
+
+    /// A request's raw answer (`None`: none in time); a routed agent asks its first server.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: &str,
+        timeout: Duration,
+    ) -> Option<Vec<u8>> {
+        match self {
+            Session::Stdio(s) => s.current().request_raw(method, params, timeout).await,
+            Session::Http(s) => s.request_raw(method, params, timeout).await,
+            Session::Routed(r) => match r.parts.first() {
+                Some(p) => Box::pin(p.request_raw(method, params, timeout)).await,
+                None => None,
+            },
         }
     }
 
     /// The output schemas of the server's tools (`tools/list`, first page); none if the
     /// server does not answer.
     pub async fn schemas(&self) -> wire::Schemas {
-        let raw = match self {
-            Session::Stdio(s) => {
-                s.current()
-                    .request_raw("tools/list", "{}", INIT_TIMEOUT)
-                    .await
+        if let Session::Routed(r) = self {
+            let mut all = wire::Schemas::new();
+            for p in &r.parts {
+                all.extend(Box::pin(p.schemas()).await);
             }
-            Session::Http(s) => s.request_raw("tools/list", "{}", INIT_TIMEOUT).await,
-        };
+            return all;
+        }
+        let raw = self.request_raw("tools/list", "{}", INIT_TIMEOUT).await;
         raw.map(|r| wire::schemas(&r)).unwrap_or_default()
     }
 
@@ -106,6 +140,9 @@ impl Session {
         match self {
             Session::Stdio(s) => s.current().close(wait).await,
             Session::Http(s) => s.close(wait).await,
+            Session::Routed(r) => {
+                futures::future::join_all(r.parts.iter().map(|p| Box::pin(p.close()))).await;
+            }
         }
     }
 
@@ -114,13 +151,30 @@ impl Session {
         match self {
             Session::Stdio(s) => s.restarts.load(Ordering::Relaxed),
             Session::Http(_) => 0,
+            Session::Routed(r) => r.parts.iter().map(Session::restarts).sum(),
         }
     }
 }
 
 /// Open `n` sessions on `target`, all initialized, at most 16 starting at once.
 pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, LoadError> {
+    open_all_from(target, 0, n).await
+}
+
+/// [`open_all`] for sessions `first..first + n`.
+pub async fn open_all_from(
+    target: &LoadTarget,
+    first: usize,
+    n: usize,
+) -> Result<Vec<Session>, LoadError> {
     use futures::stream::{self, StreamExt, TryStreamExt};
+    if let LoadTarget::Servers { servers } = target {
+        return stream::iter(first..first + n)
+            .map(|i| super::routed::open(servers, i))
+            .buffered(16)
+            .try_collect()
+            .await;
+    }
     let url = match target {
         LoadTarget::Http { url, headers } => {
             let parsed = reqwest::Url::parse(url)
@@ -131,16 +185,16 @@ pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, Loa
             Some(parsed)
         }
         LoadTarget::Stdio { command } if command.is_empty() => return Err(LoadError::NoCommand),
-        LoadTarget::Stdio { .. } => None,
+        LoadTarget::Stdio { .. } | LoadTarget::Servers { .. } => None,
     };
-    stream::iter(0..n)
+    stream::iter(first..first + n)
         .map(|i| open(target, url.clone(), i))
         .buffered(16)
         .try_collect()
         .await
 }
 
-async fn open(
+pub(super) async fn open(
     target: &LoadTarget,
     url: Option<reqwest::Url>,
     i: usize,
@@ -171,6 +225,10 @@ async fn open(
             restarts: AtomicU64::new(0),
         })),
         (LoadTarget::Http { url, .. }, None) => Err(LoadError::BadUrl { url: url.clone() }),
+        // Opened by `open_all_from`, a session per server (`super::routed`).
+        (LoadTarget::Servers { .. }, _) => Err(LoadError::Route(
+            "a routed agent is opened through its servers".into(),
+        )),
     }
 }
 

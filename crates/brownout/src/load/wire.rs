@@ -177,6 +177,20 @@ pub fn schemas(tools_list: &[u8]) -> Schemas {
         .collect()
 }
 
+/// The tool names of a `tools/list` answer (a whole JSON-RPC message), at most `max`.
+pub fn tool_names(tools_list: &[u8], max: usize) -> Vec<String> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(tools_list) else {
+        return Vec::new();
+    };
+    v["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| Some(t.get("name")?.as_str()?.to_string()))
+        .take(max)
+        .collect()
+}
+
 /// An `ok` answer checked against the tool's output schema, if it has one.
 pub fn checked(
     answer: Answer,

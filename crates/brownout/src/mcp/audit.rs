@@ -90,8 +90,11 @@ impl Audit {
 
 /// The default audit log: beside the journal store (`mcp-audit.jsonl`).
 pub fn default_path(store: Option<&Path>) -> PathBuf {
-    let s = store.map_or_else(crate::store::default_path, Path::to_path_buf);
-    s.with_file_name("mcp-audit.jsonl")
+    // A database store (postgres://…) has no folder: the default data folder then.
+    match crate::store::Location::resolve(store) {
+        Ok(at) => at.local_dir().join("mcp-audit.jsonl"),
+        Err(_) => crate::store::default_sqlite_path().with_file_name("mcp-audit.jsonl"),
+    }
 }
 
 /// FNV-1a (64 bits) of a text, as 16 hex digits: stable across builds, enough to tell texts

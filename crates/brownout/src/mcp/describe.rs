@@ -40,6 +40,32 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
             .unwrap_or(15_000)
             .clamp(100, 60_000),
     );
+    // Only what the operator's policy lets an MCP client reach.
+    match (target["command"].as_array(), target["url"].as_str()) {
+        (Some(cmd), None) => {
+            let cmd: Vec<String> = cmd
+                .iter()
+                .filter_map(|c| c.as_str().map(String::from))
+                .collect();
+            if !cmd.is_empty() {
+                super::guard::command_allowed(&ctx.cfg, &cmd).map_err(|r| r.to_string())?;
+            }
+        }
+        (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+            super::guard::url_allowed(&ctx.cfg, url).map_err(|r| r.to_string())?;
+        }
+        _ => {}
+    }
+    connect(target, timeout, &ctx.cfg.workdir).await
+}
+
+/// Connect to a target (`{command: [...]}` or `{url: ...}`) read-only — `initialize` and
+/// `tools/list` — and describe it; no policy applies here (the caller checks its own).
+pub async fn connect(
+    target: &Value,
+    timeout: Duration,
+    workdir: &std::path::Path,
+) -> Result<Described, String> {
     let t0 = Instant::now();
     let client = match (target["command"].as_array(), target["url"].as_str()) {
         (Some(cmd), None) => {
@@ -48,10 +74,9 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
                 .filter_map(|c| c.as_str().map(String::from))
                 .collect();
             let first = cmd.first().ok_or("`target.command` is empty")?;
-            super::guard::command_allowed(&ctx.cfg, &cmd).map_err(|r| r.to_string())?;
             let exe = program(first);
             let rest = cmd[1..].to_vec();
-            let workdir = ctx.cfg.workdir.clone();
+            let workdir = workdir.to_path_buf();
             let transport =
                 TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
                     c.args(&rest)
@@ -65,7 +90,6 @@ pub async fn describe_target(ctx: &Ctx, args: &Value) -> Result<Described, Strin
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err("the target's `url` is not an http:// or https:// URL".into());
             }
-            super::guard::url_allowed(&ctx.cfg, url).map_err(|r| r.to_string())?;
             let transport = StreamableHttpClientTransport::from_uri(url.to_string());
             tokio::time::timeout(timeout, ().serve(transport)).await
         }

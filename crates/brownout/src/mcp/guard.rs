@@ -177,7 +177,8 @@ pub fn check(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
     }
     admin_token_env_allowed(cfg, x)?;
     let t = &x.spec.target;
-    for u in t.url.iter().chain(t.admin.iter()) {
+    let health = t.health.as_ref().map(|h| &h.prometheus);
+    for u in t.url.iter().chain(t.admin.iter()).chain(health) {
         url_allowed(cfg, u)?;
     }
     for p in &x.spec.steady_state {

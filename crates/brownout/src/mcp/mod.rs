@@ -8,6 +8,7 @@
 //! - [`read`], [`describe`], [`design`] (with [`history`]: what the store knows of a
 //!   target), [`recommend`]: the read-only tools;
 //! - [`runs`]: experiments started through MCP (child `brownout run`s, leases);
+//!   [`gameday`]: `start_gameday`/`get_gameday` (a child `brownout gameday`, same rules);
 //! - [`guard`], [`approval`], [`binding`], [`audit`]: the guardrails, a person's approval
 //!   (bound to the resolved experiment: its files, the seed), the audit log;
 //! - [`compact`]: a journal summarised for an agent's context; [`http`]: the HTTP listener.
@@ -20,10 +21,12 @@ pub mod catalogue;
 pub mod compact;
 pub mod describe;
 pub mod design;
+pub mod gameday;
 pub mod guard;
 pub mod history;
 pub mod http;
 pub mod http_limits;
+pub mod ladder_skip;
 pub mod progress;
 pub mod read;
 pub mod recommend;
@@ -76,8 +79,9 @@ pub struct McpArgs {
     /// built-in policy (see docs/experiments.md#guardrails).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// The journal store read and written (default as `brownout journal`).
-    #[arg(long, value_name = "PATH")]
+    /// The journal store read and written: a SQLite file or a postgres:// URL (default as
+    /// `brownout journal`).
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::store::location::parse_arg)]
     pub store: Option<PathBuf>,
     /// The audit log (JSON lines; default: mcp-audit.jsonl beside the store).
     #[arg(long, value_name = "FILE")]
@@ -192,8 +196,8 @@ pub fn context(a: &McpArgs) -> anyhow::Result<Ctx> {
     let mut policy = match &a.policy {
         None => Policy::default(),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read the policy: {e}", p.display()))?;
+            let text = crate::input::read_document(p)
+                .map_err(|e| anyhow::anyhow!("cannot read the policy: {e}"))?;
             Policy::from_str_named(&text, &p.display().to_string())
                 .map_err(|e| anyhow::anyhow!("{e}"))?
         }

@@ -272,7 +272,7 @@ pub fn get_policy(ctx: &Ctx) -> Out {
     }))
 }
 
-fn store(ctx: &Ctx) -> Result<crate::store::SqliteStore, String> {
+fn store(ctx: &Ctx) -> Result<crate::store::AnyStore, String> {
     crate::store::open(ctx.cfg.store.as_deref()).map_err(|e| e.to_string())
 }
 
@@ -313,19 +313,14 @@ pub fn get_run(ctx: &Ctx, args: &Value) -> Out {
 
 pub fn query_runs(ctx: &Ctx, args: &Value) -> Out {
     let sql = str_arg(args, "sql")?;
-    let path = ctx
-        .cfg
-        .store
-        .clone()
-        .unwrap_or_else(crate::store::default_path);
     // Created and migrated if it does not exist yet, so a first query sees the tables.
-    store(ctx)?;
+    let s = store(ctx)?;
     let limits = crate::store::readonly::Limits {
         max_rows: 1000,
         timeout: std::time::Duration::from_secs(5),
         max_bytes: 8 << 20,
     };
-    let r = crate::store::readonly::query(&path, sql, limits).map_err(|e| e.to_string())?;
+    let r = s.query(sql, limits).map_err(|e| e.to_string())?;
     serde_json::to_value(r).map_err(|e| e.to_string())
 }
 
@@ -349,15 +344,8 @@ pub fn trend(ctx: &Ctx, args: &Value) -> Out {
 }
 
 /// Every experiment's name in the store.
-pub fn experiments(s: &crate::store::SqliteStore) -> Result<Vec<String>, String> {
-    let mut st = s
-        .connection()
-        .prepare("SELECT DISTINCT experiment FROM runs ORDER BY experiment")
-        .map_err(|e| e.to_string())?;
-    let rows = st
-        .query_map([], |r| r.get::<_, String>(0))
-        .map_err(|e| e.to_string())?;
-    Ok(rows.filter_map(Result::ok).collect())
+pub fn experiments(s: &crate::store::AnyStore) -> Result<Vec<String>, String> {
+    crate::store::backend::experiments(s).map_err(|e| e.to_string())
 }
 
 /// Whether a path is inside a directory (after resolving both).

@@ -26,25 +26,30 @@ const GREENS: usize = 3;
 pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
     let s = crate::store::open(ctx.cfg.store.as_deref()).map_err(|e| e.to_string())?;
     let limit = args["limit"].as_u64().unwrap_or(10).clamp(1, 50) as usize;
-    let conn = s.connection();
-    let runs: i64 = conn
-        .query_row("SELECT count(*) FROM runs WHERE dry_run = 0", [], |r| {
-            r.get(0)
-        })
-        .map_err(|e| e.to_string())?;
+    use crate::store::Backend;
+    let rows =
+        |sql: &str, args: &[crate::store::val::Val]| s.select(sql, args).map_err(|e| e.to_string());
+    let runs: i64 = rows("SELECT count(*) FROM runs WHERE dry_run = 0", &[])?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.int())
+        .unwrap_or(0);
     let mut recs: Vec<(f64, Value)> = Vec::new();
 
     // 1. The weakest ETA per tool.
-    let mut st = conn
-        .prepare(
-            "SELECT tool, sum(ok), count(*) FROM probe_samples GROUP BY tool HAVING count(*) >= ?1",
-        )
-        .map_err(|e| e.to_string())?;
-    let etas: Vec<(String, i64, i64)> = st
-        .query_map([MIN_SAMPLES], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .collect();
+    let etas: Vec<(String, i64, i64)> = rows(
+        "SELECT tool, sum(ok), count(*) FROM probe_samples GROUP BY tool HAVING count(*) >= ?1",
+        &[MIN_SAMPLES.into()],
+    )?
+    .iter()
+    .filter_map(|r| {
+        Some((
+            r.first()?.text()?.to_string(),
+            r.get(1)?.int()?,
+            r.get(2)?.int()?,
+        ))
+    })
+    .collect();
     for (tool, ok, n) in etas {
         let eta = ok as f64 / n as f64;
         if eta < 0.999 {
@@ -78,15 +83,17 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
                 ));
             }
         }
-        let mut st = conn
-            .prepare("SELECT r.status, (SELECT max(share) FROM stages g WHERE g.run_id = r.run_id AND g.completed = 1)
-                      FROM runs r WHERE r.experiment = ?1 AND r.dry_run = 0 ORDER BY r.started_unix_ms DESC LIMIT 20")
-            .map_err(|e| e.to_string())?;
-        let hist: Vec<(String, Option<f64>)> = st
-            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| e.to_string())?
-            .filter_map(Result::ok)
-            .collect();
+        let hist: Vec<(String, Option<f64>)> = rows(
+            "SELECT r.status, (SELECT max(share) FROM stages g WHERE g.run_id = r.run_id AND g.completed = 1)
+             FROM runs r WHERE r.experiment = ?1 AND r.dry_run = 0 ORDER BY r.started_unix_ms DESC LIMIT 20",
+            &[name.as_str().into()],
+        )?
+        .iter()
+        .map(|r| {
+            let at = |k: usize| r.get(k).cloned().unwrap_or(crate::store::val::Val::Null);
+            (at(0).string(), at(1).real())
+        })
+        .collect();
         let greens = hist.iter().take_while(|(s, _)| s == "completed").count();
         let widest = hist.iter().filter_map(|(_, w)| *w).fold(0.0, f64::max);
         let ever_red = hist.iter().any(|(s, _)| s == "aborted" || s == "deviated");
@@ -104,22 +111,17 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
     // on, or with no gate that could see it.
     let mut tried: BTreeSet<String> = BTreeSet::new();
     let mut silent: Vec<(f64, Value)> = Vec::new();
-    let mut st = conn
-        .prepare("SELECT json FROM journals")
-        .map_err(|e| e.to_string())?;
-    let rows = st
-        .query_map([], |r| r.get::<_, String>(0))
-        .map_err(|e| e.to_string())?;
-    for j in rows.filter_map(Result::ok) {
-        if let Ok(v) = serde_json::from_str::<Value>(&j) {
-            for f in v["plan"]["faults"].as_array().into_iter().flatten() {
-                if let Some(k) = f["kind"].as_str().or(f["type"].as_str()) {
-                    tried.insert(k.to_string());
-                }
+    use crate::store::Store;
+    s.each_journal(&mut |_, v| {
+        for f in v["plan"]["faults"].as_array().into_iter().flatten() {
+            if let Some(k) = f["kind"].as_str().or(f["type"].as_str()) {
+                tried.insert(k.to_string());
             }
-            silent.extend(silent_finding(&v));
         }
-    }
+        silent.extend(silent_finding(v));
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
     // The worst acted-on share first, one per experiment.
     silent.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut seen = BTreeSet::new();

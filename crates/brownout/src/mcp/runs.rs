@@ -80,6 +80,8 @@ pub struct Start<'a> {
     /// At most this many runs at once (checked and the run registered under one lock, so
     /// simultaneous starts cannot both pass).
     pub cap: usize,
+    /// A person approved this run above the ladder the store's history allows (who).
+    pub ladder_skip_approved_by: Option<&'a str>,
 }
 
 /// The handle `start_experiment` returns.
@@ -135,6 +137,16 @@ impl Runs {
 
     /// Start a run (the guardrails already passed).
     pub fn start(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
+        self.spawn(s, "run")
+    }
+
+    /// Start a GameDay (`brownout gameday`; the guardrails already passed): one run here,
+    /// with the same lease and stop as an experiment's.
+    pub fn start_gameday(self: &Arc<Self>, s: Start<'_>) -> Result<Handle, StartError> {
+        self.spawn(s, "gameday")
+    }
+
+    fn spawn(self: &Arc<Self>, s: Start<'_>, command: &str) -> Result<Handle, StartError> {
         let mut runs = self.lock();
         let active = active_in(&runs);
         if active >= s.cap {
@@ -163,7 +175,7 @@ impl Runs {
         let status_path = self.dir.join(format!("{run_id}.status.json"));
         let journal_path = self.dir.join(format!("{run_id}.journal.json"));
         let mut cmd = tokio::process::Command::new(&self.exe);
-        cmd.arg("run")
+        cmd.arg(command)
             .arg(&file)
             .arg("--policy")
             .arg(&self.policy_file)
@@ -185,6 +197,9 @@ impl Runs {
         }
         if let Some(seed) = s.seed {
             cmd.arg("--seed").arg(seed.to_string());
+        }
+        if let Some(who) = s.ladder_skip_approved_by {
+            cmd.arg("--ladder-skip-approved-by").arg(who);
         }
         let mut child = cmd.spawn().map_err(io)?;
         let stdin = child.stdin.take();

@@ -177,6 +177,9 @@ impl ServerHandler for McpServer {
             // Its arguments are checked there, after the keys it refuses by rule.
             return self.start(&request, &args, &context).await;
         }
+        if name == "start_gameday" {
+            return self.start_gameday(&request, &args, &context).await;
+        }
         super::args::check(&name, &args)?;
         let ctx = self.ctx.clone();
         // Stateless requests (2026-07-28) share one "session": their runs hold the lease.
@@ -338,6 +341,7 @@ fn sync_tool(
                 .get(id)
                 .ok_or_else(|| format!("no run {id} was started by this server"))
         }
+        "get_gameday" => super::gameday::get(ctx, read::str_arg(args, "run_id")?),
         "renew_lease" => {
             let id = read::str_arg(args, "run_id")?;
             let r = ctx.runs.renew(id, session);

@@ -143,12 +143,14 @@ impl McpServer {
             }
         };
         entry.experiment = Some(x.spec.title.clone());
-        let checked = ctx
-            .policy_verdict(&x)
-            .and_then(|()| super::guard::capacity(&ctx.cfg, ctx.runs.active()));
-        if let Err(r) = checked {
-            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
-        }
+        // A rung above the store's history only with a person's approval, asked for.
+        let skip_asked = args["skip_ladder"] == Value::Bool(true);
+        let checked = super::ladder_skip::verdict(ctx, &x, skip_asked)
+            .and_then(|skip| super::guard::capacity(&ctx.cfg, ctx.runs.active()).map(|()| skip));
+        let skip = match checked {
+            Ok(skip) => skip,
+            Err(r) => return decide(&mut entry, "refused", Some(&r.rule), r.detail),
+        };
         // No real call to a tool that may write: judged against the target's own list.
         if let Err(r) = super::writes::check_target(ctx, &x).await {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
@@ -156,7 +158,7 @@ impl McpServer {
         // A person approves: the code the operator read, a form in the client, or a form
         // returned as a multi-round-trip input request (2026-07-28).
         let digest = entry.digest.clone().unwrap_or_default();
-        let shown = what(&x, &resolved);
+        let shown = super::ladder_skip::shown(skip.as_deref(), what(&x, &resolved));
         let (approver, approved) = match self
             .approval(request, args, context, &resolved, &shown, &digest)
             .await
@@ -179,9 +181,10 @@ impl McpServer {
         entry.approver = Some(approver);
         // The guardrails again: time passed while the person decided (the cap is checked
         // as the run is registered).
-        if let Err(r) = ctx.policy_verdict(&x) {
-            return decide(&mut entry, "refused", Some(&r.rule), r.detail);
-        }
+        let skip = match super::ladder_skip::verdict(ctx, &x, skip_asked) {
+            Ok(skip) => skip,
+            Err(r) => return decide(&mut entry, "refused", Some(&r.rule), r.detail),
+        };
         // What was approved is what runs: the working directory must still hold it (the
         // run starts from the approved copy either way).
         let now = match binding::capture(text, file, &ctx.cfg.workdir, seed, &policy) {
@@ -208,14 +211,19 @@ impl McpServer {
             seed: approved.seed,
             lease: ctx.cfg.lease,
             cap: ctx.cfg.policy.max_concurrent as usize,
+            ladder_skip_approved_by: skip.as_ref().and(entry.approver.as_deref()),
         });
         match started {
             Ok(h) => {
                 entry.run_id = Some(h.run_id.clone());
                 entry.decision = "started".into();
                 entry.rule = None;
-                entry.detail =
-                    format!("approved by {}", entry.approver.clone().unwrap_or_default());
+                entry.detail = format!(
+                    "approved by {}{}",
+                    entry.approver.clone().unwrap_or_default(),
+                    skip.as_ref()
+                        .map_or(String::new(), |d| format!("; a ladder rung skipped: {d}"))
+                );
                 ctx.audit.write(entry);
                 let tasks = context
                     .client_capabilities()
@@ -305,7 +313,7 @@ impl McpServer {
     }
 
     /// Get a person's approval of `x`; `Ok((approver, what was approved))` or why not yet.
-    async fn approval(
+    pub(super) async fn approval(
         &self,
         request: &CallToolRequestParams,
         args: &Value,
@@ -429,7 +437,7 @@ impl McpServer {
 }
 
 /// Why a start waits or stops at approval.
-enum Pending {
+pub(super) enum Pending {
     Refused(&'static str, String),
     Asked(String),
     Input(InputRequiredResult),

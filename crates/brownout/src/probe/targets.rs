@@ -114,8 +114,7 @@ impl JsonSchema for TargetEntry {
 
 /// Read a targets file.
 pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<TargetEntry>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let text = crate::input::read_document(path)?;
     let list: Vec<TargetEntry> =
         brownout_core::plan::load_document(&text, &path.display().to_string())
             .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -54,6 +54,8 @@ pub struct ChildBack {
     /// Sessions started so far: the next one's order of arrival.
     arrived: AtomicU64,
     keeper: Once,
+    /// The server's name when the relay fronts several (`brownout_core::session_key`).
+    namespace: Option<String>,
 }
 
 /// A POST joined to its session: the session, whether it was just started, and the ids
@@ -140,7 +142,15 @@ impl ChildBack {
             sessions: Mutex::new(HashMap::new()),
             arrived: AtomicU64::new(0),
             keeper: Once::new(),
+            namespace: None,
         }
+    }
+
+    /// This back's sessions are those of server `name` of a relay that fronts several:
+    /// their engine keys carry the name (`brownout_core::session_key`).
+    pub fn namespaced(mut self, name: &str) -> ChildBack {
+        self.namespace = Some(name.to_string());
+        self
     }
 
     pub fn session_count(&self) -> usize {
@@ -241,6 +251,10 @@ impl ChildBack {
         let key = match label {
             Some(l) => format!("label:{l}"),
             None => format!("http-{}", self.arrived.fetch_add(1, Ordering::Relaxed) + 1),
+        };
+        let key = match &self.namespace {
+            Some(ns) => brownout_core::session_key::namespaced(ns, &key),
+            None => key,
         };
         let session = Arc::new(ChildSession::new(
             new_session_id(),

@@ -67,6 +67,9 @@ pub struct FrontOptions {
     pub max_body: usize,
     pub max_header_bytes: usize,
     pub max_streams: usize,
+    /// Most open client connections (see [`super::http_serve`]: at the cap an idle one
+    /// makes room, or the new one is closed).
+    pub max_connections: usize,
     /// Extra `Origin` values allowed besides loopback ones (`*` allows any).
     pub allowed_origins: Vec<String>,
     /// Extra `Host` names allowed besides loopback ones (`*` allows any).
@@ -83,6 +86,7 @@ impl Default for FrontOptions {
             max_body: super::framing::DEFAULT_MAX_MESSAGE,
             max_header_bytes: 64 * 1024,
             max_streams: 4096,
+            max_connections: 1024,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             grace: Duration::from_secs(10),
@@ -150,9 +154,12 @@ pub async fn serve_on<B: HttpBack>(
         })
     };
     let timeouts = front.opts.timeouts;
+    let max_connections = front.opts.max_connections.max(1);
     let back = Arc::clone(&front.back);
     let router = Router::new().fallback(handle::<B>).with_state(front);
-    let served = super::http_serve::serve(listener, router, timeouts, grace, stop).await;
+    let served =
+        super::http_serve::serve_capped(listener, router, timeouts, max_connections, grace, stop)
+            .await;
     expiry.abort();
     back.stop().await;
     served

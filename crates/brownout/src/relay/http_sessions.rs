@@ -27,6 +27,8 @@ pub const LABEL_HEADER: &str = "brownout-session";
 #[derive(Debug, Default)]
 pub struct SessionKeys {
     inner: Mutex<Table>,
+    /// The server's name when the relay fronts several (`brownout_core::session_key`).
+    namespace: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -42,6 +44,22 @@ impl SessionKeys {
         SessionKeys::default()
     }
 
+    /// Keys of server `name`'s sessions, on a relay that fronts several servers.
+    pub fn namespaced(name: &str) -> SessionKeys {
+        SessionKeys {
+            namespace: Some(name.to_string()),
+            ..SessionKeys::default()
+        }
+    }
+
+    /// `key` in this server's namespace, if it has one.
+    fn scoped(&self, key: String) -> String {
+        match &self.namespace {
+            Some(ns) => brownout_core::session_key::namespaced(ns, &key),
+            None => key,
+        }
+    }
+
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -50,7 +68,7 @@ impl SessionKeys {
     /// the client or numbered in order of arrival.
     pub fn key(&self, wire: &str, label: Option<&str>) -> String {
         if let Some(label) = label {
-            return format!("label:{label}");
+            return self.scoped(format!("label:{label}"));
         }
         let mut t = self.table();
         let now = Instant::now();
@@ -59,9 +77,18 @@ impl SessionKeys {
             return key.clone();
         }
         t.arrived += 1;
-        let key = format!("http-{}", t.arrived);
+        let key = self.scoped(format!("http-{}", t.arrived));
         t.keys.insert(wire.to_string(), (key.clone(), now));
         key
+    }
+
+    /// The key of a wire identity already known (its last use renewed), without giving an
+    /// unknown one a key: a request that cannot open a session (GET, DELETE) holds nothing.
+    pub fn known(&self, wire: &str) -> Option<String> {
+        let mut t = self.table();
+        let (key, used) = t.keys.get_mut(wire)?;
+        *used = Instant::now();
+        Some(key.clone())
     }
 
     /// The session ended (DELETE, or the server refused it): forget its wire identity.
@@ -101,6 +128,9 @@ mod tests {
         k.forget("3f9a-random");
         assert_eq!(k.len(), 1);
         assert_eq!(k.key("3f9a-random", None), "http-3");
+        assert_eq!(k.known("never-posted"), None);
+        assert_eq!(k.known("conn:127.0.0.1:50123"), Some("http-2".into()));
+        assert_eq!(k.len(), 2);
         k.reap(Duration::ZERO);
         assert!(k.is_empty());
     }

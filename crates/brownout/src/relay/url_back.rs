@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// A session's wire identity unused this long is forgotten (the engine forgets idle
-/// sessions after ten minutes).
+/// A session's wire identity unused this long is forgotten, unless set with
+/// [`UrlBack::with_idle`] (`--session-idle`, after which the engine forgets the session too).
 const KEY_IDLE: Duration = Duration::from_secs(660);
 
 /// The server at a URL, as the HTTP front's back.
@@ -44,14 +44,18 @@ pub struct UrlBack {
     legacy: Arc<Mutex<HashMap<String, mpsc::Sender<Down>>>>,
     /// Stable engine keys for sessions.
     keys: Arc<SessionKeys>,
+    /// How long a session's wire identity is kept unused.
+    idle: Duration,
     keeper: Once,
 }
 
 /// Who a request comes from: the session's identity on the wire, and the engine's stable
-/// key for it (see [`super::http_sessions`]).
+/// key for it (see [`super::http_sessions`]) when it has one. A wire identity gets a key
+/// only when a POST of it is admitted or the server accepts a GET stream of it: a client
+/// sending GET or DELETE with session ids of its choosing makes brownout hold nothing.
 pub struct Who {
     wire: String,
-    key: String,
+    key: Option<String>,
 }
 
 /// A session this POST opened: forgotten if the server refuses it.
@@ -68,8 +72,34 @@ impl UrlBack {
             max_sessions,
             legacy: Arc::new(Mutex::new(HashMap::new())),
             keys: Arc::new(SessionKeys::new()),
+            idle: KEY_IDLE,
             keeper: Once::new(),
         }
+    }
+
+    /// This back's sessions are those of server `name` of a relay that fronts several:
+    /// their engine keys carry the name (`brownout_core::session_key`).
+    pub fn namespaced(mut self, name: &str) -> UrlBack {
+        self.keys = Arc::new(SessionKeys::namespaced(name));
+        self
+    }
+
+    /// Forget a session's wire identity after `idle` unused (`--session-idle`).
+    pub fn with_idle(mut self, idle: Duration) -> UrlBack {
+        self.idle = idle;
+        self
+    }
+
+    /// The engine's key for `who`, given one now if it has none.
+    fn key_for(&self, who: &Who) -> String {
+        who.key
+            .clone()
+            .unwrap_or_else(|| self.keys.key(&who.wire, None))
+    }
+
+    /// Session wire identities held (each maps to an engine key).
+    pub fn sessions_held(&self) -> usize {
+        self.keys.len()
     }
 
     /// The path of the server's MCP endpoint (where clients reach it through brownout).
@@ -97,8 +127,8 @@ impl UrlBack {
 
     /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
     /// `Err(503)` when that would be more than `--max-sessions`.
-    fn admit(&self, who: &Who) -> Result<bool, Response> {
-        let (known, count) = self.relay.session_state(&who.key);
+    fn admit(&self, who: &Who, key: &str) -> Result<bool, Response> {
+        let (known, count) = self.relay.session_state(key);
         if !known && count >= self.max_sessions {
             self.keys.forget(&who.wire);
             return Err(json_error(
@@ -119,7 +149,7 @@ async fn keep(back: Weak<UrlBack>) {
     loop {
         tick.tick().await;
         let Some(back) = back.upgrade() else { return };
-        back.keys.reap(KEY_IDLE);
+        back.keys.reap(back.idle);
     }
 }
 
@@ -138,7 +168,10 @@ impl HttpBack for UrlBack {
         self.keeper
             .call_once(|| drop(tokio::spawn(keep(Arc::downgrade(self)))));
         let wire = self.session_key(headers, path, peer);
-        let key = self.keys.key(&wire, label.as_deref());
+        let key = match label {
+            Some(l) => Some(self.keys.key(&wire, Some(l.as_str()))),
+            None => self.keys.known(&wire),
+        };
         Who { wire, key }
     }
 
@@ -154,12 +187,13 @@ impl HttpBack for UrlBack {
         _body: &[u8],
     ) -> Result<Joined<Option<NewSession>>, Response> {
         let stream = self.legacy_stream(path);
-        let new = self.admit(&who)?.then(|| NewSession {
+        let key = self.key_for(&who);
+        let new = self.admit(&who, &key)?.then(|| NewSession {
             keys: Arc::clone(&self.keys),
             wire: who.wire,
         });
         Ok(Joined {
-            key: who.key,
+            key,
             stream,
             call: new,
         })

@@ -24,6 +24,7 @@ pub fn section(o: &mut String, j: &Value) {
             .and_then(|c| c.get("note"))
             .and_then(Value::as_str)
         {
+            let note = super::md_text::text(note);
             let _ = writeln!(o, "## Estimate vs actual\n\nNo prediction: {note}.\n");
         }
         return;
@@ -46,12 +47,12 @@ pub fn section(o: &mut String, j: &Value) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {right} |",
-            s(st, "stage"),
+            super::md_text::text(s(st, "stage")),
             pct(p.get("slis").and_then(|x| f(x, "error_rate"))),
             pct(st.get("slis").and_then(|x| f(x, "error_rate"))),
             ms(p.get("slis").and_then(|x| f(x, "p95_ms"))),
             ms(st.get("slis").and_then(|x| f(x, "p95_ms"))),
-            s(p, "verdict"),
+            super::md_text::text(s(p, "verdict")),
         );
     }
     o.push('\n');

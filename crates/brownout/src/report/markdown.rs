@@ -1,12 +1,14 @@
 //! The Markdown report: verdict first, then the hypothesis, stages, gates, the breach,
 //! recovery (MTTD/MTTR), injections, rollbacks and what the client saw.
 
+use super::md_text::{code, fenced, text};
 use super::view::{self, arr, f, obj, s};
 use serde_json::Value;
 use std::fmt::Write;
 
+/// Journal text in a table cell or prose (see [`super::md_text`]).
 fn cell(x: &str) -> String {
-    x.replace('|', "\\|").replace('\n', " ")
+    text(x)
 }
 
 /// The report.
@@ -14,26 +16,27 @@ pub fn render(j: &Value) -> String {
     let mut o = String::new();
     let (verdict, pass) = view::verdict(j);
     let (start, length) = view::when(j);
-    let _ = writeln!(o, "# {} {}\n", if pass { "✓" } else { "✗" }, verdict);
+    let _ = writeln!(o, "# {} {}\n", if pass { "✓" } else { "✗" }, cell(&verdict));
     let _ = writeln!(o, "**{}**\n", cell(&view::title(j)));
     let reason = s(j, "reason");
     if !reason.is_empty() {
-        let _ = writeln!(o, "> {}\n", reason.replace('\n', "\n> "));
+        let lines: Vec<String> = reason.lines().map(cell).collect();
+        let _ = writeln!(o, "> {}\n", lines.join("\n> "));
     }
     let _ = writeln!(
         o,
-        "Run `{}` · status `{}` · started {start} · {length} · file `{}` · seed {} · brownout {}\n",
-        crate::store::ingest::run_id(j),
-        s(j, "status"),
-        s(j, "file"),
-        j.get("seed").map_or_else(|| "—".into(), Value::to_string),
-        s(j, "brownout_version"),
+        "Run {} · status {} · started {start} · {length} · file {} · seed {} · brownout {}\n",
+        code(&crate::store::ingest::run_id(j)),
+        code(s(j, "status")),
+        code(s(j, "file")),
+        cell(&j.get("seed").map_or_else(|| "—".into(), Value::to_string)),
+        cell(s(j, "brownout_version")),
     );
     if let Some(r) = obj(j, "refusal") {
         let _ = writeln!(
             o,
-            "## Refusal\n\n```json\n{}\n```\n",
-            serde_json::to_string_pretty(r).unwrap_or_default()
+            "## Refusal\n\n{}\n",
+            fenced(&serde_json::to_string_pretty(r).unwrap_or_default(), "json")
         );
     }
     hypothesis(&mut o, j);
@@ -78,8 +81,8 @@ fn hypothesis(o: &mut String, j: &Value) {
         let misses: Vec<&str> = arr(p, "misses").iter().filter_map(Value::as_str).collect();
         let _ = writeln!(
             o,
-            "| {m} | `{}` | {} | {:.1} % of {} | {} | {} | {} |",
-            cell(s(p, "tool")),
+            "| {m} | {} | {} | {:.1} % of {} | {} | {} | {} |",
+            code(s(p, "tool")),
             cell(&tol.unwrap_or_default()),
             f(p, "success_pct").unwrap_or(0.0),
             arr(p, "samples").len(),
@@ -109,20 +112,24 @@ fn baselines(o: &mut String, j: &Value) {
         ) {
             (Some(bound), None) => writeln!(
                 o,
-                "- `{}` {} **{bound}** from history ({}, {} run(s): {})",
-                cell(s(b, "tool")),
-                s(b, "stat"),
-                s(b, "rule"),
+                "- {} {} **{}** from history ({}, {} run(s): {})",
+                code(s(b, "tool")),
+                cell(s(b, "stat")),
+                cell(bound),
+                cell(s(b, "rule")),
                 runs.len(),
-                runs.join(", ")
+                cell(&runs.join(", "))
             ),
             (bound, note) => writeln!(
                 o,
-                "- `{}` {}: no bound from history ({}); {}",
-                cell(s(b, "tool")),
-                s(b, "stat"),
-                note.unwrap_or("none"),
-                bound.map_or("not checked".to_string(), |b| format!("{b} as written"))
+                "- {} {}: no bound from history ({}); {}",
+                code(s(b, "tool")),
+                cell(s(b, "stat")),
+                cell(note.unwrap_or("none")),
+                bound.map_or("not checked".to_string(), |b| format!(
+                    "{} as written",
+                    cell(b)
+                ))
             ),
         };
     }
@@ -199,14 +206,14 @@ fn gates(o: &mut String, j: &Value) {
         };
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            cell(gate),
+            "| {} | {} | {} | {} | {} | {} |",
+            code(gate),
             if breached { "**no** (breached)" } else { "yes" },
             view::gate_value(gate, f(x, "worst")),
             view::opt_ms(f(x, "first_breach_ms")),
             x.get("breaches")
                 .map_or_else(|| "0".into(), Value::to_string),
-            end,
+            cell(&end),
         );
     }
     o.push('\n');
@@ -218,9 +225,9 @@ fn breach_and_recovery(o: &mut String, j: &Value) {
         let _ = writeln!(o, "## Breach\n");
         let _ = writeln!(
             o,
-            "`{}` breached at {} in stage **{}**: {} against a limit of {} over {} samples. \
+            "{} breached at {} in stage **{}**: {} against a limit of {} over {} samples. \
              The last fault left at {} (abort latency **{}**).\n",
-            cell(gate),
+            code(gate),
             view::opt_ms(f(b, "at_ms")),
             cell(s(b, "stage")),
             view::gate_value(gate, f(b, "value")),
@@ -240,13 +247,13 @@ fn breach_and_recovery(o: &mut String, j: &Value) {
                 let gate = s(g, "gate");
                 let _ = writeln!(
                     o,
-                    "| `{}` | {} | {} | {} | {} |",
-                    cell(gate),
+                    "| {} | {} | {} | {} | {} |",
+                    code(gate),
                     view::gate_value(gate, f(g, "value")),
                     view::gate_value(gate, f(g, "limit")),
                     g.get("samples")
                         .map_or_else(|| "—".into(), Value::to_string),
-                    s(g, "status")
+                    cell(s(g, "status"))
                 );
             }
             o.push('\n');
@@ -293,7 +300,8 @@ fn detection(o: &mut String, j: &Value) {
         .map(|_| ("whole run".to_string(), &j["detection"]))
         .into_iter()
         .chain(arr(j, "stages").iter().filter_map(|st| {
-            obj(st, "detection").map(|_| (format!("stage {}", s(st, "stage")), &st["detection"]))
+            obj(st, "detection")
+                .map(|_| (format!("stage {}", cell(s(st, "stage"))), &st["detection"]))
         }))
         .collect();
     if rows.is_empty() {
@@ -332,9 +340,9 @@ fn injections(o: &mut String, j: &Value) {
         if let Some(m) = x.get("injections").and_then(Value::as_object) {
             for (fault, n) in m {
                 rows.push(format!(
-                    "| {} | `{}` | {} |",
+                    "| {} | {} | {} |",
                     cell(s(x, "stage")),
-                    cell(fault),
+                    code(fault),
                     n
                 ));
             }
@@ -366,8 +374,8 @@ fn rollbacks(o: &mut String, j: &Value) {
         };
         let _ = writeln!(
             o,
-            "| `{}` | {} | {took} | {} | {} |",
-            cell(s(x, "action")),
+            "| {} | {} | {took} | {} | {} |",
+            code(s(x, "action")),
             view::opt_ms(f(x, "start_ms")),
             if x.get("ok").and_then(Value::as_bool) == Some(true) {
                 "yes"

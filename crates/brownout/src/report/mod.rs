@@ -8,6 +8,7 @@ pub mod estimate;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+mod md_text;
 pub mod silent;
 pub mod trend_html;
 pub mod view;

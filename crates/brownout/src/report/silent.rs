@@ -46,7 +46,7 @@ pub fn section(o: &mut String, j: &Value) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} |",
-            s(st, "stage").replace('|', "\\|"),
+            super::md_text::text(s(st, "stage")),
             n(t, "altered"),
             n(t, "propagated"),
             n(t, "noticed"),
@@ -55,10 +55,38 @@ pub fn section(o: &mut String, j: &Value) {
             pct(t, "safe_rate"),
         );
     }
+    servers(o, j);
     let _ = writeln!(
         o,
-        "\nA result counts as acted on when a later request of the same session carried a value the fault put into it; as noticed when the agent asked for it again with the same arguments, or cancelled (docs/silent.md says how to read these).\n"
+        "\nA result counts as acted on when a later request of the same agent carried a value the fault put into it; as noticed when the agent asked for it again with the same arguments, or cancelled (docs/silent.md says how to read these).\n"
     );
+}
+
+/// With several servers: where the changed results came from, server by server (a value
+/// acted on may have been acted on at another server).
+fn servers(o: &mut String, j: &Value) {
+    let list = arr(j, "servers");
+    if list.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n| server | calls | not ok | results changed there | acted on (anywhere) | noticed | unobserved |\n|---|---|---|---|---|---|---|"
+    );
+    for sv in list {
+        let t = obj(sv, "silent").unwrap_or(&Value::Null);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s(sv, "name").replace('|', "\\|"),
+            n(sv, "calls"),
+            n(sv, "errors"),
+            n(t, "altered"),
+            n(t, "propagated"),
+            n(t, "noticed"),
+            n(t, "unobserved") + n(t, "pending"),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -85,6 +113,18 @@ mod tests {
             o.contains("| 10% | 40 | 30 | 8 | 2 | 75.0 % | 20.0 % |"),
             "{o}"
         );
+        let mut many = String::new();
+        let mut j = j.clone();
+        j["servers"] = json!([
+            {"name": "incidents", "calls": 50, "errors": 0,
+             "silent": {"altered": 40, "propagated": 30, "noticed": 8, "unobserved": 2}},
+            {"name": "ops", "calls": 50, "errors": 1, "silent": {"altered": 0}}]);
+        section(&mut many, &j);
+        assert!(
+            many.contains("| incidents | 50 | 0 | 40 | 30 | 8 | 2 |"),
+            "{many}"
+        );
+        assert!(many.contains("| ops | 50 | 1 | 0 | 0 | 0 | 0 |"), "{many}");
         let mut none = String::new();
         section(&mut none, &json!({"silent": {"altered": 0}}));
         section(&mut none, &json!({}));

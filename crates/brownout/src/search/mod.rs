@@ -125,8 +125,7 @@ impl Problem {
             }
         };
         let file = path.display().to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+        let text = crate::input::read_document(&path).map_err(|e| e.to_string())?;
         let marks = marks::find(&text).map_err(|e| format!("{file}:{e}"))?;
         match marks.len() {
             0 => return Err(format!("{file}: no search mark; mark a number as `{{search: [LO, HI]}}`, e.g. `probability: {{search: [0, 0.2]}}`")),

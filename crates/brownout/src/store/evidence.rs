@@ -1,7 +1,9 @@
 //! Compliance evidence: the runs of experiments tagged `compliance: [FRAMEWORK:ARTICLE, …]`,
 //! per tag, since a date — and the tags with no run since then (gaps an auditor asks about).
 
-use super::{SqliteStore, StoreError};
+use super::backend::Backend;
+use super::val::Val;
+use super::StoreError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -26,28 +28,29 @@ pub struct TagEvidence {
 }
 
 /// Every tag the store has seen, oldest-first runs since `since_unix_ms` per tag.
-pub fn evidence(s: &SqliteStore, since_unix_ms: i64) -> Result<Vec<TagEvidence>, StoreError> {
-    let mut st = s.connection().prepare(
+pub fn evidence<B: Backend + ?Sized>(
+    s: &B,
+    since_unix_ms: i64,
+) -> Result<Vec<TagEvidence>, StoreError> {
+    let d = s.dialect();
+    let sql = format!(
         "SELECT t.value, r.run_id, r.experiment, r.status, r.started_unix_ms
-         FROM runs r JOIN journals j USING (run_id),
-              json_each(json_extract(j.json, '$.experiment.compliance')) t
-         WHERE r.dry_run = 0 AND t.type = 'text'
+         FROM runs r JOIN journals j USING (run_id), {}
+         WHERE r.dry_run = 0 AND {}
          ORDER BY t.value, r.started_unix_ms, r.run_id",
-    )?;
+        d.json_texts("j.json", &["experiment", "compliance"]),
+        d.json_text_filter()
+    );
     let mut tags: BTreeMap<String, TagEvidence> = BTreeMap::new();
-    let rows = st.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            EvidenceRun {
-                run_id: r.get(1)?,
-                experiment: r.get(2)?,
-                status: r.get(3)?,
-                started_unix_ms: r.get(4)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (tag, run) = row?;
+    let at = |r: &[Val], k: usize| r.get(k).cloned().unwrap_or(Val::Null);
+    for row in s.select(&sql, &[])? {
+        let tag = at(&row, 0).string();
+        let run = EvidenceRun {
+            run_id: at(&row, 1).string(),
+            experiment: at(&row, 2).string(),
+            status: at(&row, 3).string(),
+            started_unix_ms: at(&row, 4).int().unwrap_or(0),
+        };
         let e = tags.entry(tag.clone()).or_insert(TagEvidence {
             tag,
             runs: Vec::new(),

@@ -1,8 +1,10 @@
-//! A journal, read as JSON, into the store's rows. Only the fields the store indexes are
-//! read; anything else stays in the kept JSON, so a journal that gains keys still imports.
+//! A journal, read as JSON, into the store's rows ([`rows`], the same for both backends).
+//! Only the fields the store indexes are read; anything else stays in the kept JSON, so a
+//! journal that gains keys still imports.
 
+use super::dialect::Conflict;
+use super::val::Val;
 use super::StoreError;
-use rusqlite::{params, Transaction};
 use serde_json::Value;
 
 /// The run's id: the journal's `run_id` when it has one, else `<start, UTC>-<8 hex>` from
@@ -142,177 +144,222 @@ fn slis(v: &Value) -> SliRow {
     )
 }
 
-/// Insert a checked journal's rows (the run must not be there yet). `version` is the
-/// schema's: version-2 tables are filled only from 2 on.
-pub fn insert(
-    tx: &Transaction,
-    j: &Value,
-    id: &str,
-    version: i64,
-    now_ms: i64,
-) -> Result<(), StoreError> {
+/// One row to insert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Insert {
+    pub table: &'static str,
+    pub conflict: Conflict,
+    pub values: Vec<Val>,
+}
+
+/// The rows of the accumulating journal.
+struct Rows(Vec<Insert>);
+
+impl Rows {
+    fn push(&mut self, table: &'static str, conflict: Conflict, values: Vec<Val>) {
+        self.0.push(Insert {
+            table,
+            conflict,
+            values,
+        });
+    }
+}
+
+/// A checked journal's rows, in insertion order (the experiment, the run, its JSON, then
+/// the rest). `version` is the schema's: version-2 tables are filled only from 2 on.
+pub fn rows(j: &Value, id: &str, version: i64, now_ms: i64) -> Vec<Insert> {
+    let mut out = Rows(Vec::new());
     let name = experiment_name(j);
     let file = s(j, "file").unwrap_or("");
     let started = i(j, "started_unix_ms").unwrap_or(0);
-    tx.execute(
-        "INSERT INTO experiments VALUES (?1, ?2, ?3, ?3)
-         ON CONFLICT(name) DO UPDATE SET
-           file = CASE WHEN excluded.last_unix_ms >= last_unix_ms THEN excluded.file ELSE file END,
-           first_unix_ms = min(first_unix_ms, excluded.first_unix_ms),
-           last_unix_ms = max(last_unix_ms, excluded.last_unix_ms)",
-        params![name, file, started],
-    )?;
+    out.push(
+        "experiments",
+        Conflict::Experiment,
+        vec![
+            name.as_str().into(),
+            file.into(),
+            started.into(),
+            started.into(),
+        ],
+    );
     let z = Value::Null;
     let breach = j.get("breach").unwrap_or(&z);
     let rec = j.get("recovery").unwrap_or(&z);
     let base = j.get("baseline").and_then(|b| b.get("slis")).unwrap_or(&z);
     let met = |k: &str| j.get(k).and_then(|x| b(x, "met"));
-    tx.execute(
-        "INSERT INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)",
-        params![
-            id,
-            name,
-            file,
-            s(j, "status").unwrap_or("unknown"),
-            s(j, "reason").unwrap_or(""),
-            started,
-            i(j, "ended_unix_ms").unwrap_or(started),
-            j.get("seed").and_then(Value::as_u64).map(|x| x as i64),
-            b(j, "dry_run").unwrap_or(false),
-            s(j, "brownout_version"),
-            i(j, "journal_version"),
-            j.get("target").and_then(|t| s(t, "kind")),
-            j.get("target").and_then(|t| s(t, "url")),
-            met("steady_state_before"),
-            met("steady_state_after"),
-            f(base, "error_rate"),
-            f(base, "p95_ms"),
-            s(breach, "gate"),
-            f(breach, "at_ms"),
-            f(breach, "value"),
-            f(breach, "limit"),
-            f(breach, "abort_latency_ms"),
-            f(rec, "faults_left_ms").or_else(|| f(breach, "last_fault_left_ms")),
-            f(rec, "mttr_ms"),
-            b(rec, "recovered"),
-            now_ms,
+    out.push(
+        "runs",
+        Conflict::Fail,
+        vec![
+            id.into(),
+            name.as_str().into(),
+            file.into(),
+            s(j, "status").unwrap_or("unknown").into(),
+            s(j, "reason").unwrap_or("").into(),
+            started.into(),
+            i(j, "ended_unix_ms").unwrap_or(started).into(),
+            j.get("seed")
+                .and_then(Value::as_u64)
+                .map(|x| x as i64)
+                .into(),
+            b(j, "dry_run").unwrap_or(false).into(),
+            s(j, "brownout_version").into(),
+            i(j, "journal_version").into(),
+            j.get("target").and_then(|t| s(t, "kind")).into(),
+            j.get("target").and_then(|t| s(t, "url")).into(),
+            met("steady_state_before").into(),
+            met("steady_state_after").into(),
+            f(base, "error_rate").into(),
+            f(base, "p95_ms").into(),
+            s(breach, "gate").into(),
+            f(breach, "at_ms").into(),
+            f(breach, "value").into(),
+            f(breach, "limit").into(),
+            f(breach, "abort_latency_ms").into(),
+            f(rec, "faults_left_ms")
+                .or_else(|| f(breach, "last_fault_left_ms"))
+                .into(),
+            f(rec, "mttr_ms").into(),
+            b(rec, "recovered").into(),
+            now_ms.into(),
+            // Version 3's column, last as `ALTER TABLE … ADD COLUMN` put it.
+            s(j, "gameday_id").into(),
         ],
-    )?;
-    tx.execute(
-        "INSERT INTO journals VALUES (?1, ?2)",
-        params![id, j.to_string()],
-    )?;
-    insert_stages(tx, j, id)?;
-    insert_gates(tx, j, id, breach)?;
-    insert_probes(tx, j, id)?;
-    let mut st = tx.prepare_cached("INSERT INTO series VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)")?;
+    );
+    out.push(
+        "journals",
+        Conflict::Fail,
+        vec![id.into(), j.to_string().into()],
+    );
+    stages(&mut out, j, id);
+    gates(&mut out, j, id, breach);
+    probes(&mut out, j, id);
     for sec in arr(j, "series") {
         let (c, e, er, p50, p95, p99) = slis(sec);
-        st.execute(params![
-            id,
-            f(sec, "t_ms").unwrap_or(0.0),
-            s(sec, "phase"),
-            c,
-            e,
-            er,
-            p50,
-            p95,
-            p99
-        ])?;
+        out.push(
+            "series",
+            Conflict::Fail,
+            vec![
+                id.into(),
+                f(sec, "t_ms").unwrap_or(0.0).into(),
+                s(sec, "phase").into(),
+                c.into(),
+                e.into(),
+                er.into(),
+                p50.into(),
+                p95.into(),
+                p99.into(),
+            ],
+        );
     }
     if version >= 2 {
-        let mut st = tx.prepare_cached("INSERT OR IGNORE INTO labels VALUES (?1, ?2, ?3)")?;
         for (k, v) in labels(j) {
-            st.execute(params![id, k, v])?;
+            out.push(
+                "labels",
+                Conflict::Ignore,
+                vec![id.into(), k.into(), v.into()],
+            );
         }
     }
-    Ok(())
+    out.0
 }
 
-fn insert_stages(tx: &Transaction, j: &Value, id: &str) -> Result<(), StoreError> {
-    let mut st = tx
-        .prepare_cached("INSERT INTO stages VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)")?;
-    let mut inj = tx.prepare_cached("INSERT INTO injections VALUES (?1,?2,?3,?4)")?;
-    let mut ev =
-        tx.prepare_cached("INSERT INTO gate_evaluations VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)")?;
+fn stages(out: &mut Rows, j: &Value, id: &str) {
     for (n, x) in arr(j, "stages").iter().enumerate() {
         let name = s(x, "stage").unwrap_or("");
         let (c, e, er, p50, p95, p99) = slis(x);
-        st.execute(params![
-            id,
-            n as i64,
-            name,
-            f(x, "share"),
-            f(x, "start_ms"),
-            f(x, "end_ms"),
-            b(x, "completed"),
-            c,
-            e,
-            er,
-            p50,
-            p95,
-            p99
-        ])?;
+        out.push(
+            "stages",
+            Conflict::Fail,
+            vec![
+                id.into(),
+                (n as i64).into(),
+                name.into(),
+                f(x, "share").into(),
+                f(x, "start_ms").into(),
+                f(x, "end_ms").into(),
+                b(x, "completed").into(),
+                c.into(),
+                e.into(),
+                er.into(),
+                p50.into(),
+                p95.into(),
+                p99.into(),
+            ],
+        );
         if let Some(m) = x.get("injections").and_then(Value::as_object) {
             for (fault, count) in m {
-                inj.execute(params![id, name, fault, count.as_i64().unwrap_or(0)])?;
+                out.push(
+                    "injections",
+                    Conflict::Fail,
+                    vec![
+                        id.into(),
+                        name.into(),
+                        fault.as_str().into(),
+                        count.as_i64().unwrap_or(0).into(),
+                    ],
+                );
             }
         }
         for g in arr(x, "gate_changes") {
-            ev.execute(params![
-                id,
-                name,
-                "change",
-                s(g, "gate").unwrap_or(""),
-                s(g, "status"),
-                f(g, "value"),
-                f(g, "limit"),
-                i(g, "samples"),
-                f(g, "since_ms")
-            ])?;
+            out.push(
+                "gate_evaluations",
+                Conflict::Fail,
+                vec![
+                    id.into(),
+                    name.into(),
+                    "change".into(),
+                    s(g, "gate").unwrap_or("").into(),
+                    s(g, "status").into(),
+                    f(g, "value").into(),
+                    f(g, "limit").into(),
+                    i(g, "samples").into(),
+                    f(g, "since_ms").into(),
+                ],
+            );
         }
     }
-    Ok(())
 }
 
-fn insert_gates(tx: &Transaction, j: &Value, id: &str, breach: &Value) -> Result<(), StoreError> {
-    let mut st =
-        tx.prepare_cached("INSERT OR IGNORE INTO gates VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)")?;
+fn gates(out: &mut Rows, j: &Value, id: &str, breach: &Value) {
     for (n, g) in arr(j, "gates").iter().enumerate() {
-        st.execute(params![
-            id,
-            i(g, "index").unwrap_or(n as i64),
-            s(g, "gate").unwrap_or(""),
-            f(g, "limit"),
-            b(g, "breached"),
-            f(g, "first_breach_ms"),
-            f(g, "breach_value"),
-            f(g, "worst"),
-            i(g, "breaches"),
-            s(g, "status"),
-        ])?;
+        out.push(
+            "gates",
+            Conflict::Ignore,
+            vec![
+                id.into(),
+                i(g, "index").unwrap_or(n as i64).into(),
+                s(g, "gate").unwrap_or("").into(),
+                f(g, "limit").into(),
+                b(g, "breached").into(),
+                f(g, "first_breach_ms").into(),
+                f(g, "breach_value").into(),
+                f(g, "worst").into(),
+                i(g, "breaches").into(),
+                s(g, "status").into(),
+            ],
+        );
     }
-    let mut ev =
-        tx.prepare_cached("INSERT INTO gate_evaluations VALUES (?1,NULL,?2,?3,?4,?5,?6,?7,?8)")?;
     for g in arr(breach, "window") {
-        ev.execute(params![
-            id,
-            "breach_window",
-            s(g, "gate").unwrap_or(""),
-            s(g, "status"),
-            f(g, "value"),
-            f(g, "limit"),
-            i(g, "samples"),
-            f(g, "since_ms")
-        ])?;
+        out.push(
+            "gate_evaluations",
+            Conflict::Fail,
+            vec![
+                id.into(),
+                Val::Null,
+                "breach_window".into(),
+                s(g, "gate").unwrap_or("").into(),
+                s(g, "status").into(),
+                f(g, "value").into(),
+                f(g, "limit").into(),
+                i(g, "samples").into(),
+                f(g, "since_ms").into(),
+            ],
+        );
     }
-    Ok(())
 }
 
-fn insert_probes(tx: &Transaction, j: &Value, id: &str) -> Result<(), StoreError> {
-    let mut pr =
-        tx.prepare_cached("INSERT OR IGNORE INTO probes VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)")?;
-    let mut sa = tx.prepare_cached("INSERT INTO probe_samples VALUES (?1,?2,?3,?4,?5,?6,?7,?8)")?;
+fn probes(out: &mut Rows, j: &Value, id: &str) {
     for (moment, key) in [
         ("before", "steady_state_before"),
         ("after", "steady_state_after"),
@@ -321,30 +368,37 @@ fn insert_probes(tx: &Transaction, j: &Value, id: &str) -> Result<(), StoreError
         for (n, p) in arr(ss, "probes").iter().enumerate() {
             let tool = s(p, "tool").unwrap_or("");
             let lat = p.get("latency").unwrap_or(&Value::Null);
-            pr.execute(params![
-                id,
-                moment,
-                n as i64,
-                tool,
-                b(p, "met"),
-                f(p, "success_pct"),
-                f(lat, "p50_ms"),
-                f(lat, "p95_ms"),
-                f(lat, "p99_ms")
-            ])?;
+            out.push(
+                "probes",
+                Conflict::Ignore,
+                vec![
+                    id.into(),
+                    moment.into(),
+                    (n as i64).into(),
+                    tool.into(),
+                    b(p, "met").into(),
+                    f(p, "success_pct").into(),
+                    f(lat, "p50_ms").into(),
+                    f(lat, "p95_ms").into(),
+                    f(lat, "p99_ms").into(),
+                ],
+            );
             for (k, x) in arr(p, "samples").iter().enumerate() {
-                sa.execute(params![
-                    id,
-                    moment,
-                    n as i64,
-                    tool,
-                    k as i64,
-                    b(x, "ok").unwrap_or(false),
-                    f(x, "latency_ms"),
-                    s(x, "error")
-                ])?;
+                out.push(
+                    "probe_samples",
+                    Conflict::Fail,
+                    vec![
+                        id.into(),
+                        moment.into(),
+                        (n as i64).into(),
+                        tool.into(),
+                        (k as i64).into(),
+                        b(x, "ok").unwrap_or(false).into(),
+                        f(x, "latency_ms").into(),
+                        s(x, "error").into(),
+                    ],
+                );
             }
         }
     }
-    Ok(())
 }

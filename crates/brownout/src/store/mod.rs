@@ -1,28 +1,44 @@
-//! The journal store: every run's journal kept in one embedded database, queryable.
+//! The journal store: every run's journal kept in a database, queryable — one embedded
+//! SQLite file by default, or a team's PostgreSQL database (`--store postgres://…`).
 //!
-//! - [`Store`]: the small interface the runner and `brownout journal` use, so a server
-//!   database can be added later without touching them;
-//! - [`sqlite`]: the implementation, one SQLite file (default [`default_path`]);
+//! - [`Store`]: the small interface the runner and `brownout journal` use;
+//! - [`location`]: what a `--store` argument names (a path or a URL, never guessed);
+//! - [`backend`]: what a database provides, and [`Store`] written once on top of it;
+//! - [`sqlite`] and [`pg`]: the two backends ([`AnyStore`] is either, [`open`] picks);
 //! - [`schema`]: the versioned schema and its migrations (`PRAGMA user_version`);
-//! - [`ingest`]: a journal (as JSON, not the runner's Rust types) into rows;
-//! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it;
+//! - [`dialect`]: every difference between the two SQLs, in one place;
+//! - [`ingest`]: a journal (as JSON, not the runner's Rust types) into rows ([`val`]);
+//! - [`readonly`]: `journal query`, read-only as SQLite itself enforces it ([`pg::query`]
+//!   for PostgreSQL);
 //! - [`trend`]: pass rate, MTTR and key SLIs across runs, and drift flags;
-//! - [`evidence`]: runs per compliance tag since a date, and the gaps.
+//! - [`evidence`]: runs per compliance tag since a date, and the gaps;
+//! - [`gameday`]: GameDays' records and their trend.
 //!
 //! The store reads journals as `serde_json::Value` and picks the fields it indexes, so a
 //! journal that gains keys still imports; the whole JSON is kept beside the rows.
 
+pub mod any;
+pub mod backend;
+pub mod dialect;
 pub mod evidence;
+pub mod gameday;
 pub mod ingest;
+pub mod location;
+pub mod pg;
 pub mod readonly;
 pub mod schema;
 pub mod sqlite;
 pub mod trend;
+pub mod val;
 
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+pub use any::{open, AnyStore};
+pub use backend::Backend;
+pub use location::{redact, Location};
+pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 
 /// What can go wrong with the store.
@@ -59,6 +75,14 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Query(#[from] readonly::QueryError),
+    #[error("--store: {0}")]
+    BadLocation(String),
+    /// A PostgreSQL store could not be reached or set up (`store` is the redacted URL).
+    #[error("the store {store}: {message}")]
+    Connect { store: String, message: String },
+    /// A PostgreSQL error (its message, never the URL).
+    #[error("{0}")]
+    Pg(String),
 }
 
 /// Whether an import added a run or found it there already.
@@ -112,24 +136,23 @@ pub trait Store {
     ) -> Result<(), StoreError>;
 }
 
-/// `$XDG_DATA_HOME/brownout/journal.sqlite`, else `~/.local/share/brownout/journal.sqlite`
-/// (`BROWNOUT_STORE` overrides both; see docs/journal.md).
+/// The store named by `BROWNOUT_STORE` (a path or a URL), else [`default_sqlite_path`]
+/// (see docs/journal.md).
 pub fn default_path() -> PathBuf {
     if let Some(p) = std::env::var_os("BROWNOUT_STORE").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
+    default_sqlite_path()
+}
+
+/// `$XDG_DATA_HOME/brownout/journal.sqlite`, else `~/.local/share/brownout/journal.sqlite`.
+pub fn default_sqlite_path() -> PathBuf {
     let data = std::env::var_os("XDG_DATA_HOME")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
         .unwrap_or_else(std::env::temp_dir);
     data.join("brownout").join("journal.sqlite")
-}
-
-/// Open (creating and migrating as needed) the store at `path`, or the default one.
-pub fn open(path: Option<&Path>) -> Result<SqliteStore, StoreError> {
-    let p = path.map_or_else(default_path, Path::to_path_buf);
-    SqliteStore::open(&p)
 }
 
 /// Keep a journal that `brownout run` just wrote in the store (`--store`, else the default):

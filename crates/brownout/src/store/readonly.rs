@@ -28,6 +28,9 @@ pub enum QueryError {
     NoStore(String),
     #[error("{0}")]
     Sql(#[from] rusqlite::Error),
+    /// A PostgreSQL store's error (its message; never the URL).
+    #[error("{0}")]
+    Other(String),
 }
 
 /// Limits of one query.

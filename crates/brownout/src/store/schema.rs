@@ -4,12 +4,13 @@
 //! evaluations (status changes and the breach window), steady-state probe samples,
 //! injections and the per-second SLI series. Version 2: labels (one row per label a run's
 //! experiment carried, backfilled from the stored journals) and an index for trend queries.
+//! Version 3: `runs.gameday_id` and the `gamedays` table (`brownout gameday`).
 //! docs/journal.md describes every table; a migration runs in one transaction.
 
 use rusqlite::{Connection, Transaction};
 
 /// The version this brownout writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Version 1's tables.
 pub const V1: &str = r#"
@@ -139,6 +140,60 @@ CREATE INDEX labels_key_value ON labels(key, value);
 CREATE INDEX runs_experiment_started ON runs(experiment, started_unix_ms);
 "#;
 
+/// The columns of `table` as `ddl` creates it, in order (`journal export --format csv`).
+pub fn columns(ddl: &str, table: &str) -> Vec<String> {
+    let head = format!("CREATE TABLE {table} (");
+    let Some(start) = ddl.find(&head).map(|i| i + head.len()) else {
+        return Vec::new();
+    };
+    let body = &ddl[start..];
+    let body = &body[..body.find("\n);").unwrap_or(body.len())];
+    let mut out = Vec::new();
+    for line in body.lines() {
+        let code = line.split("--").next().unwrap_or("");
+        let mut depth = 0i32;
+        let mut part = String::new();
+        for c in code.chars().chain([',']) {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    let name = part.split_whitespace().next().unwrap_or("");
+                    let constraint = ["PRIMARY", "FOREIGN", "UNIQUE", "CHECK", "CONSTRAINT"]
+                        .contains(&name.to_ascii_uppercase().as_str());
+                    if !name.is_empty() && !constraint {
+                        out.push(name.to_string());
+                    }
+                    part.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            part.push(c);
+        }
+    }
+    out
+}
+
+/// Version 3: GameDays (`brownout gameday`): their records, and the GameDay of each run.
+pub const V3: &str = r#"
+ALTER TABLE runs ADD COLUMN gameday_id TEXT;   -- NULL: not part of a GameDay
+CREATE INDEX runs_gameday ON runs(gameday_id);
+CREATE TABLE gamedays (
+    gameday_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    file TEXT NOT NULL,
+    status TEXT NOT NULL,               -- completed|incomplete|refused|failed|interrupted
+    reason TEXT NOT NULL,
+    started_unix_ms INTEGER NOT NULL,
+    ended_unix_ms INTEGER NOT NULL,
+    score REAL NOT NULL,                -- 0–100 (docs/gameday.md#score)
+    grade TEXT NOT NULL,                -- A–F
+    json TEXT NOT NULL                  -- the GameDay's record
+);
+CREATE INDEX gamedays_title_started ON gamedays(title, started_unix_ms);
+"#;
+
 /// Bring a database to [`VERSION`] (a new one from nothing); the version it was at.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
     migrate_to(conn, VERSION)
@@ -157,6 +212,10 @@ pub fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<i64> {
             1 => {
                 tx.execute_batch(V2)?;
                 backfill_labels(&tx)?;
+            }
+            2 => {
+                tx.execute_batch(V3)?;
+                backfill_gamedays(&tx)?;
             }
             _ => break,
         }
@@ -190,8 +249,26 @@ fn backfill_labels(tx: &Transaction) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Version 3's `runs.gameday_id`, from the journals already stored.
+fn backfill_gamedays(tx: &Transaction) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "UPDATE runs SET gameday_id = (SELECT json_extract(j.json, '$.gameday_id')
+           FROM journals j WHERE j.run_id = runs.run_id)",
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn columns_are_read_from_the_ddl_in_order() {
+        let runs = super::columns(super::V1, "runs");
+        assert_eq!(runs.first().map(String::as_str), Some("run_id"));
+        assert_eq!(runs.last().map(String::as_str), Some("imported_unix_ms"));
+        assert_eq!(runs.len(), 26, "{runs:?}");
+        let stages = super::columns(super::V1, "stages");
+        assert!(stages.contains(&"p99_ms".to_string()) && !stages.contains(&"PRIMARY".to_string()));
+    }
+
     #[test]
     fn a_new_store_opened_by_many_at_once_is_migrated_once() {
         let d = tempfile::tempdir().expect("tempdir");

@@ -1,9 +1,12 @@
 //! The SQLite store: one file, created and migrated on open, written in one transaction
 //! per imported run.
 
-use super::{ingest, schema, ImportOutcome, ListFilter, RunSummary, Store, StoreError};
+use super::backend::{self, Backend};
+use super::dialect::{Conflict, Dialect};
+use super::ingest::Insert;
+use super::val::Val;
+use super::{schema, StoreError};
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,150 +67,75 @@ impl SqliteStore {
         &self.path
     }
 
-    /// The schema version of the open file.
-    pub fn version(&self) -> i64 {
-        self.version
-    }
-
     /// The connection, for read-only helpers in this crate (trend queries, tests).
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
 
+    /// The schema version of the open file.
+    pub fn version(&self) -> i64 {
+        self.version
+    }
+
     /// A run id from an id or a unique prefix of one.
     pub fn resolve(&self, run: &str) -> Result<String, StoreError> {
-        let exact: Option<String> = self
-            .conn
-            .query_row("SELECT run_id FROM runs WHERE run_id = ?1", [run], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if let Some(id) = exact {
-            return Ok(id);
-        }
-        let mut st = self
-            .conn
-            .prepare("SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 LIMIT 2")?;
-        let ids: Vec<String> = st
-            .query_map([run], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        match ids.len() {
-            0 => Err(StoreError::NoSuchRun(run.into())),
-            1 => Ok(ids.into_iter().next().unwrap_or_default()),
-            n => Err(StoreError::Ambiguous {
-                given: run.into(),
-                count: n,
-            }),
-        }
+        backend::resolve(self, run)
     }
 }
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+impl Backend for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
 
-impl Store for SqliteStore {
-    fn import(&mut self, journal: &Value) -> Result<ImportOutcome, StoreError> {
-        ingest::check(journal)?;
-        let id = ingest::run_id(journal);
+    fn version(&self) -> i64 {
+        self.version
+    }
+
+    fn select(&self, sql: &str, args: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let n = st.column_count();
+        let mut q = st.query(params_from_iter(args))?;
+        let mut rows = Vec::new();
+        while let Some(r) = q.next()? {
+            rows.push(
+                (0..n)
+                    .map(|k| r.get_ref(k).map(Val::from))
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        Ok(rows)
+    }
+
+    fn replace(
+        &mut self,
+        table: &str,
+        key: &str,
+        id: &str,
+        values: Vec<Val>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(&format!("DELETE FROM {table} WHERE {key} = ?1"), [id])?;
+        let sql = Dialect::Sqlite.insert(table, values.len(), Conflict::Fail);
+        tx.execute(&sql, params_from_iter(&values))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn write_run(&mut self, id: &str, rows: Vec<Insert>) -> Result<bool, StoreError> {
         let tx = self.conn.transaction()?;
         let there: Option<i64> = tx
-            .query_row("SELECT 1 FROM runs WHERE run_id = ?1", [&id], |r| r.get(0))
+            .query_row("SELECT 1 FROM runs WHERE run_id = ?1", [id], |r| r.get(0))
             .optional()?;
         if there.is_some() {
-            return Ok(ImportOutcome {
-                run_id: id,
-                inserted: false,
-            });
+            return Ok(false);
         }
-        ingest::insert(&tx, journal, &id, self.version, now_ms())?;
+        for row in &rows {
+            let sql = Dialect::Sqlite.insert(row.table, row.values.len(), row.conflict);
+            tx.prepare_cached(&sql)?
+                .execute(params_from_iter(&row.values))?;
+        }
         tx.commit()?;
-        Ok(ImportOutcome {
-            run_id: id,
-            inserted: true,
-        })
-    }
-
-    fn list(&self, filter: &ListFilter) -> Result<Vec<RunSummary>, StoreError> {
-        let mut sql = String::from(
-            "SELECT run_id, experiment, status, reason, started_unix_ms, \
-             ended_unix_ms - started_unix_ms, mttr_ms, breach_gate, file FROM runs r WHERE 1=1",
-        );
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(e) = &filter.experiment {
-            args.push(e.clone().into());
-            sql.push_str(&format!(" AND experiment = ?{}", args.len()));
-        }
-        if let Some(s) = &filter.status {
-            args.push(s.clone().into());
-            sql.push_str(&format!(" AND status = ?{}", args.len()));
-        }
-        if let Some(t) = filter.since_unix_ms {
-            args.push(t.into());
-            sql.push_str(&format!(" AND started_unix_ms >= ?{}", args.len()));
-        }
-        if let Some((k, v)) = &filter.label {
-            args.push(k.clone().into());
-            args.push(v.clone().into());
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM labels l WHERE l.run_id = r.run_id AND l.key = ?{} AND l.value = ?{})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        sql.push_str(" ORDER BY started_unix_ms DESC, run_id DESC");
-        if let Some(n) = filter.limit {
-            sql.push_str(&format!(" LIMIT {n}"));
-        }
-        let mut st = self.conn.prepare(&sql)?;
-        let rows = st.query_map(params_from_iter(args), |r| {
-            Ok(RunSummary {
-                run_id: r.get(0)?,
-                experiment: r.get(1)?,
-                status: r.get(2)?,
-                reason: r.get(3)?,
-                started_unix_ms: r.get(4)?,
-                duration_ms: r.get(5)?,
-                mttr_ms: r.get(6)?,
-                breach_gate: r.get(7)?,
-                file: r.get(8)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    fn journal(&self, run: &str) -> Result<(String, Value), StoreError> {
-        let id = self.resolve(run)?;
-        let text: String =
-            self.conn
-                .query_row("SELECT json FROM journals WHERE run_id = ?1", [&id], |r| {
-                    r.get(0)
-                })?;
-        let v = serde_json::from_str(&text).map_err(|source| StoreError::BadJson {
-            run: id.clone(),
-            source,
-        })?;
-        Ok((id, v))
-    }
-
-    fn each_journal(
-        &self,
-        each: &mut dyn FnMut(&str, &Value) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        let mut st = self.conn.prepare(
-            "SELECT j.run_id, j.json FROM journals j JOIN runs r USING (run_id) \
-             ORDER BY r.started_unix_ms, r.run_id",
-        )?;
-        let mut q = st.query([])?;
-        while let Some(r) = q.next()? {
-            let id: String = r.get(0)?;
-            let text: String = r.get(1)?;
-            let v = serde_json::from_str(&text).map_err(|source| StoreError::BadJson {
-                run: id.clone(),
-                source,
-            })?;
-            each(&id, &v)?;
-        }
-        Ok(())
+        Ok(true)
     }
 }

@@ -3,8 +3,9 @@
 //! flags — a metric rising over the recent passing runs although they still pass (the
 //! recovery that slows down release after release, before it ever fails a bound).
 
-use super::{SqliteStore, StoreError};
-use rusqlite::params;
+use super::backend::Backend;
+use super::val::Val;
+use super::StoreError;
 use serde::Serialize;
 
 /// One run in a trend.
@@ -76,39 +77,44 @@ impl Default for DriftRule {
 }
 
 /// The last `last` runs of `experiment` (not dry runs), oldest first, with drift flags.
-pub fn trend(
-    s: &SqliteStore,
+pub fn trend<B: Backend + ?Sized>(
+    s: &B,
     experiment: &str,
     last: u64,
     rule: DriftRule,
 ) -> Result<Trend, StoreError> {
-    let mut st = s.connection().prepare(
+    let d = s.dialect();
+    let json = |keys: &[&str]| d.json_number("j.json", keys);
+    let sql = format!(
         "SELECT run_id, started_unix_ms, status, mttr_ms, abort_latency_ms, baseline_p95_ms,
                 (SELECT max(p99_ms) FROM stages g WHERE g.run_id = r.run_id),
                 (SELECT max(error_rate) FROM stages g WHERE g.run_id = r.run_id),
-                json_extract(j.json, '$.detection.ttd_ms'),
-                json_extract(j.json, '$.detection.ttr_ms'),
-                json_extract(j.json, '$.robustness')
+                {}, {}, {}
          FROM runs r LEFT JOIN journals j USING (run_id) WHERE experiment = ?1 AND dry_run = 0
          ORDER BY started_unix_ms DESC, run_id DESC LIMIT ?2",
-    )?;
-    let mut runs: Vec<TrendRun> = st
-        .query_map(params![experiment, last as i64], |r| {
-            Ok(TrendRun {
-                run_id: r.get(0)?,
-                started_unix_ms: r.get(1)?,
-                status: r.get(2)?,
-                mttr_ms: r.get(3)?,
-                abort_latency_ms: r.get(4)?,
-                baseline_p95_ms: r.get(5)?,
-                stage_p99_ms: r.get(6)?,
-                stage_error_rate: r.get(7)?,
-                ttd_ms: r.get(8)?,
-                probe_ttr_ms: r.get(9)?,
-                robustness: r.get(10)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
+        json(&["detection", "ttd_ms"]),
+        json(&["detection", "ttr_ms"]),
+        json(&["robustness"]),
+    );
+    let last = i64::try_from(last).unwrap_or(i64::MAX);
+    let at = |r: &[Val], k: usize| r.get(k).cloned().unwrap_or(Val::Null);
+    let mut runs: Vec<TrendRun> = s
+        .select(&sql, &[experiment.into(), last.into()])?
+        .iter()
+        .map(|r| TrendRun {
+            run_id: at(r, 0).string(),
+            started_unix_ms: at(r, 1).int().unwrap_or(0),
+            status: at(r, 2).string(),
+            mttr_ms: at(r, 3).real(),
+            abort_latency_ms: at(r, 4).real(),
+            baseline_p95_ms: at(r, 5).real(),
+            stage_p99_ms: at(r, 6).real(),
+            stage_error_rate: at(r, 7).real(),
+            ttd_ms: at(r, 8).real(),
+            probe_ttr_ms: at(r, 9).real(),
+            robustness: at(r, 10).real(),
+        })
+        .collect();
     runs.reverse();
     let judged: Vec<&TrendRun> = runs
         .iter()

@@ -2,6 +2,7 @@
 //! of `yaml-rust2`, read in a flat loop with the nesting capped.
 
 use super::{too_deep, Entry, Node, NodeValue, Pos, SyntaxError, MAX_DEPTH};
+use rustc_hash::FxHashSet;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -15,7 +16,9 @@ fn pos(m: &Marker) -> Pos {
 
 enum Frame {
     Seq(Pos, Vec<Node>),
-    Map(Pos, Vec<Entry>, Option<(String, Pos)>),
+    /// A mapping: its entries, the key waiting for its value, and the keys seen (a set, so
+    /// the duplicate check stays linear in the size of a mapping with many keys).
+    Map(Pos, Vec<Entry>, Option<(String, Pos)>, FxHashSet<String>),
 }
 
 #[derive(Default)]
@@ -33,7 +36,7 @@ impl Builder {
         match self.stack.last_mut() {
             None => self.root = Some(node),
             Some(Frame::Seq(_, items)) => items.push(node),
-            Some(Frame::Map(_, entries, pending)) => match pending.take() {
+            Some(Frame::Map(_, entries, pending, seen)) => match pending.take() {
                 None => {
                     let key = match &node.value {
                         NodeValue::Str(s) => s.clone(),
@@ -49,7 +52,7 @@ impl Builder {
                             String::new()
                         }
                     };
-                    if entries.iter().any(|e| e.key == key) {
+                    if !seen.insert(key.clone()) {
                         self.error.get_or_insert(SyntaxError {
                             pos: node.pos,
                             message: format!("duplicate key `{key}`"),
@@ -103,14 +106,17 @@ impl MarkedEventReceiver for Builder {
                 self.push(Node { value, pos: p });
             }
             Event::SequenceStart(..) => self.stack.push(Frame::Seq(p, Vec::new())),
-            Event::MappingStart(..) => self.stack.push(Frame::Map(p, Vec::new(), None)),
+            Event::MappingStart(..) => {
+                self.stack
+                    .push(Frame::Map(p, Vec::new(), None, FxHashSet::default()))
+            }
             Event::SequenceEnd | Event::MappingEnd => {
                 let node = match self.stack.pop() {
                     Some(Frame::Seq(p, items)) => Node {
                         value: NodeValue::Seq(items),
                         pos: p,
                     },
-                    Some(Frame::Map(p, entries, _)) => Node {
+                    Some(Frame::Map(p, entries, _, _)) => Node {
                         value: NodeValue::Map(entries),
                         pos: p,
                     },

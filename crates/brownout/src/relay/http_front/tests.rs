@@ -88,3 +88,121 @@ fn a_relay_is_named_and_empowered_by_its_front_and_back() {
         "`proxy stdio --upstream`"
     );
 }
+
+/// A front on a fresh listener before the URL back at `server`, with `opts`.
+async fn front_to(
+    server: SocketAddr,
+    opts: FrontOptions,
+    idle: Duration,
+) -> (Arc<Relay>, Arc<UrlBack>, Running) {
+    let ropts = RelayOptions {
+        driver: driver::<UrlBack>(),
+        ..RelayOptions::default()
+    };
+    let relay = Arc::new(Relay::new(Plan::empty(), &ropts, None));
+    let up = Upstream::new(&format!("http://{server}/mcp"), 1 << 20).expect("url");
+    let back = Arc::new(UrlBack::new(Arc::clone(&relay), Arc::new(up), 16).with_idle(idle));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let local = listener.local_addr().expect("addr");
+    let front = Arc::new(Front::new(
+        Arc::clone(&relay),
+        Arc::clone(&back),
+        opts,
+        &local,
+    ));
+    (relay, back, start(front, listener).expect("start"))
+}
+
+/// GET and DELETE with session ids a client makes up (the server refuses them) leave
+/// nothing behind; a session that did exist is forgotten after `--session-idle`, not the
+/// engine's default ten minutes.
+#[tokio::test]
+async fn made_up_session_ids_hold_nothing_and_idle_sessions_are_forgotten() {
+    let server = upstream().await;
+    let (_relay, back, running) =
+        front_to(server, FrontOptions::default(), Duration::from_secs(1)).await;
+    let url = format!("http://{}/mcp", running.addr());
+    let client = reqwest::Client::new();
+    for i in 0..300 {
+        let method = if i % 2 == 0 {
+            reqwest::Method::GET
+        } else {
+            reqwest::Method::DELETE
+        };
+        let r = client
+            .request(method, &url)
+            .header("mcp-session-id", format!("made-up-{i}"))
+            .send()
+            .await
+            .expect("answered");
+        assert!(!r.status().is_success(), "the server refuses made-up ids");
+    }
+    assert_eq!(back.sessions_held(), 0, "made-up session ids were kept");
+
+    let posted = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", "real-1")
+        .body(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("through the relay");
+    assert_eq!(posted.status(), 200);
+    assert_eq!(back.sessions_held(), 1, "a POSTed session has a key");
+    // Forgotten after the idle setting (1 s here): checked for a generous while.
+    let mut held = 1;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        held = back.sessions_held();
+        if held == 0 {
+            break;
+        }
+    }
+    assert_eq!(held, 0, "an idle session outlived --session-idle");
+    running.stop().await.expect("stops");
+}
+
+/// At `max_connections`, connections holding half a request head make room for new ones
+/// (the oldest is closed), so a flood of them cannot lock a client out.
+#[tokio::test]
+async fn the_connection_cap_closes_idle_connections_to_make_room() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = upstream().await;
+    let mut opts = FrontOptions {
+        max_connections: 4,
+        ..FrontOptions::default()
+    };
+    // Long enough that only the cap, not the header timeout, closes anything here.
+    opts.timeouts.header = Duration::from_secs(600);
+    let (_relay, _back, running) = front_to(server, opts, Duration::from_secs(600)).await;
+    let addr = running.addr();
+    let mut held = Vec::new();
+    for _ in 0..12 {
+        let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .expect("half a head");
+        held.push(c);
+    }
+    let answer = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("a client is served past a flood of half-sent heads");
+    assert_eq!(answer.status(), 200);
+    // The first ones opened were closed by the relay (end of stream, or a reset).
+    let mut closed = 0;
+    for c in held.iter_mut().take(8) {
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(Duration::from_secs(20), c.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => closed += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(closed, 8, "connections past the cap were not closed");
+    running.stop().await.expect("stops");
+}

@@ -31,12 +31,13 @@ impl UrlBack {
             let ends = method == Method::DELETE;
             let r = self.raw(method, path, headers, body).await;
             if ends && r.status().is_success() {
-                self.relay.end_session(&who.key);
+                if let Some(key) = &who.key {
+                    self.relay.end_session(key);
+                }
                 self.keys.forget(&who.wire);
             }
             return r;
         }
-        let key = who.key;
         // A GET is a stream: counted before it reaches the server.
         let permit = match streams.permit() {
             Ok(p) => p,
@@ -56,8 +57,10 @@ impl UrlBack {
             headers: resp.headers().clone(),
         };
         if !(head.status.is_success() && is_sse(&head.headers)) {
-            return self.pass_answer(head, resp, key);
+            return self.pass_answer(head, resp, who.key.unwrap_or_default());
         }
+        // The server accepted the stream: now the session has a key.
+        let key = self.key_for(&who);
         let st = SseRelay::new(
             Arc::clone(&self.relay),
             key,
