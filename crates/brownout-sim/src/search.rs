@@ -5,7 +5,7 @@
 //! share of sessions fires on a superset of the calls. So for one seed (common random
 //! numbers) ρ is, in the usual case, monotone along a segment that strengthens the faults,
 //! and plain bisection finds that seed's boundary in a handful of runs. The search bisects
-//! per seed, aggregates the seeds' boundaries (median, and a 95 % interval for their mean),
+//! per seed, aggregates the seeds' boundaries (median, and a 95 % interval for it),
 //! checks monotonicity on the way (extra points on both sides of each seed's boundary), and
 //! where it fails falls back to a noise-aware **majority bisection**: at each point every
 //! seed votes hold/break, and the bisection follows the majority (the point where half the
@@ -92,8 +92,9 @@ pub struct Crossing {
     pub seeds: Vec<SeedCrossing>,
     /// The boundary (median of the seeds' boundaries, or the majority's), in t.
     pub boundary: Option<f64>,
-    /// A 95 % interval for the boundary over seeds (Student's t over the seeds' crossings),
-    /// in t; the majority's last bracket when no seed crossed.
+    /// A 95 % interval for the boundary over seeds (order statistics of the seeds'
+    /// crossings around their median; `[min, max]` under 6 seeds), in t; it always holds the
+    /// boundary (the majority's bracket is added when the majority decided).
     pub interval: Option<(f64, f64)>,
     /// The seeds' crossings' standard deviation, in t: how much the boundary itself moves
     /// from seed to seed.
@@ -110,14 +111,26 @@ pub struct Crossing {
     pub cut_short: bool,
 }
 
-/// Student's t at 97.5 % for n − 1 degrees of freedom (n seeds), else 1.96.
-fn t975(n: usize) -> f64 {
-    const T: [f64; 10] = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23];
-    match n {
-        0 | 1 => f64::NAN,
-        n if n - 2 < T.len() => T[n - 2],
-        _ => 1.96,
+/// A distribution-free interval for the median of `v` (two or more values): the order
+/// statistics `[x(r), x(n+1-r)]` with the largest `r` whose coverage
+/// `1 - 2·P(Binomial(n, ½) < r)` is at least 95 %; `[min, max]` when no `r` reaches it
+/// (fewer than 6 values: coverage `1 - 2^(1-n)`).
+fn median_interval(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let mut r = 1;
+    // P(B = r - 1) and P(B <= r - 1) for B ~ Binomial(n, 1/2).
+    let mut pmf = 0.5f64.powi(n as i32);
+    let mut cdf = pmf;
+    while r < n.div_ceil(2) {
+        pmf *= (n - r + 1) as f64 / r as f64;
+        if 2.0 * (cdf + pmf) > 0.05 {
+            break;
+        }
+        cdf += pmf;
+        r += 1;
     }
+    (v[r - 1], v[n - r])
 }
 
 fn median(v: &mut [f64]) -> Option<f64> {
@@ -264,12 +277,14 @@ pub fn crossing(
         } else {
             0.0
         };
-        let half = if n > 1 {
-            t975(n) * sd / (n as f64).sqrt()
+        // An interval for the *median* (the boundary printed), from order statistics: it
+        // always holds the median, whatever the seeds' skew (a t interval for the mean
+        // did not, and printed boundaries outside their own interval).
+        out.interval = Some(if n > 1 {
+            median_interval(&mut bs)
         } else {
-            tol
-        };
-        out.interval = Some(((mean - half).max(0.0), (mean + half).min(1.0)));
+            ((bs[0] - tol).max(0.0), (bs[0] + tol).min(1.0))
+        });
         out.spread = Some(sd);
     }
     if monotone {
@@ -338,10 +353,13 @@ fn majority(
         }
         progress(&format!("majority: between t={a:.4} and t={b:.4}"));
     }
-    out.boundary = Some((a + b) / 2.0);
-    if out.interval.is_none() {
-        out.interval = Some((a, b));
-    }
+    let boundary = (a + b) / 2.0;
+    out.boundary = Some(boundary);
+    // The majority's point is the boundary here: its interval holds it too.
+    out.interval = Some(match out.interval {
+        None => (a, b),
+        Some((lo, hi)) => (lo.min(a), hi.max(b)),
+    });
     out.barely = Some(b);
     out.evals = count.n.load(Ordering::Relaxed);
 }
@@ -349,6 +367,19 @@ fn majority(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_interval_holds_the_median_whatever_the_skew() {
+        let mut v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(median_interval(&mut v), (2.0, 9.0));
+        let mut few = vec![0.3, 0.1, 0.2];
+        assert_eq!(median_interval(&mut few), (0.1, 0.3));
+        // Skewed: one far seed pulled a mean's interval away from the median before.
+        let mut skew = vec![0.20, 0.21, 0.22, 0.23, 0.24, 0.25, 0.95, 0.96];
+        let m = median(&mut skew.clone()).unwrap_or(f64::NAN);
+        let (lo, hi) = median_interval(&mut skew);
+        assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
+    }
 
     fn budget() -> Budget {
         Budget {

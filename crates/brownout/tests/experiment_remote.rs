@@ -211,3 +211,100 @@ fn after_an_abort_the_next_call_through_the_relay_sees_no_fault() {
         serde_json::json!({"query": "db"})
     ));
 }
+
+/// A stand-in for a relay's admin API whose `DELETE /faults/{id}` always fails (500) while
+/// everything else works: the faults it took stay listed. Returns its URL.
+fn admin_that_cannot_delete() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let ids = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let ids = std::sync::Arc::clone(&ids);
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(&stream);
+                let mut line = String::new();
+                if r.read_line(&mut line).is_err() {
+                    return;
+                }
+                let mut parts = line.split_whitespace();
+                let (method, path) = (
+                    parts.next().unwrap_or("").to_string(),
+                    parts.next().unwrap_or("").to_string(),
+                );
+                let mut len = 0usize;
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                let mut ids = ids.lock().unwrap_or_else(|p| p.into_inner());
+                let (status, answer) = match (method.as_str(), path.split('?').next()) {
+                    ("POST", Some("/faults")) => {
+                        let v: serde_json::Value =
+                            serde_json::from_slice(&body).unwrap_or_default();
+                        let id = v["id"].as_str().unwrap_or("").to_string();
+                        ids.push(id.clone());
+                        ("201 Created", serde_json::json!({"id": id}))
+                    }
+                    ("GET", Some("/faults")) => (
+                        "200 OK",
+                        serde_json::json!({"faults": ids.iter().map(|i| serde_json::json!({"id": i})).collect::<Vec<_>>()}),
+                    ),
+                    ("DELETE", _) => (
+                        "500 Internal Server Error",
+                        serde_json::json!({"error": "disk full"}),
+                    ),
+                    _ => ("200 OK", serde_json::json!({})),
+                };
+                let text = answer.to_string();
+                let _ = write!(
+                    &stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// Issue 23 §2: `remove_all` forgot the posted ids before its DELETEs were sent, so when
+/// one failed (here at the change of stage) the removal that followed found nothing to
+/// remove and the journal said "every fault removed". Ids are kept until the relay
+/// confirms each gone; the journal names the fault that stayed and until when.
+#[test]
+fn a_removal_the_relay_did_not_confirm_is_journaled_as_failed() {
+    let (_g, url, _) = remote_relay();
+    let admin = admin_that_cannot_delete();
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(
+        &target,
+        "[{stage: a, duration: 1s, sessions: 100%}, {stage: b, duration: 1s, sessions: 100%}]",
+    );
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "ladder: [\"100%\"]\n").expect("policy");
+    let (code, j, out) =
+        run_experiment(dir.path(), &e, &["--policy", &policy.display().to_string()]);
+    assert_eq!(code, 4, "{out}\n{j:#}");
+    let removal = j["rollbacks"]
+        .as_array()
+        .and_then(|r| r.iter().rev().find(|r| r["action"] == "remove faults"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(removal["ok"], false, "{j:#}");
+    let detail = removal["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("not confirmed removed") && detail.contains("search-down--brownout-run"),
+        "{detail}"
+    );
+    assert!(detail.contains("until its lease lapses"), "{detail}");
+}

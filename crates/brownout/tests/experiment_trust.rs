@@ -147,3 +147,22 @@ fn the_proxy_refuses_an_environment_marked_production() {
     let (code, err) = proxy(Some("staging"), &[]);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// Issue 23 §2: a 3-second run drawn second by second put the error rise inside the
+/// baseline's band; the series' spans follow the run's length now.
+#[test]
+fn a_short_runs_series_is_finer_than_a_second() {
+    let dir = common::tmp();
+    let (code, j, out) = run_experiment(dir.path(), &Exp::fixture_green(), &["--no-store"]);
+    assert_eq!(code, 0, "{out}");
+    let series = j["series"].as_array().cloned().unwrap_or_default();
+    assert!(series.len() > 10, "{} spans: {out}", series.len());
+    for s in &series {
+        assert_eq!(s["width_ms"], 100.0, "{s}");
+    }
+    let calls: u64 = series
+        .iter()
+        .filter_map(|s| s["slis"]["calls"].as_u64())
+        .sum();
+    assert!(calls > 0, "{j:#}");
+}

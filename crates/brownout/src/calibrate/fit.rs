@@ -37,6 +37,43 @@ pub enum Model {
     },
 }
 
+impl std::fmt::Display for Model {
+    /// In words, each figure rounded for people (the JSON keeps full precision).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::human::{ms, num};
+        match self {
+            Model::Fixed {
+                added_ms,
+                jitter_ms,
+            } => {
+                write!(f, "fixed {} ± {}", ms(*added_ms), ms(*jitter_ms))
+            }
+            Model::Normal {
+                mean_ms,
+                stddev_ms,
+                max_ms,
+            } => write!(
+                f,
+                "normal, mean {}, sd {}, at most {}",
+                ms(*mean_ms),
+                ms(*stddev_ms),
+                ms(*max_ms)
+            ),
+            Model::Pareto {
+                scale_ms,
+                shape,
+                max_ms,
+            } => write!(
+                f,
+                "pareto, scale {}, shape {}, at most {}",
+                ms(*scale_ms),
+                num(*shape),
+                ms(*max_ms)
+            ),
+        }
+    }
+}
+
 /// One tool, measured and fitted.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolFit {
@@ -253,6 +290,29 @@ pub fn with_servers(text: &str, servers: &str) -> String {
     }
     out.push_str(servers);
     out
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::Model;
+
+    #[test]
+    fn a_model_reads_as_words_with_rounded_figures() {
+        let m = Model::Pareto {
+            scale_ms: 1.085_915_999_999_999_9,
+            shape: 2.071_428_571_428_571,
+            max_ms: 1234.5678,
+        };
+        assert_eq!(
+            m.to_string(),
+            "pareto, scale 1.09 ms, shape 2.07, at most 1.23 s"
+        );
+        let m = Model::Fixed {
+            added_ms: 20.5,
+            jitter_ms: 0.071_428_571_428_571_42,
+        };
+        assert_eq!(m.to_string(), "fixed 20.5 ms ± 0.0714 ms");
+    }
 }
 
 #[cfg(test)]

@@ -164,12 +164,12 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
     } else {
         for t in &f.tools {
             eprintln!(
-                "tool {}: {} calls, errors {:.2}%, p50 {:.1} ms, p95 {:.1} ms → {:?}",
+                "tool {}: {} calls, errors {}, p50 {}, p95 {} → {}",
                 t.tool,
                 t.calls,
-                t.error_rate * 100.0,
-                t.p50_ms,
-                t.p95_ms,
+                crate::human::pct(t.error_rate),
+                crate::human::ms(t.p50_ms),
+                crate::human::ms(t.p95_ms),
                 t.model
             );
         }

@@ -29,9 +29,29 @@ pub fn target_identity(target: &Value) -> Option<String> {
     }
 }
 
+/// Run blocking work (SQLite reads) so it does not hold an async worker: moved off it
+/// with `block_in_place` on a multi-threaded runtime (`brownout mcp`), run as is elsewhere.
+pub fn off_async<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 /// The widest share a completed stage of `title` reached against `target` (the experiment's
-/// `target` as JSON) in the store, and the run it was in.
+/// `target` as JSON) in the store, and the run it was in. Reads the store off the async
+/// workers ([`off_async`]).
 pub fn widest_passed(
+    store: Option<&Path>,
+    title: &str,
+    target: &Value,
+) -> Result<Option<(f64, String)>, String> {
+    off_async(|| widest_passed_now(store, title, target))
+}
+
+fn widest_passed_now(
     store: Option<&Path>,
     title: &str,
     target: &Value,
@@ -169,9 +189,7 @@ mod tests {
         let remote =
             serde_json::json!({"url": "http://127.0.0.1:9/mcp", "admin": "http://127.0.0.1:8"});
         assert_ne!(target_identity(&fixture), target_identity(&other));
-        let two = |ops: &str| {
-            serde_json::json!({"servers": {"incidents": {"url": "http://a/mcp"}, "ops": {"command": [ops]}}})
-        };
+        let two = |ops: &str| serde_json::json!({"servers": {"incidents": {"url": "http://a/mcp"}, "ops": {"command": [ops]}}});
         assert_eq!(target_identity(&two("x")), target_identity(&two("x")));
         assert_ne!(target_identity(&two("x")), target_identity(&two("y")));
         assert_ne!(target_identity(&two("x")), None);

@@ -254,8 +254,11 @@ pub struct RecoveryRecord {
 /// One second of the run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Second {
-    /// The second's start, run-clock milliseconds.
+    /// The span's start, run-clock milliseconds.
     pub t_ms: f64,
+    /// The span's length in milliseconds: 1000 for runs of a minute or more, finer for
+    /// shorter runs (a 3-second run in 100 ms spans), so a chart resolves what happened.
+    pub width_ms: f64,
     /// The phase: `baseline`, a stage's name, `recovery`.
     pub phase: String,
     pub slis: Slis,

@@ -44,6 +44,9 @@ pub struct Live {
     pub series: Vec<Second>,
     second: Acc,
     second_start: f64,
+    /// The series' current span (see `span_ms`).
+    span: Acc,
+    span_start: f64,
     pub progress: bool,
     last_progress: Option<Instant>,
     /// Calls seen.
@@ -51,6 +54,16 @@ pub struct Live {
     pub last_states: Vec<GateView>,
     /// The live state for a watcher (`brownout run --status FILE`).
     pub status: Option<super::status::StatusFile>,
+    /// The length of a span of the journal's series ([`series_span_ms`]).
+    pub span_ms: f64,
+}
+
+/// The series' span for a run planned to last `planned`: a second for a minute or more,
+/// else about a sixtieth of the run, at least 100 ms (in steps of 100 ms), so a short run's
+/// chart still shows where things happened.
+pub fn series_span_ms(planned: Duration) -> f64 {
+    let ms = planned.as_secs_f64() * 1000.0 / 60.0;
+    ((ms / 100.0).ceil() * 100.0).clamp(100.0, 1000.0)
 }
 
 /// What a phase collects.
@@ -86,11 +99,14 @@ impl Live {
             series: Vec::new(),
             second: Acc::default(),
             second_start: 0.0,
+            span: Acc::default(),
+            span_start: 0.0,
             progress,
             last_progress: None,
             calls: 0,
             last_states: Vec::new(),
             status: None,
+            span_ms: 1000.0,
         }
     }
 
@@ -127,6 +143,7 @@ impl Live {
                         let ok = c.outcome == Outcome::Ok && !c.timed_out;
                         out.acc.add(ok, c.latency_ms);
                         self.second.add(ok, c.latency_ms);
+                        self.span.add(ok, c.latency_ms);
                         self.watch.observe_call(&c);
                         if out.keep_calls && out.calls.len() < MAX_KEPT_CALLS {
                             out.calls.push(c);
@@ -247,13 +264,21 @@ impl Live {
         self.second.error_rate()
     }
 
+    /// Close the series' span and the current second when their time is up (the second,
+    /// whose error rate recovery judges, stays a second whatever the span).
     fn roll_second(&mut self, phase: &str, now_ms: f64) {
-        if now_ms - self.second_start >= 1000.0 {
+        let span = self.span_ms;
+        if now_ms - self.span_start >= span {
             self.series.push(Second {
-                t_ms: self.second_start,
+                t_ms: self.span_start,
+                width_ms: span,
                 phase: phase.to_string(),
-                slis: std::mem::take(&mut self.second).slis(),
+                slis: std::mem::take(&mut self.span).slis(),
             });
+            self.span_start = (now_ms / span).floor() * span;
+        }
+        if now_ms - self.second_start >= 1000.0 {
+            self.second = Acc::default();
             self.second_start = (now_ms / 1000.0).floor() * 1000.0;
         }
     }
@@ -303,5 +328,69 @@ async fn next_sample(
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_run_is_drawn_in_finer_spans() {
+        assert_eq!(series_span_ms(Duration::from_secs(3)), 100.0);
+        assert_eq!(series_span_ms(Duration::from_secs(30)), 500.0);
+        assert_eq!(series_span_ms(Duration::from_secs(600)), 1000.0);
+    }
+    use brownout_core::slo::CallObservation;
+
+    fn call() -> Event {
+        Event::Call(CallObservation {
+            at_ms: 0.0,
+            method: "tools/call".into(),
+            tool: Some("echo".into()),
+            outcome: Outcome::Ok,
+            latency_ms: 1.0,
+            correct: true,
+            timed_out: false,
+            attempts: 1,
+        })
+    }
+
+    /// Calls that end while the runner does other work (the simulator's prediction,
+    /// rollbacks) are drained then, not left queued for the next phase to count as its own
+    /// (a canary of 759 calls "in 18 ms"), and the queue does not grow meanwhile.
+    #[tokio::test]
+    async fn events_that_arrive_during_other_work_are_drained_not_left_for_the_next_phase() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_stx, srx) = watch::channel(0u32);
+        let mut live = Live::new(Instant::now(), Watch::new(Vec::new()), rx, srx, false);
+        let sender = tx.clone();
+        let work = async move {
+            for _ in 0..500 {
+                let _ = sender.send(call());
+                tokio::task::yield_now().await;
+            }
+            7
+        };
+        assert_eq!(live.drain_during(work).await, 7);
+        // Whatever was still queued when the work ended is all that is left.
+        let mut c = Collected::default();
+        let end = live
+            .phase(
+                "next",
+                Duration::from_millis(50),
+                &mut c,
+                false,
+                |_, _, _, _| false,
+            )
+            .await;
+        assert!(matches!(end, End::Done));
+        assert!(
+            c.acc.slis().calls <= 1,
+            "{} calls leaked",
+            c.acc.slis().calls
+        );
+        assert!(live.calls >= 499, "{}", live.calls);
+        drop(tx);
     }
 }

@@ -45,6 +45,23 @@ pub struct PredictionError {
     pub p99_ms: Option<f64>,
     /// The predicted verdict matched the stage's.
     pub verdict_right: bool,
+    /// The predicted error rate was near the actual one ([`rates_agree`]).
+    pub error_rate_right: bool,
+}
+
+impl PredictionError {
+    /// The one definition of a right prediction: the verdict matched *and* the error rate
+    /// was near (a prediction of 99.54 % against 7.77 % is not right, whatever the gates).
+    pub fn right(&self) -> bool {
+        self.verdict_right && self.error_rate_right
+    }
+}
+
+/// Whether a predicted error rate is near the actual one: within 2 percentage points, or
+/// within a factor of 1.5 of each other (both fractions, 0..=1).
+pub fn rates_agree(predicted: f64, actual: f64) -> bool {
+    let (lo, hi) = (predicted.min(actual), predicted.max(actual));
+    hi - lo <= 0.02 || hi <= 1.5 * lo
 }
 
 /// What the runner learnt from the baseline.
@@ -259,6 +276,21 @@ pub fn attach(record: &mut StageRecord, p: Option<Prediction>) {
         p95_ms: d(actual.p95_ms, p.slis.p95_ms),
         p99_ms: d(actual.p99_ms, p.slis.p99_ms),
         verdict_right: (p.verdict == "breaches") == breached,
+        error_rate_right: rates_agree(p.slis.error_rate, actual.error_rate),
     });
     record.prediction = Some(p);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rates_agree;
+
+    #[test]
+    fn a_prediction_far_from_the_actual_rate_is_not_right() {
+        assert!(!rates_agree(0.9954, 0.0777));
+        assert!(!rates_agree(0.9201, 0.0427));
+        assert!(rates_agree(0.10, 0.12));
+        assert!(rates_agree(0.0, 0.01));
+        assert!(!rates_agree(0.0, 0.05));
+    }
 }

@@ -230,9 +230,9 @@ impl Remote {
         if failures.is_empty() {
             return Ok(());
         }
-        // Past its lease the relay drops it by itself (unless it is not running at all):
-        // nothing more to retry; the journal says which stayed and until when.
-        lock(&self.shared.posted).clear();
+        // Past its lease the relay drops it by itself (unless it is broken): the ids stay
+        // listed here, so a later removal checks them again and never reports a removal it
+        // did not see; the journal says which stayed and until when.
         let left = lapse_at.saturating_duration_since(Instant::now());
         let until = crate::experiment::runner::unix_ms() + left.as_millis() as u64;
         let each: Vec<String> = failures

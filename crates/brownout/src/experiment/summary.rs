@@ -1,6 +1,7 @@
 //! The summary `brownout run` prints at the end (the journal has everything).
 
 use super::journal::Journal;
+use crate::human::{ms, pct};
 use std::path::Path;
 
 pub fn print(j: &Journal, journal: Option<&Path>) {
@@ -9,32 +10,38 @@ pub fn print(j: &Journal, journal: Option<&Path>) {
     println!("status: {:?} — {}", j.status, j.reason);
     if let Some(b) = &j.baseline {
         println!(
-            "baseline: {} calls, error rate {:.2}%, p99 {}",
+            "baseline: {} calls, error rate {}, p99 {}",
             b.slis.calls,
-            b.slis.error_rate * 100.0,
-            b.slis.p99_ms.map_or("—".into(), |v| format!("{v:.1} ms"))
+            pct(b.slis.error_rate),
+            b.slis.p99_ms.map_or("—".into(), ms)
         );
     }
     for s in &j.stages {
         let inj: u64 = s.injections.values().sum();
         println!(
-            "stage {} ({:.0}% of sessions): {} calls, error rate {:.2}%, {} injection(s){}",
+            "stage {} ({} of sessions, {}): {} calls, error rate {}, {} injection(s){}",
             s.stage,
-            s.share * 100.0,
+            pct(s.share),
+            ms(s.end_ms - s.start_ms),
             s.slis.calls,
-            s.slis.error_rate * 100.0,
+            pct(s.slis.error_rate),
             inj,
             if s.completed { "" } else { " — stopped" }
         );
         if let Some(p) = &s.prediction {
             println!(
-                "  predicted: error rate {:.2}%, p95 {}, gates {}{}",
-                p.slis.error_rate * 100.0,
-                p.slis.p95_ms.map_or("—".into(), |v| format!("{v:.1} ms")),
+                "  predicted: error rate {}, p95 {}, gates {}{}",
+                crate::human::pct(p.slis.error_rate),
+                p.slis.p95_ms.map_or("—".into(), crate::human::ms),
                 p.verdict,
                 p.error.as_ref().map_or(String::new(), |e| format!(
                     " ({})",
-                    if e.verdict_right { "right" } else { "WRONG" }
+                    match (e.verdict_right, e.error_rate_right) {
+                        (true, true) => "right",
+                        (true, false) =>
+                            "WRONG: the gates' verdict matched, the error rate did not",
+                        (false, _) => "WRONG",
+                    }
                 ))
             );
         }
@@ -44,8 +51,10 @@ pub fn print(j: &Journal, journal: Option<&Path>) {
     }
     if let Some(b) = &j.breach {
         println!(
-            "breach: `{}` at {:.0} ms; the last fault left {:.1} ms later",
-            b.gate, b.at_ms, b.abort_latency_ms
+            "breach: `{}` at {}; the last fault left {} later",
+            b.gate,
+            ms(b.at_ms),
+            ms(b.abort_latency_ms)
         );
     }
     for r in &j.rollbacks {
@@ -57,13 +66,15 @@ pub fn print(j: &Journal, journal: Option<&Path>) {
     }
     if let Some(r) = &j.recovery {
         match r.mttr_ms {
-            Some(m) => println!("recovery: MTTR {:.0} ms", m),
+            Some(m) => println!("recovery: MTTR {}", ms(m)),
             None => println!("recovery: not recovered"),
         }
     }
     if let Some(r) = j.robustness {
         println!(
-            "robustness ρ {r:+.3} ({})",
+            "robustness ρ {}{} ({})",
+            if r > 0.0 { "+" } else { "" },
+            crate::human::num(r),
             if r > 0.0 {
                 "every gate held, with room"
             } else {

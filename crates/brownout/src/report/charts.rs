@@ -49,12 +49,14 @@ fn spans(j: &Value) -> Vec<(String, f64, f64)> {
     out
 }
 
-/// A point per second: (t s, value) for an SLI key of `slis`.
+/// A point per span of the series: (t s, value) for an SLI key of `slis`, drawn at the
+/// middle of the span it sums up (a journal without `width_ms` has 1-second spans).
 fn points(j: &Value, key: &str, scale: f64) -> Vec<(f64, f64)> {
     arr(j, "series")
         .iter()
         .filter_map(|x| {
-            let t = f(x, "t_ms")? / 1000.0;
+            let width = f(x, "width_ms").unwrap_or(1000.0);
+            let t = (f(x, "t_ms")? + width / 2.0) / 1000.0;
             let v = x.get("slis").and_then(|l| f(l, key))?;
             Some((t, v * scale))
         })

@@ -31,14 +31,19 @@ pub fn section(o: &mut String, j: &Value) {
     }
     let _ = writeln!(
         o,
-        "## Estimate vs actual\n\nThe simulator, calibrated on the baseline's calls, predicted each stage before it ran.\n\n| stage | error rate predicted | actual | p95 predicted | actual | gates predicted | verdict right |\n|---|---|---|---|---|---|---|"
+        "## Estimate vs actual\n\nThe simulator, calibrated on the baseline's calls, predicted each stage before it ran.\n\n| stage | error rate predicted | actual | p95 predicted | actual | gates predicted | prediction right |\n|---|---|---|---|---|---|---|"
     );
     for st in stages {
         let p = &st["prediction"];
-        let right = p
-            .pointer("/error/verdict_right")
-            .and_then(Value::as_bool)
-            .map_or("—", |r| if r { "yes" } else { "**no**" });
+        // One definition (PredictionError::right): the gates' verdict and the error rate.
+        let flag = |k: &str| p.pointer(&format!("/error/{k}")).and_then(Value::as_bool);
+        let right = match (flag("verdict_right"), flag("error_rate_right")) {
+            (None, _) => "—",
+            (Some(true), Some(true)) => "yes",
+            (Some(true), Some(false)) => "**no** (error rate)",
+            (Some(true), None) => "yes (gates)",
+            (Some(false), _) => "**no**",
+        };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {right} |",

@@ -394,9 +394,9 @@ fn client(o: &mut String, j: &Value) {
         return;
     }
     let _ = writeln!(o, "## What the client saw\n");
-    let _ = writeln!(o, "| phase | seconds | calls | errors | worst second's error rate | worst second's p99 |\n|---|---|---|---|---|---|");
+    let _ = writeln!(o, "| phase | seconds | calls | errors | worst span's error rate | worst span's p99 |\n|---|---|---|---|---|---|");
     let mut order: Vec<String> = Vec::new();
-    let mut acc: std::collections::HashMap<String, (u64, u64, u64, f64, f64)> = Default::default();
+    let mut acc: std::collections::HashMap<String, (f64, u64, u64, f64, f64)> = Default::default();
     for x in series {
         let ph = s(x, "phase").to_string();
         let z = Value::Null;
@@ -405,7 +405,7 @@ fn client(o: &mut String, j: &Value) {
             order.push(ph.clone());
         }
         let e = acc.entry(ph).or_default();
-        e.0 += 1;
+        e.0 += f(x, "width_ms").unwrap_or(1000.0) / 1000.0;
         e.1 += l.get("calls").and_then(Value::as_u64).unwrap_or(0);
         e.2 += l.get("errors").and_then(Value::as_u64).unwrap_or(0);
         e.3 = e.3.max(f(l, "error_rate").unwrap_or(0.0));
@@ -415,8 +415,9 @@ fn client(o: &mut String, j: &Value) {
         let (n, c, e, er, p99) = acc[&ph];
         let _ = writeln!(
             o,
-            "| {} | {n} | {c} | {e} | {:.2} % | {} |",
+            "| {} | {} | {c} | {e} | {:.2} % | {} |",
             cell(&ph),
+            crate::human::sig(n, 3),
             er * 100.0,
             view::ms(p99)
         );

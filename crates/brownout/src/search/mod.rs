@@ -291,7 +291,18 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
             max_evals: a.max_evals.saturating_sub(evals) / (n - k as u64).max(1),
             deadline: a.time.map(|t| started + t),
         };
-        progress(&format!("segment {}: {:?} → {:?}", k + 1, seg.from, seg.to));
+        let point = |v: &[f64]| {
+            v.iter()
+                .map(|x| crate::human::sig(*x, 4))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        progress(&format!(
+            "segment {}: ({}) → ({})",
+            k + 1,
+            point(&seg.from),
+            point(&seg.to)
+        ));
         let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
         let c = crossing(&obj, &seeds, a.tol, budget, threads, progress);
         evals += c.evals;

@@ -12,9 +12,9 @@ fn fmt_values(p: &Problem, v: &[f64]) -> String {
         .zip(v)
         .map(|(m, x)| {
             if m.percent {
-                format!("{} {x:.3}%", m.key)
+                format!("{} {}%", m.key, crate::human::sig(*x, 4))
             } else {
-                format!("{} {x:.5}", m.key)
+                format!("{} {}", m.key, crate::human::sig(*x, 4))
             }
         })
         .collect::<Vec<_>>()
