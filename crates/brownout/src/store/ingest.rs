@@ -187,10 +187,7 @@ pub fn rows(j: &Value, id: &str, version: i64, now_ms: i64) -> Vec<Insert> {
     let rec = j.get("recovery").unwrap_or(&z);
     let base = j.get("baseline").and_then(|b| b.get("slis")).unwrap_or(&z);
     let met = |k: &str| j.get(k).and_then(|x| b(x, "met"));
-    out.push(
-        "runs",
-        Conflict::Fail,
-        vec![
+    let mut run = vec![
             id.into(),
             name.as_str().into(),
             file.into(),
@@ -222,10 +219,12 @@ pub fn rows(j: &Value, id: &str, version: i64, now_ms: i64) -> Vec<Insert> {
             f(rec, "mttr_ms").into(),
             b(rec, "recovered").into(),
             now_ms.into(),
-            // Version 3's column, last as `ALTER TABLE … ADD COLUMN` put it.
-            s(j, "gameday_id").into(),
-        ],
-    );
+        ];
+    if version >= 3 {
+        // Version 3's column, last as `ALTER TABLE … ADD COLUMN` put it.
+        run.push(s(j, "gameday_id").into());
+    }
+    out.push("runs", Conflict::Fail, run);
     out.push(
         "journals",
         Conflict::Fail,
