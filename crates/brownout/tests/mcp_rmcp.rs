@@ -129,7 +129,7 @@ async fn rmcp_over_http_runs_an_approved_experiment_and_its_session_end_stops_it
     .expect("handshake in time")
     .expect("handshake");
     let tools = c.list_all_tools().await.expect("tools");
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 20);
     let x = experiment(
         "rmcp http",
         &remote_target(&r),
