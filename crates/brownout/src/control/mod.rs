@@ -167,10 +167,13 @@ impl Control {
 
     /// Replace the plan from its file (SIGHUP, `--watch`).
     pub fn replace_from_file(&self, path: &Path) -> Result<usize, ControlError> {
-        let text = crate::input::read_document(path)
-            .map_err(|e| {
-                ControlError::Invalid(format!("cannot read plan {}: {}", path.display(), e.reason()))
-            })?;
+        let text = crate::input::read_document(path).map_err(|e| {
+            ControlError::Invalid(format!(
+                "cannot read plan {}: {}",
+                path.display(),
+                e.reason()
+            ))
+        })?;
         let file = path.display().to_string();
         self.replace_text(&text, &file, Format::from_path(&file))
     }

@@ -188,38 +188,38 @@ pub fn rows(j: &Value, id: &str, version: i64, now_ms: i64) -> Vec<Insert> {
     let base = j.get("baseline").and_then(|b| b.get("slis")).unwrap_or(&z);
     let met = |k: &str| j.get(k).and_then(|x| b(x, "met"));
     let mut run = vec![
-            id.into(),
-            name.as_str().into(),
-            file.into(),
-            s(j, "status").unwrap_or("unknown").into(),
-            s(j, "reason").unwrap_or("").into(),
-            started.into(),
-            i(j, "ended_unix_ms").unwrap_or(started).into(),
-            j.get("seed")
-                .and_then(Value::as_u64)
-                .map(|x| x as i64)
-                .into(),
-            b(j, "dry_run").unwrap_or(false).into(),
-            s(j, "brownout_version").into(),
-            i(j, "journal_version").into(),
-            j.get("target").and_then(|t| s(t, "kind")).into(),
-            j.get("target").and_then(|t| s(t, "url")).into(),
-            met("steady_state_before").into(),
-            met("steady_state_after").into(),
-            f(base, "error_rate").into(),
-            f(base, "p95_ms").into(),
-            s(breach, "gate").into(),
-            f(breach, "at_ms").into(),
-            f(breach, "value").into(),
-            f(breach, "limit").into(),
-            f(breach, "abort_latency_ms").into(),
-            f(rec, "faults_left_ms")
-                .or_else(|| f(breach, "last_fault_left_ms"))
-                .into(),
-            f(rec, "mttr_ms").into(),
-            b(rec, "recovered").into(),
-            now_ms.into(),
-        ];
+        id.into(),
+        name.as_str().into(),
+        file.into(),
+        s(j, "status").unwrap_or("unknown").into(),
+        s(j, "reason").unwrap_or("").into(),
+        started.into(),
+        i(j, "ended_unix_ms").unwrap_or(started).into(),
+        j.get("seed")
+            .and_then(Value::as_u64)
+            .map(|x| x as i64)
+            .into(),
+        b(j, "dry_run").unwrap_or(false).into(),
+        s(j, "brownout_version").into(),
+        i(j, "journal_version").into(),
+        j.get("target").and_then(|t| s(t, "kind")).into(),
+        j.get("target").and_then(|t| s(t, "url")).into(),
+        met("steady_state_before").into(),
+        met("steady_state_after").into(),
+        f(base, "error_rate").into(),
+        f(base, "p95_ms").into(),
+        s(breach, "gate").into(),
+        f(breach, "at_ms").into(),
+        f(breach, "value").into(),
+        f(breach, "limit").into(),
+        f(breach, "abort_latency_ms").into(),
+        f(rec, "faults_left_ms")
+            .or_else(|| f(breach, "last_fault_left_ms"))
+            .into(),
+        f(rec, "mttr_ms").into(),
+        b(rec, "recovered").into(),
+        now_ms.into(),
+    ];
     if version >= 3 {
         // Version 3's column, last as `ALTER TABLE … ADD COLUMN` put it.
         run.push(s(j, "gameday_id").into());
