@@ -2,52 +2,15 @@
 //! selector, the blast radius drawn per agent, and taints that cross servers with the agent
 //! that carries them — but never between agents.
 
+use super::silent_tests::{engine, incident, taints};
 use super::*;
-use crate::event::{Event, TaintEvent};
 use crate::session_key::namespaced;
 use serde_json::{json, Value};
 
-fn engine(faults: &str) -> Engine {
-    let yaml = format!("seed: 3\nfaults:\n{faults}");
-    let plan = Plan::from_str_named(&yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
-    Engine::new(plan, EngineConfig::default())
-}
-
-/// Call `tool` on session `s` at `ms`, answered with structured content `sc`; what the
-/// client got.
+/// Call `tool` on session `s` at `ms` (a multiple of 100), answered with structured content
+/// `sc`; what the client got (the silent tests' call, whose ids are tenths of a second).
 fn call(e: &mut Engine, s: &str, ms: u64, tool: &str, args: Value, sc: Value) -> Value {
-    let req = json!({"jsonrpc": "2.0", "id": ms, "method": "tools/call",
-                     "params": {"name": tool, "arguments": args}});
-    let t = Time::from_millis(ms);
-    e.on_message(
-        Side::Client,
-        s,
-        &serde_json::to_vec(&req).unwrap_or_default(),
-        t,
-    );
-    let resp = json!({"jsonrpc": "2.0", "id": ms, "result": {
-        "content": [{"type": "text", "text": sc.to_string()}], "structuredContent": sc}});
-    let bytes = serde_json::to_vec(&resp).unwrap_or_default();
-    let v = e.on_message(Side::Server, s, &bytes, t + Time(10));
-    let out = match v.forward {
-        crate::verdict::Forward::Replace(b) => b,
-        _ => bytes,
-    };
-    serde_json::from_slice::<Value>(&out).unwrap_or(Value::Null)["result"]["structuredContent"]
-        .clone()
-}
-
-fn incident(n: u64) -> Value {
-    json!({"id": format!("INC-{n}"), "service": format!("svc-{n}-api"), "title": "latency"})
-}
-
-fn taints(e: &mut Engine) -> Vec<TaintEvent> {
-    e.drain_events()
-        .filter_map(|ev| match ev {
-            Event::Taint(t) => Some(t),
-            _ => None,
-        })
-        .collect()
+    super::silent_tests::call(e, s, ms / 100, tool, args, sc)
 }
 
 const CORRUPT_INCIDENTS: &str =
@@ -174,14 +137,14 @@ fn an_agent_s_taints_outlive_one_server_s_session_and_close_with_its_last() {
     let mut e = engine(CORRUPT_INCIDENTS);
     let inc = namespaced("incidents", "label:a");
     let ops = namespaced("ops", "label:a");
-    call(&mut e, &ops, 50, "echo", json!({}), json!({}));
-    let got = call(&mut e, &inc, 100, "get_incident", json!({}), incident(3));
-    e.end_session(&inc, Time::from_millis(150));
+    call(&mut e, &ops, 100, "echo", json!({}), json!({}));
+    let got = call(&mut e, &inc, 200, "get_incident", json!({}), incident(3));
+    e.end_session(&inc, Time::from_millis(250));
     assert_eq!(e.summary().silent().unobserved, 0, "ops is still open");
     call(
         &mut e,
         &ops,
-        200,
+        300,
         "restart_service",
         json!({"service": got["service"]}),
         json!({}),
@@ -189,10 +152,10 @@ fn an_agent_s_taints_outlive_one_server_s_session_and_close_with_its_last() {
     assert_eq!(e.summary().silent().propagated, 1);
     // A second corrupted result, never acted on: it closes when the agent's last session
     // ends.
-    call(&mut e, &inc, 300, "get_incident", json!({}), incident(4));
-    e.end_session(&inc, Time::from_millis(350));
+    call(&mut e, &inc, 400, "get_incident", json!({}), incident(4));
+    e.end_session(&inc, Time::from_millis(450));
     assert_eq!(e.summary().silent().unobserved, 0);
-    e.end_session(&ops, Time::from_millis(400));
+    e.end_session(&ops, Time::from_millis(500));
     assert_eq!(e.summary().silent().unobserved, 1);
 }
 

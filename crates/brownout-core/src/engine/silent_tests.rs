@@ -5,7 +5,7 @@ use super::*;
 use crate::event::{Event, TaintEvent};
 use serde_json::{json, Value};
 
-fn engine(faults: &str) -> Engine {
+pub(super) fn engine(faults: &str) -> Engine {
     let yaml = format!("seed: 3\nfaults:\n{faults}");
     let plan = Plan::from_str_named(&yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
     Engine::new(plan, EngineConfig::default())
@@ -14,7 +14,7 @@ fn engine(faults: &str) -> Engine {
 const CORRUPT: &str = "  - {kind: corrupt, tools: [get_incident], path: /service}\n";
 
 /// Call `tool` with `args`, answered with structured content `sc`; what the client got.
-fn call(e: &mut Engine, s: &str, id: u64, tool: &str, args: Value, sc: Value) -> Value {
+pub(super) fn call(e: &mut Engine, s: &str, id: u64, tool: &str, args: Value, sc: Value) -> Value {
     let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                      "params": {"name": tool, "arguments": args}});
     let t = Time::from_millis(id * 100);
@@ -36,11 +36,11 @@ fn call(e: &mut Engine, s: &str, id: u64, tool: &str, args: Value, sc: Value) ->
         .clone()
 }
 
-fn incident(n: u64) -> Value {
+pub(super) fn incident(n: u64) -> Value {
     json!({"id": format!("INC-{n}"), "service": format!("svc-{n}-api"), "title": "latency"})
 }
 
-fn taints(e: &mut Engine) -> Vec<TaintEvent> {
+pub(super) fn taints(e: &mut Engine) -> Vec<TaintEvent> {
     e.drain_events()
         .filter_map(|ev| match ev {
             Event::Taint(t) => Some(t),
