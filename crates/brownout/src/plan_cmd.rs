@@ -1,13 +1,13 @@
 //! `brownout plan check|schema|kinds`: validate plans, print their schema, list fault kinds.
 
-use anyhow::Context;
 use brownout_core::faults::KINDS;
 use brownout_core::Plan;
 use std::path::Path;
 
 /// Read and compile a plan file; errors name the file, line, column and key.
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
-    let text = crate::input::read_document(path).context("cannot read the plan")?;
+    let text = crate::input::read_document(path)
+        .map_err(|e| anyhow::anyhow!("cannot read plan {}: {}", path.display(), e.reason()))?;
     Plan::from_str_named(&text, &path.display().to_string())
         .map_err(|e| anyhow::anyhow!("{}", crate::search::marks::explain(e)))
 }

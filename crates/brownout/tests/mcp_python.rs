@@ -876,7 +876,7 @@ fn over_streamable_http_legacy_and_stateless() {
         assert!(names(&doc, 0).contains(&"start_experiment".to_string()));
         let v = sc(&doc, 2);
         assert_eq!(v["decision"], "started", "{mode}: {v:#}");
-        assert_eq!(sc(&doc, 4)["state"], "running", "{mode}");
+        assert_eq!(sc(&doc, 4)["state"], "running", "{mode}: {:#}", sc(&doc, 4));
         if mode == "legacy" {
             // The client deleted its session on the way out: its run stopped.
             assert!(r.wait_clean(), "{mode}: faults left: {:?}", r.faults());

@@ -111,10 +111,27 @@ fn a_second_run_against_the_same_target_is_refused_until_the_first_dies() {
     .expect("write");
     let (code, j, _) = run(d, "other.yaml", &["--store", &store_arg]);
     assert_ne!(j["refusal"]["rule"], "target_lock", "{code}: {j:#}");
+    // A run told to wait (`--wait-for-target`, as `brownout mcp` starts them) does not give
+    // up while the first holds the target, and takes it once the first lets it go.
+    let waiter = {
+        let (d, store_arg) = (d.to_path_buf(), store_arg.clone());
+        std::thread::spawn(move || {
+            run(
+                &d,
+                "short.yaml",
+                &["--store", &store_arg, "--wait-for-target", "120"],
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !waiter.is_finished(),
+        "the waiting run gave up while the first held the target"
+    );
     // SIGKILL: no cleanup of brownout's own runs; the kernel releases the lock.
     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     let _ = first.wait();
-    let (code, j, text) = run(d, "short.yaml", &["--store", &store_arg]);
+    let (code, j, text) = waiter.join().expect("the waiting run");
     assert_eq!(code, 0, "{text}");
     assert_eq!(j["status"], "completed", "{j:#}");
 }

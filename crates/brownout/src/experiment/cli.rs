@@ -61,6 +61,11 @@ pub struct RunCmd {
     /// the approver of its approval flow.
     #[arg(long, value_name = "WHO")]
     pub ladder_skip_approved_by: Option<String>,
+    /// When another run holds the target, wait up to this many seconds for it to end instead
+    /// of refusing at once (`brownout mcp` passes 30: a run it stopped may still be running
+    /// its rollbacks).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait_for_target: u64,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -105,6 +110,7 @@ impl RunCmd {
             gameday: None,
             quiet: false,
             ladder_skip_approved_by: self.ladder_skip_approved_by,
+            wait_for_target: std::time::Duration::from_secs(self.wait_for_target.min(3600)),
         })
     }
 }

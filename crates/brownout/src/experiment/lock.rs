@@ -85,6 +85,24 @@ pub fn dir(keep: &crate::journal_cmd::KeepArgs) -> PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
+/// [`acquire`], trying again every 200 ms for up to `wait` while another run holds it (a
+/// run being stopped releases it once its rollbacks are done).
+pub fn acquire_within(
+    x: &Loaded,
+    dir: &Path,
+    wait: std::time::Duration,
+) -> Result<TargetLock, Busy> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match acquire(x, dir) {
+            Err(Busy::Held { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Take the lock for `x`'s target in `dir`.
 pub fn acquire(x: &Loaded, dir: &Path) -> Result<TargetLock, Busy> {
     let id = identity(x);

@@ -40,6 +40,8 @@ pub struct RunArgs {
     pub watch: super::stop::Watched,
     /// A person approved going above the ladder the store's history allows (who).
     pub ladder_skip_approved_by: Option<String>,
+    /// How long to wait for another run holding the target to end (zero: refuse at once).
+    pub wait_for_target: std::time::Duration,
     /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
     pub gameday: Option<String>,
     /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
@@ -140,7 +142,8 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         return finish(j, Status::Completed, a).map(Some);
     }
     // One run per target: held until this function returns (or the process dies).
-    let _lock = match super::lock::acquire(&x, &super::lock::dir(&a.keep)) {
+    let _lock = match super::lock::acquire_within(&x, &super::lock::dir(&a.keep), a.wait_for_target)
+    {
         Ok(l) => l,
         Err(busy) => {
             let detail = match busy {

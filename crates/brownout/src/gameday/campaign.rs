@@ -189,6 +189,7 @@ pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
             seed: None,
             dry_run: o.dry_run,
             ladder_skip_approved_by: None,
+            wait_for_target: std::time::Duration::ZERO,
             keep: KeepArgs {
                 store: o.store.clone(),
                 no_store: false,

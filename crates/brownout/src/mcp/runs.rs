@@ -200,6 +200,11 @@ impl Runs {
         if let Some(seed) = s.seed {
             cmd.arg("--seed").arg(seed.to_string());
         }
+        if command == "run" {
+            // A run this server stopped a moment ago may still hold the target while its
+            // rollbacks run: wait for it rather than refuse the next.
+            cmd.arg("--wait-for-target").arg("30");
+        }
         if let Some(who) = s.ladder_skip_approved_by {
             cmd.arg("--ladder-skip-approved-by").arg(who);
         }
