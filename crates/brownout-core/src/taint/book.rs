@@ -277,27 +277,23 @@ impl Book {
 
     /// The agent cancelled a request: every pending taint is noticed.
     pub fn cancelled(&mut self, request_seq: u64) -> Vec<Finding> {
-        let mut found = Vec::new();
-        for (t, _) in self
-            .taints
-            .iter_mut()
-            .filter(|(t, _)| t.class == Class::Pending && t.seq < request_seq)
-        {
-            t.class = Class::Noticed;
-            found.push(finding(t, Class::Noticed, Class::Pending));
-        }
-        found
+        self.noticed_where(|t| t.seq < request_seq)
     }
 
     /// The agent cancelled a request it sent at `sent_at`, on any of its servers: every
     /// pending taint it had received by then is noticed. (An agent's book spans several
     /// sessions, whose sequence numbers do not compare: their shared clock does.)
     pub fn cancelled_since(&mut self, sent_at: Time) -> Vec<Finding> {
+        self.noticed_where(|t| t.at <= sent_at)
+    }
+
+    /// Mark noticed every pending taint `before` holds for.
+    fn noticed_where(&mut self, before: impl Fn(&Taint) -> bool) -> Vec<Finding> {
         let mut found = Vec::new();
         for (t, _) in self
             .taints
             .iter_mut()
-            .filter(|(t, _)| t.class == Class::Pending && t.at <= sent_at)
+            .filter(|(t, _)| t.class == Class::Pending && before(t))
         {
             t.class = Class::Noticed;
             found.push(finding(t, Class::Noticed, Class::Pending));
