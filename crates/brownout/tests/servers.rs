@@ -129,6 +129,16 @@ fn run(dir: &Path, file: &Path) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), j)
 }
 
+/// The journal's `servers`, by name.
+fn servers_by_name(j: &Value) -> std::collections::BTreeMap<&str, &Value> {
+    j["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| (v["name"].as_str().unwrap_or_default(), v))
+        .collect()
+}
+
 /// What the ops server restarted, line by line.
 fn restarts(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("restarts.txt"))
@@ -172,12 +182,7 @@ fn a_value_corrupted_on_one_server_and_acted_on_at_another_is_counted_as_the_tar
     assert_eq!(s["noticed"].as_u64(), Some(0), "{s}");
     // Server by server: the changed results came from `incidents`; `ops` changed none, and
     // carried the restarts the ops server recorded.
-    let by: std::collections::BTreeMap<&str, &Value> = j["servers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| (v["name"].as_str().unwrap_or_default(), v))
-        .collect();
+    let by = servers_by_name(&j);
     let silent = |n: &str, k: &str| by[n]["silent"][k].as_u64();
     assert_eq!(silent("incidents", "altered"), Some(altered), "{j}");
     assert_eq!(silent("incidents", "propagated"), Some(propagated), "{j}");
@@ -226,12 +231,7 @@ fn a_fault_for_another_server_changes_nothing_and_nothing_is_tainted() {
     );
     // The fan-out, server by server: only `ops` failed calls, and only the tasks whose
     // deployments read succeeded restarted anything.
-    let by: std::collections::BTreeMap<&str, &Value> = j["servers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| (v["name"].as_str().unwrap_or_default(), v))
-        .collect();
+    let by = servers_by_name(&j);
     let errors = |n: &str| by[n]["errors"].as_u64().unwrap_or(u64::MAX);
     assert_eq!(errors("incidents"), 0, "{j}");
     assert!(errors("ops") > 0, "{j}");

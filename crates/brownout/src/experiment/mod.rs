@@ -31,6 +31,7 @@ pub mod production;
 pub mod recovery;
 pub mod remote;
 pub mod rollback;
+pub mod run_record;
 pub mod runner;
 pub mod servers;
 pub mod silent;
