@@ -34,53 +34,19 @@ impl McpServer {
             ..Entry::default()
         };
         let decide = |entry: &mut Entry, decision: &str, rule: Option<&str>, detail: String| {
-            entry.decision = decision.into();
-            entry.rule = rule.map(String::from);
-            entry.detail = detail.clone();
-            ctx.audit.write(entry.clone());
-            let v = json!({"decision": decision, "rule": rule, "detail": detail});
-            Ok(CallToolResponse::Complete(result(
-                v,
-                decision != "started" && decision != "approval_required",
-            )))
+            super::intake::decide(ctx, entry, decision, rule, detail)
         };
-        for forbidden in ["policy", "policy_file", "allow_run", "approved", "confirm"] {
-            if args.get(forbidden).is_some() {
-                return decide(
-                    &mut entry,
-                    "refused",
-                    Some("policy_fixed"),
-                    format!("`{forbidden}` cannot be set through MCP: the policy and approvals are the operator's (get_policy shows them)"),
-                );
-            }
-        }
-        if let Err(e) = super::args::check("start_gameday", args) {
-            entry.decision = "invalid".into();
-            entry.detail = e.message.to_string();
-            ctx.audit.write(entry);
-            return Err(e);
-        }
-        let Some(text) = args["gameday"].as_str() else {
-            return decide(
-                &mut entry,
-                "invalid",
-                None,
-                "`gameday` (the GameDay's text) is required".into(),
-            );
+        let text = match super::intake::text_of(
+            ctx,
+            &mut entry,
+            "start_gameday",
+            args,
+            "gameday",
+            "GameDay",
+        ) {
+            Ok(t) => t,
+            Err(answer) => return *answer,
         };
-        entry.digest = Some(super::audit::digest(text));
-        if text.len() > super::MAX_TEXT {
-            return decide(
-                &mut entry,
-                "invalid",
-                None,
-                format!(
-                    "the GameDay is {} bytes; at most {} through MCP",
-                    text.len(),
-                    super::MAX_TEXT
-                ),
-            );
-        }
         let file = if text.trim_start().starts_with('{') {
             "gameday.json"
         } else {

@@ -26,6 +26,7 @@ pub mod guard;
 pub mod history;
 pub mod http;
 pub mod http_limits;
+pub mod intake;
 pub mod ladder_skip;
 pub mod progress;
 pub mod read;
