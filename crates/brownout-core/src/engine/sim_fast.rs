@@ -26,7 +26,6 @@ use crate::faults::{Ctx, Targets};
 use crate::rng::{hash_str, salt, StreamKey};
 use crate::select::session_selected_hash;
 use crate::time::Time;
-use std::sync::Arc;
 
 /// The method every simulated call is.
 const METHOD: &str = "tools/call";
@@ -161,7 +160,8 @@ impl Engine {
         if site.faults.is_empty() {
             return out;
         }
-        let plan = Arc::clone(&self.plan);
+        // Borrowed beside `shared` and `summary` (other fields): no reference count per call.
+        let plan = &*self.plan;
         let seed = plan.seed;
         for &(i, always) in site.faults.iter() {
             let f = &plan.faults[i];

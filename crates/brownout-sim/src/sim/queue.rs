@@ -39,6 +39,14 @@ const SUMMARY: usize = WORDS / 64;
 /// No entry.
 const NIL: u32 = u32::MAX;
 
+/// Where the earliest event is.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Slot(usize),
+    Far,
+    Past,
+}
+
 #[derive(Clone, Copy)]
 struct Entry<T> {
     at: u64,
@@ -63,6 +71,13 @@ pub(super) struct EventQueue<T> {
     /// Events beyond the wheel: (time, insertion, entry).
     far: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
+    /// [`EventQueue::next_event`] while no event was pushed or taken (a run of client
+    /// timeouts, most of them stale, does not search the wheel again).
+    next: Option<Option<(u64, Place)>>,
+    /// Events scheduled before `base` (an attempt launched after its deadline passed times
+    /// out at the deadline): (time, insertion, entry). They go first, in that order, as on a
+    /// binary heap, and do not move the wheel.
+    past: BinaryHeap<Reverse<(u64, u64, u32)>>,
     timeouts: VecDeque<(u64, u32, u32)>,
 }
 
@@ -79,15 +94,15 @@ impl<T: Copy> EventQueue<T> {
             on_wheel: 0,
             far: BinaryHeap::new(),
             seq: 0,
+            next: None,
+            past: BinaryHeap::new(),
             timeouts: VecDeque::new(),
         }
     }
 
-    /// An event at `at`, which is never before the last event taken out (the simulation
-    /// schedules from the instant it handles; a time in the past runs at once).
+    /// An event at `at`.
     pub(super) fn push(&mut self, at: u64, ev: T) {
-        debug_assert!(at >= self.base, "an event scheduled in the past");
-        let at = at.max(self.base);
+        self.next = None;
         let e = Entry { at, ev, next: NIL };
         let i = match self.free.pop() {
             Some(i) => {
@@ -99,7 +114,10 @@ impl<T: Copy> EventQueue<T> {
                 (self.entries.len() - 1) as u32
             }
         };
-        if at - self.base < SLOTS as u64 {
+        if at < self.base {
+            self.seq += 1;
+            self.past.push(Reverse((at, self.seq, i)));
+        } else if at - self.base < SLOTS as u64 {
             self.link(i);
         } else {
             self.seq += 1;
@@ -158,19 +176,29 @@ impl<T: Copy> EventQueue<T> {
         Some(x * 64 + self.bits[x].trailing_zeros() as usize)
     }
 
-    /// The time of the earliest event and its slot on the wheel (`None`: it is in `far`).
-    fn next_event(&self) -> Option<(u64, Option<usize>)> {
+    /// The time of the earliest event and where it is.
+    fn next_event(&self) -> Option<(u64, Place)> {
+        if let Some(Reverse((at, _, _))) = self.past.peek() {
+            return Some((*at, Place::Past));
+        }
         match self.next_slot() {
             Some(s) => {
                 let ahead = (s as u64).wrapping_sub(self.base) & MASK;
-                Some((self.base + ahead, Some(s)))
+                Some((self.base + ahead, Place::Slot(s)))
             }
-            None => self.far.peek().map(|Reverse((at, _, _))| (*at, None)),
+            None => self.far.peek().map(|Reverse((at, _, _))| (*at, Place::Far)),
         }
     }
 
     /// Take the earliest event, found by [`EventQueue::next_event`].
-    fn take(&mut self, at: u64, slot: Option<usize>) -> Option<(u64, T)> {
+    fn take(&mut self, at: u64, place: Place) -> Option<(u64, T)> {
+        self.next = None;
+        if let Place::Past = place {
+            let Reverse((_, _, i)) = self.past.pop()?;
+            self.free.push(i);
+            let e = self.entries[i as usize];
+            return Some((e.at, e.ev));
+        }
         self.base = at;
         // Everything the wheel now reaches moves onto it, in (time, insertion) order,
         // before anything else can be pushed onto those slots.
@@ -181,7 +209,10 @@ impl<T: Copy> EventQueue<T> {
             self.far.pop();
             self.link(i);
         }
-        let s = slot.unwrap_or((at & MASK) as usize);
+        let s = match place {
+            Place::Slot(s) => s,
+            _ => (at & MASK) as usize,
+        };
         let i = self.head[s];
         if i == NIL {
             return None;
@@ -206,7 +237,7 @@ impl<T: Copy> EventQueue<T> {
         (self.head.capacity() + self.tail.capacity() + self.free.capacity()) * size_of::<u32>()
             + self.bits.capacity() * size_of::<u64>()
             + self.entries.capacity() * size_of::<Entry<T>>()
-            + self.far.capacity() * size_of::<Reverse<(u64, u64, u32)>>()
+            + (self.far.capacity() + self.past.capacity()) * size_of::<Reverse<(u64, u64, u32)>>()
             + self.timeouts.capacity() * size_of::<(u64, u32, u32)>()
     }
 
@@ -216,14 +247,21 @@ impl<T: Copy> EventQueue<T> {
     }
 
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
-        let event = self.next_event();
+        let event = match self.next {
+            Some(known) => known,
+            None => {
+                let found = self.next_event();
+                self.next = Some(found);
+                found
+            }
+        };
         let fifo_at = self.timeouts.front().map(|(t, _, _)| *t);
         match (event, fifo_at) {
             (None, None) => None,
             (Some((h, _)), Some(f)) if f < h => self.pop_timeout(),
             (None, Some(_)) => self.pop_timeout(),
-            (Some((at, slot)), _) => {
-                let (at, ev) = self.take(at, slot)?;
+            (Some((at, place)), _) => {
+                let (at, ev) = self.take(at, place)?;
                 Some(Due::Event(at, ev))
             }
         }
@@ -325,21 +363,23 @@ mod tests {
             let mut rng = SplitMix::new(seed);
             let (mut q, mut r) = (EventQueue::new(), Reference::default());
             let mut id = 0u32;
-            let mut now = 0u64;
+            let mut now: u64;
             let mut schedule =
                 |q: &mut EventQueue<u32>, r: &mut Reference, now: u64, rng: &mut SplitMix| {
                     for _ in 0..rng.below(4) {
-                        let delay = match rng.below(5) {
-                            0 => 0,
-                            1 => rng.below(4) as u64,
-                            2 => rng.below(50_000) as u64,
-                            3 => 1 << rng.below(40),
-                            _ => 30_000 + rng.below(20) as u64,
+                        let at = match rng.below(6) {
+                            0 => now,
+                            1 => now + rng.below(4) as u64,
+                            2 => now + rng.below(50_000) as u64,
+                            3 => now + (1 << rng.below(40)),
+                            // Now and then in the past (a deadline already gone).
+                            4 if rng.below(8) == 0 => now.saturating_sub(rng.below(300) as u64),
+                            _ => now + 30_000 + rng.below(20) as u64,
                         };
                         id += 1;
-                        q.push(now + delay, id);
+                        q.push(at, id);
                         r.seq += 1;
-                        r.heap.push(Reverse((now + delay, r.seq, id)));
+                        r.heap.push(Reverse((at, r.seq, id)));
                         if rng.below(3) == 0 {
                             q.push_timeout(now + 250_000, id, 1);
                             r.timeouts.push_back((now + 250_000, id, 1));
@@ -354,8 +394,10 @@ mod tests {
                 let (a, b) = (q.pop(), r.pop());
                 assert_eq!(a, b, "seed {seed}, item {popped}");
                 let Some(due) = a else { break };
+                // As the simulation does: the clock is the time of what it handles, which
+                // an event scheduled in the past sets back.
                 now = match due {
-                    Due::Event(t, _) | Due::Timeout(t, _, _) => t.max(now),
+                    Due::Event(t, _) | Due::Timeout(t, _, _) => t,
                 };
                 schedule(&mut q, &mut r, now, &mut rng);
                 popped += 1;
