@@ -130,6 +130,43 @@ client:
   rate_limiter: {rate_per_s: 1500, burst: 30, mode: queue}
 ";
 
+/// Pools, retries, a breaker and a rate limiter that queues: an attempt launched when its
+/// token comes can already be past its step's deadline, so its timeout is scheduled in the
+/// past (the event queue must order it as the old binary heap did).
+const QUEUED_LIMITER: &str = "name: mix-queue
+seed: 11
+tasks: 1500
+arrival: {mode: open, rate_per_s: 400}
+think_ms: 3
+task_deadline_ms: 400
+steps:
+  - deadline_ms: 150
+    calls:
+      - {tool: a, repeat: 2}
+      - {tool: b, critical: false}
+  - calls:
+      - {tool: c}
+servers:
+  - name: s1
+    concurrency: 4
+    replicas: 2
+    queue_timeout_ms: 40
+    tools:
+      a: {latency: {added_ms: 20, jitter_ms: 15}, error_rate: 0.05}
+      b: {latency: {distribution: pareto, scale_ms: 5, shape: 1.5}}
+  - name: s2
+    concurrency: 2
+    tools:
+      c: {latency: {distribution: normal, mean_ms: 30, stddev_ms: 10}, error_rate: 0.1}
+client:
+  timeout_ms: 100
+  degrade: true
+  deadline_aware: true
+  retries: {max_attempts: 4, backoff_ms: 5, multiplier: 3, jitter: 0.3, max_backoff_ms: 60, min_gap_ms: 2}
+  breaker: {mode: error_rate, threshold: 0.6, window: 30, min_calls: 10, open_ms: 100, half_open_probes: 2}
+  rate_limiter: {rate_per_s: 500, burst: 5, mode: queue}
+";
+
 const GATES: [&str; 4] = [
     "error_rate < 1% over 10s",
     "p99 < 800ms over 10s",
@@ -290,6 +327,15 @@ fn cases() -> Vec<Case> {
             opts: SimOptions {
                 keep_series: true,
                 gates: gates(&GATES),
+                ..SimOptions::default()
+            },
+        },
+        Case {
+            name: "queued-limiter-past-deadlines",
+            workload: QUEUED_LIMITER.to_string(),
+            plan: MIXED_PLAN.to_string(),
+            opts: SimOptions {
+                keep_series: true,
                 ..SimOptions::default()
             },
         },
