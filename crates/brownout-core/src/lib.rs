@@ -8,6 +8,7 @@
 
 pub mod capability;
 pub mod correlate;
+pub mod duration;
 pub mod engine;
 pub mod event;
 pub mod faults;
