@@ -355,20 +355,10 @@ impl Share {
     }
 }
 
-/// `"30s"` → 30 s; `None` for anything else.
+/// `"30s"` → 30 s (a unit written, at most a year: `brownout_core::duration::Rules::KEY`);
+/// `None` for anything else.
 pub fn parse_duration(s: &str) -> Option<Duration> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(secs).ok()
+    brownout_core::duration::parse(s, brownout_core::duration::Rules::KEY).ok()
 }
 
 /// A comparison from a tolerance: `">= 99%"` → (`>=`, 99.0); `"< 500ms"` → (`<`, 500.0 ms).

@@ -70,7 +70,7 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = 500)]
     pub max_evals: u64,
     /// Stop after this much wall time, e.g. `30s`.
-    #[arg(long, value_parser = brownout_relay::control::admin::parse_duration)]
+    #[arg(long, value_parser = brownout_core::duration::parse_flag)]
     pub time: Option<Duration>,
     /// Write the file back here with the barely-violating values.
     #[arg(short = 'o', long)]
