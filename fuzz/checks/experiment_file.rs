@@ -3,7 +3,7 @@
 //! Shared by the fuzz target `fuzz_targets/experiment_file.rs` and the corpus replay test
 //! `crates/brownout/tests/fuzz_corpus.rs` (stable toolchain, every `scripts/test`).
 
-use brownout::experiment::load::load_text;
+use brownout_experiment::experiment::load::load_text;
 use std::path::Path;
 
 /// One input: returns normally, or panics on a defect.

@@ -4,7 +4,7 @@
 //! Shared by the fuzz target `fuzz_targets/sse_parser.rs` and the corpus replay test
 //! `crates/brownout/tests/fuzz_corpus.rs` (stable toolchain, every `scripts/test`).
 
-use brownout::relay::sse::Parser;
+use brownout_relay::relay::sse::Parser;
 
 /// One input: returns normally, or panics on a defect.
 pub fn run(data: &[u8]) {

@@ -4,7 +4,7 @@
 //! Shared by the fuzz target `fuzz_targets/stdio_framing.rs` and the corpus replay test
 //! `crates/brownout/tests/fuzz_corpus.rs` (stable toolchain, every `scripts/test`).
 
-use brownout::relay::framing::{Frame, LineReader};
+use brownout_relay::relay::framing::{Frame, LineReader};
 
 /// One input: returns normally, or panics on a defect.
 pub fn run(data: &[u8]) {
