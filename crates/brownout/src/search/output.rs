@@ -120,7 +120,7 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
                     fmt_values(p, &seg.at(y)),
                     c.spread.unwrap_or(0.0) * 100.0,
                     c.method,
-                    if c.monotone { "" } else { ": NOT monotone, the majority of seeds decides" }
+                    if c.monotone || !f.adaptive.is_empty() { "" } else { ": NOT monotone, the majority of seeds decides" }
                 ),
                 _ => println!(
                     "{head}no crossing: {} seed(s) hold over the whole range, {} break at its start",
