@@ -82,7 +82,7 @@ fn seeds_that_never_cross_are_censored_not_dropped() {
     assert_eq!(o.stopped, Some("no crossing"));
     assert!(o.always_hold >= 3, "{}", o.always_hold);
     // A third hold everywhere: the median moves up, the interval still holds it.
-    let obj = |t: f64, seed: u64, _f: bool| if seed % 3 == 0 { 1.0 } else { 0.5 - t };
+    let obj = |t: f64, seed: u64, _f: bool| if seed.is_multiple_of(3) { 1.0 } else { 0.5 - t };
     let o = search(&obj, &settings(0.05, 2), &|_| {});
     let (m, (lo, hi)) = (o.median.expect("median"), o.interval.expect("interval"));
     assert!(

@@ -71,7 +71,7 @@ pub fn search(field: &dyn Field, s: &Settings, progress: &(dyn Fn(&str) + Sync))
         pop.truncate(ELITE);
         pop.extend(born);
         generation += 1;
-        if generation % 10 == 0 {
+        if generation.is_multiple_of(10) {
             let best = ev.nearest().map_or(f64::NAN, |i| ev.samples[i].norm());
             progress(&format!(
                 "genetic: generation {generation}, {} simulations, nearest breach at distance {best:.4}",

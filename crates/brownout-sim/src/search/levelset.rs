@@ -86,7 +86,7 @@ pub fn search(field: &dyn Field, s: &Settings, progress: &(dyn Fn(&str) + Sync))
         let xs: Vec<Vec<f64>> = ev.samples.iter().map(|p| p.x.clone()).collect();
         let ys: Vec<f64> = ev.samples.iter().map(|p| p.value()).collect();
         // The length scale is chosen afresh every fifth batch (a grid of fits), kept between.
-        if batches % 5 == 0 {
+        if batches.is_multiple_of(5) {
             length = None;
         }
         let Some(gp) = Gp::fit(&xs, &ys, noise, length) else {
@@ -144,7 +144,7 @@ pub fn search(field: &dyn Field, s: &Settings, progress: &(dyn Fn(&str) + Sync))
         }
         ev.eval(picks);
         batches += 1;
-        if batches % 10 == 0 {
+        if batches.is_multiple_of(10) {
             let best = ev.nearest().map_or(f64::NAN, |i| ev.samples[i].norm());
             progress(&format!(
                 "gaussian process: {} points, {} simulations, nearest breach at distance {best:.4}",
