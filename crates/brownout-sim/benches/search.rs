@@ -4,7 +4,9 @@
 //! plan and simulates).
 //!
 //! Run: `nice -n 5 cargo bench -p brownout-sim --bench search` (`SEARCH_BENCH=quick` for one
-//! round of each). It measures
+//! round of each and a reference from one long GP run; `SEARCH_BENCH_BUDGET` and
+//! `SEARCH_BENCH_SEEDS`: the 4-D cascade's budget, default 2400 simulations, and seeds a
+//! point, default 8). It measures
 //! 1. seeds per second on 1 and 2 threads (32 seeds' bisections, alternating rounds, medians);
 //! 2. adaptive seeds to ±0.01 on examples/search/cascade-search.yaml (`--precision 0.01`):
 //!    wall time, seeds, simulations, half width reached — three first seeds, medians;
@@ -212,10 +214,22 @@ fn main() {
     // 3b. The four-dimension cascade.
     let four = Marked::new("examples/search/cascade-4d.yaml");
     let field = |x: &[f64], s: u64| four.rho(x, s, false);
-    let budget = 2400u64;
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let budget = env("SEARCH_BENCH_BUDGET", 2400);
+    let seeds4 = env("SEARCH_BENCH_SEEDS", 8);
     let t = Instant::now();
-    let long_gp = levelset::search(&field as &dyn Field, &settings(8, 3 * budget, 99), &|_| {});
-    let long_ga = genetic::search(&field as &dyn Field, &settings(8, 3 * budget, 99), &|_| {});
+    let long = if quick { 2 } else { 3 } * budget;
+    let long_gp = levelset::search(&field as &dyn Field, &settings(seeds4, long, 99), &|_| {});
+    let long_ga = if quick {
+        long_gp.clone()
+    } else {
+        genetic::search(&field as &dyn Field, &settings(seeds4, long, 99), &|_| {})
+    };
     let reference = nearest(&long_gp).min(nearest(&long_ga));
     println!(
         "cascade 4-D reference: distance {reference:.4} (long gp {:.4}, long ga {:.4}; {:.0}s)",
@@ -226,10 +240,18 @@ fn main() {
     let (mut gp4, mut ga4, mut gp_secs, mut ga_secs) = (vec![], vec![], vec![], vec![]);
     for rng in (1..=3u64).take(rounds) {
         let t = Instant::now();
-        let g = levelset::search(&field as &dyn Field, &settings(8, budget, rng), &|_| {});
+        let g = levelset::search(
+            &field as &dyn Field,
+            &settings(seeds4, budget, rng),
+            &|_| {},
+        );
         gp_secs.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let a = genetic::search(&field as &dyn Field, &settings(8, budget, rng), &|_| {});
+        let a = genetic::search(
+            &field as &dyn Field,
+            &settings(seeds4, budget, rng),
+            &|_| {},
+        );
         ga_secs.push(t.elapsed().as_secs_f64());
         let (x, y) = (within(&g, reference), within(&a, reference));
         println!(
@@ -250,7 +272,8 @@ fn main() {
             "ga_median_simulations_to_1pct": median(ga_plane), "budget": 1500},
         "cascade_4d": {"reference": reference, "gp_median_simulations_to_1pct": median(gp4),
             "ga_median_simulations_to_1pct": median(ga4), "gp_median_seconds": median(gp_secs),
-            "ga_median_seconds": median(ga_secs), "budget": budget},
+            "ga_median_seconds": median(ga_secs), "budget": budget, "seeds_a_point": seeds4,
+            "reference_simulations": long},
     });
     let dir = repo().join("target/bench");
     let _ = std::fs::create_dir_all(&dir);

@@ -22,6 +22,10 @@
 //! lies wholly outside the region where the interval's ends can fall (the last interval,
 //! widened by its own width on each side): where far seeds are, only their side matters.
 //! Their wide brackets are still used as they are, so the interval stays honest.
+//!
+//! **Monotonicity** is checked on the first round's seeds (two extra points each, as in the
+//! fixed-seed search): enough to say whether seeds cross more than once, without paying two
+//! simulations more for every seed added.
 
 use super::{pool, Objective, SeedCrossing};
 use std::time::Instant;
@@ -74,8 +78,9 @@ pub struct Outcome {
     pub rounds: Vec<Round>,
     pub evals: u64,
     /// Seeds whose extra points contradicted a single crossing (their crossing is the one
-    /// the bisection found).
+    /// the bisection found), of the `checked` ones (the first round's).
     pub non_monotone: usize,
+    pub checked: usize,
     pub always_hold: usize,
     pub always_break: usize,
     /// A deadline cut a round: this result depends on the machine's speed.
@@ -105,6 +110,7 @@ fn one_seed(
     seed: u64,
     tol: f64,
     focus: (f64, f64),
+    check: bool,
     deadline: Option<Instant>,
 ) -> Option<(SeedCrossing, u64)> {
     let mut evals = 0u64;
@@ -150,7 +156,7 @@ fn one_seed(
     // Monotone where the bracket is fine: halfway below the hold holds, halfway above the
     // break breaks.
     if let (Some(h), Some(k)) = (c.hold, c.brk) {
-        if k - h <= tol {
+        if check && k - h <= tol {
             if late() {
                 return None;
             }
@@ -219,13 +225,18 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
     let mut focus = (0.0, 1.0);
     let mut next_size = s.initial.clamp(6, max_seeds.max(6)).min(max_seeds);
     let (mut stopped, mut timed_out, mut reached) = (None, false, false);
+    let mut checked = 0;
     let (mut median, mut interval);
     loop {
         let first = s.first_seed + seeds.len() as u64;
         let jobs: Vec<u64> = (first..first + next_size as u64).collect();
+        let check = rounds.is_empty();
         let done = pool::map(&jobs, s.threads, &|&seed| {
-            one_seed(obj, seed, tol, focus, s.deadline)
+            one_seed(obj, seed, tol, focus, check, s.deadline)
         });
+        if check {
+            checked = done.len();
+        }
         for r in done {
             match r {
                 Some((c, e)) => {
@@ -293,6 +304,7 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
     let barely = (median.is_some() && !brks.is_empty()).then(|| median_of(&mut brks));
     Outcome {
         non_monotone: seeds.iter().filter(|c| !c.monotone).count(),
+        checked,
         always_hold: seeds.iter().filter(|c| bracket(c) == (1.0, 1.0)).count(),
         always_break: seeds.iter().filter(|c| bracket(c) == (0.0, 0.0)).count(),
         half_width: half_width(median, interval),

@@ -31,7 +31,7 @@ fn seeds_are_added_until_the_median_is_known_to_the_precision() {
     assert!(lo <= 0.4 && 0.4 <= hi, "{lo} {hi}");
     // More than one round, more than the first eight seeds.
     assert!(o.rounds.len() > 1 && o.seeds.len() > 8, "{:?}", o.rounds);
-    assert_eq!(o.non_monotone, 0);
+    assert_eq!((o.non_monotone, o.checked), (0, 8));
     // Focus: far seeds stop early, so fewer than 9 simulations a seed on average.
     assert!(
         (o.evals as f64) < 9.0 * o.seeds.len() as f64,
@@ -97,4 +97,21 @@ fn the_rank_gives_at_least_95_percent() {
     assert_eq!(interval_rank(8), 1);
     assert_eq!(interval_rank(10), 2);
     assert_eq!(interval_rank(100), 40);
+}
+
+#[test]
+fn seeds_that_cross_twice_are_counted_among_those_checked() {
+    // Every fourth seed holds again in a band above its crossing (where the check looks:
+    // halfway from the break to the end).
+    let obj = |t: f64, seed: u64, _f: bool| {
+        if seed.is_multiple_of(4) && (0.64..0.76).contains(&t) {
+            0.1
+        } else {
+            spread(t, seed, false)
+        }
+    };
+    let o = search(&obj, &settings(0.02, 2), &|_| {});
+    assert_eq!(o.checked, 8);
+    assert_eq!(o.non_monotone, 2, "{:?}", o.rounds);
+    assert!(o.median.is_some());
 }

@@ -42,6 +42,7 @@ pub fn adaptive_json(f: &Found) -> Vec<Value> {
                 "reached": o.reached,
                 "stopped": o.stopped,
                 "non_monotone": o.non_monotone,
+                "checked": o.checked,
                 "timed_out": o.timed_out,
             })
         })
@@ -80,9 +81,9 @@ pub fn adaptive_lines(p: &Problem, a: &SearchArgs, f: &Found, k: usize) {
     }
     if o.non_monotone > 0 {
         println!(
-            "  {} of {} seeds cross more than once (their crossing is the one bisection found)",
+            "  {} of the {} seeds checked (the first round's) cross more than once; a seed's crossing is the one bisection found",
             o.non_monotone,
-            o.seeds.len()
+            o.checked
         );
     }
 }
