@@ -24,6 +24,7 @@ pub mod design;
 pub mod events;
 pub mod experiment;
 pub mod faults_cmd;
+pub mod faults_fleet;
 pub mod fixture;
 pub mod gameday;
 pub mod http_guard;
