@@ -50,7 +50,7 @@ impl Source {
                     let per: Counts = answered
                         .iter()
                         .enumerate()
-                        .filter_map(|(i, c)| c.get(tool).map(|s| (i.to_string(), s.clone())))
+                        .filter_map(|(i, c)| c.get(tool).map(|s| (i.to_string(), *s)))
                         .collect();
                     (tool.clone(), total(&per))
                 })
