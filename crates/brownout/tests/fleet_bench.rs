@@ -42,12 +42,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn experiment(lab: &Lab, dir: &std::path::Path, seed: u64, gate: &str, secs: u32) -> String {
+/// An experiment on the first `n` relays of the lab.
+fn experiment(
+    lab: &Lab,
+    dir: &std::path::Path,
+    n: usize,
+    seed: u64,
+    gate: &str,
+    secs: u32,
+) -> String {
     std::fs::write(dir.join("workload.yaml"), WORKLOAD).expect("workload");
     std::fs::write(dir.join("policy.yaml"), "ladder: [\"100%\"]\n").expect("policy");
     let fleet: Vec<String> = lab
         .hosts
         .iter()
+        .take(n)
         .map(|h| format!("{{url: \"{}\", admin: \"{}\"}}", h.url(), h.admin()))
         .collect();
     let text = format!(
@@ -109,12 +118,20 @@ fn bench_fleet_of_8() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let lease = brownout::experiment::remote::LEASE.as_secs_f64() * 1000.0;
-    let (mut breach_to_removed, mut removal_all) = (Vec::new(), Vec::new());
+    let (mut breach_to_removed, mut removal_all, mut one_relay) =
+        (Vec::new(), Vec::new(), Vec::new());
     let (mut lapse, mut removal_reachable, mut poll) = (Vec::new(), Vec::new(), Vec::new());
     for k in 0..runs {
         // A: every relay reachable; the gate breaches as soon as its window fills.
         let dir = common::tmp();
-        let file = experiment(&lab, dir.path(), 100 + k, "error_rate < 1% over 1s", 60);
+        let file = experiment(
+            &lab,
+            dir.path(),
+            HOSTS,
+            100 + k,
+            "error_rate < 1% over 1s",
+            60,
+        );
         let mut child = run(&lab, dir.path(), &file);
         let code = support::wait_exit(&mut child, 120);
         let j = support::journal(dir.path());
@@ -128,9 +145,19 @@ fn bench_fleet_of_8() {
         breach_to_removed.push(last(&r) - at);
         removal_all.push(last(&r) - start);
 
+        // The reference, in the same run: the same breach with a fleet of one relay.
+        let dir = common::tmp();
+        let file = experiment(&lab, dir.path(), 1, 300 + k, "error_rate < 1% over 1s", 60);
+        let mut child = run(&lab, dir.path(), &file);
+        let code = support::wait_exit(&mut child, 120);
+        let j = support::journal(dir.path());
+        assert_eq!(code, 1, "not aborted: {}", j["reason"]);
+        let at = j["breach"]["at_ms"].as_f64().expect("breach");
+        one_relay.push(last(&removed(&j)) - at);
+
         // B: one host cut off, then the run interrupted.
         let dir = common::tmp();
-        let file = experiment(&lab, dir.path(), 200 + k, "p99 < 60s over 2s", 120);
+        let file = experiment(&lab, dir.path(), HOSTS, 200 + k, "p99 < 60s over 2s", 120);
         let mut child = run(&lab, dir.path(), &file);
         wait_all_on(&lab);
         let cut = HOSTS - 1;
@@ -159,15 +186,19 @@ fn bench_fleet_of_8() {
             .expect("removal start");
         removal_reachable.push(last(&r) - start);
         eprintln!(
-            "run {k}: breach→removed {:.1} ms (removal {:.1} ms); cut relay lapsed {:.0} ms after the cut, reachable removed in {:.1} ms",
-            breach_to_removed[k as usize], removal_all[k as usize], gone, removal_reachable[k as usize]
+            "run {k}: breach→removed {:.1} ms (removal {:.1} ms; one relay {:.1} ms); cut relay lapsed {:.0} ms after the cut, reachable removed in {:.1} ms",
+            breach_to_removed[k as usize], removal_all[k as usize], one_relay[k as usize], gone, removal_reachable[k as usize]
         );
     }
     println!("fleet of {HOSTS} relays on {HOSTS} hosts, {runs} runs each (medians):");
+    let (eight, one) = (median(breach_to_removed), median(one_relay));
     println!(
-        "  breach → every fault removed (all reachable): {:.1} ms (removal alone {:.1} ms)",
-        median(breach_to_removed),
+        "  breach → every fault removed (all reachable): {eight:.1} ms (removal alone {:.1} ms)",
         median(removal_all)
+    );
+    println!(
+        "  reference, a fleet of one relay: {one:.1} ms; ratio 8 relays / 1 relay = {:.2}",
+        eight / one
     );
     println!(
         "  one relay cut off: the 7 reachable removed in {:.1} ms from the removal's start",

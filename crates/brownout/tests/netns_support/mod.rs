@@ -195,7 +195,38 @@ impl Lab {
             me.hosts[i].relay = Some(child);
         }
         me.wait_ready(brownout);
+        me.warm(brownout);
         Some(me)
+    }
+
+    /// Add and remove a fault on every relay: a relay's first fault costs it the most (its
+    /// plan checks warm up), and on a busy debug build that first one can take seconds —
+    /// the tests and the benchmark are about what comes after.
+    fn warm(&self, brownout: &str) {
+        for h in &self.hosts {
+            let admin = h.admin();
+            for args in [
+                vec![
+                    "add",
+                    "--ttl",
+                    "10s",
+                    "{id: warm-up, kind: latency, added_ms: 1}",
+                ],
+                vec!["rm", "warm-up"],
+            ] {
+                let out = std::process::Command::new("ip")
+                    .args(["netns", "exec", &self.lab, brownout, "faults"])
+                    .args(&args)
+                    .args(["--admin", &admin, "--token", TOKEN])
+                    .output()
+                    .expect("faults add/rm");
+                assert!(
+                    out.status.success(),
+                    "warming {admin}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
     }
 
     /// Create namespace `ns` (unless it is the runner's, made here too) joined to the
