@@ -83,7 +83,7 @@ pub struct SearchArgs {
     pub max_evals: Option<u64>,
     /// Stop after this much wall time, e.g. `30s` (a search cut by time is not
     /// reproducible; it says so).
-    #[arg(long, alias = "time-budget", value_parser = brownout_relay::control::admin::parse_duration)]
+    #[arg(long, alias = "time-budget", value_parser = brownout_core::duration::parse_flag)]
     pub time: Option<Duration>,
     /// Write the file back here with the barely-violating values.
     #[arg(short = 'o', long)]
