@@ -8,7 +8,7 @@
 //! (the one writer loop of every stdio side: the client's stdout, a server's stdin).
 
 use brownout_core::jsonrpc::{TopId, TopLevelId};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -72,6 +72,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     let room = PREFIX.saturating_sub(line.len());
                     line.extend_from_slice(&chunk[..room.min(chunk.len())]);
                 } else {
+                    // Room for the line ending a fast lane adds (see `super::lane`).
+                    line.reserve(chunk.len() + 1);
                     line.extend_from_slice(chunk);
                 }
                 let used = done.unwrap_or(buf.len());
@@ -119,53 +121,14 @@ pub fn oversized_error(size: usize, id: &TopId, max: usize) -> Option<Vec<u8>> {
 /// Write messages from `rx` as lines, in batches, flushing whenever the queue runs dry.
 /// When `close` fires (or its sender is dropped), what is queued is written and the writer
 /// ends, closing `w` (EOF to a server's stdin). After a failed write (the reader is gone)
-/// the writer ends; what still comes is dropped.
+/// the writer ends; what still comes is dropped. (The loop is [`super::lane::spawn`],
+/// which also gives the writer a fast lane.)
 pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
-    mut w: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut close: Option<oneshot::Receiver<()>>,
+    w: W,
+    rx: mpsc::Receiver<Vec<u8>>,
+    close: Option<oneshot::Receiver<()>>,
 ) -> JoinHandle<()> {
-    /// A batch is written once it is this big, even if more is queued.
-    const BATCH: usize = 1 << 20;
-    tokio::spawn(async move {
-        loop {
-            let mut batch = Vec::new();
-            let closing = tokio::select! {
-                biased;
-                m = rx.recv() => match m {
-                    Some(m) => {
-                        batch.extend_from_slice(&m);
-                        batch.push(b'\n');
-                        false
-                    }
-                    None => break,
-                },
-                _ = closed(&mut close) => true,
-            };
-            while closing || batch.len() <= BATCH {
-                let Ok(more) = rx.try_recv() else { break };
-                batch.extend_from_slice(&more);
-                batch.push(b'\n');
-            }
-            if !batch.is_empty() && (w.write_all(&batch).await.is_err() || w.flush().await.is_err())
-            {
-                break;
-            }
-            if closing {
-                break;
-            }
-        }
-    })
-}
-
-/// Resolves when `close` fires or its sender is dropped; never without one.
-async fn closed(close: &mut Option<oneshot::Receiver<()>>) {
-    match close {
-        Some(c) => {
-            let _ = c.await;
-        }
-        None => std::future::pending().await,
-    }
+    super::lane::spawn(w, rx, close).0
 }
 
 #[cfg(test)]

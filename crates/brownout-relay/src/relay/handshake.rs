@@ -19,6 +19,11 @@ pub struct Handshake {
 impl Handshake {
     /// Keep the client's `initialize` request and `initialized` notification.
     pub fn remember(&self, bytes: &[u8]) {
+        // Both methods spell `initialize`; any other message (nearly all of them) is passed
+        // over on a byte search instead of being parsed a second time.
+        if memchr::memmem::find(bytes, b"initialize").is_none() {
+            return;
+        }
         let Message::Single(v) = classify(bytes) else {
             return;
         };

@@ -18,6 +18,7 @@ pub mod http_back;
 pub mod http_front;
 pub mod http_serve;
 pub mod http_sessions;
+pub mod lane;
 pub mod layers;
 pub mod sse;
 pub mod sse_stream;
@@ -447,6 +448,15 @@ where
             held: Arc::new(Mutex::new(None)),
             hold_token: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Whether no message of this direction is held by a reorder (a plain pass may then
+    /// take a fast lane: nothing has to follow it out).
+    pub fn holds_nothing(&self) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     }
 
     fn take_held(&self) -> Option<D> {

@@ -11,8 +11,9 @@
 //! exits 0 once it is gone, as `proxy http` does.
 
 use super::child::{describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess};
-use super::framing::{oversized_error, spawn_writer, Frame, LineReader};
+use super::framing::{oversized_error, Frame, LineReader};
 use super::handshake::{is_response_to, Handshake};
+use super::lane::{self, Lane};
 use super::layers::{self, Back};
 use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
 use super::{Driver, Outbox, Pipe, Relay, OUTBOX_DEPTH};
@@ -51,7 +52,8 @@ pub struct StdioOptions {
 /// Where the client's messages go: to the current server, or nowhere (why, in words).
 #[derive(Clone)]
 enum Gate {
-    Up(Pipe),
+    /// The current server: its pipe, and the fast lane to its stdin.
+    Up(Pipe, Lane),
     Down(String),
 }
 
@@ -69,6 +71,8 @@ struct Supervisor {
     spec: ChildSpec,
     relay: Arc<Relay>,
     to_client: Outbox,
+    /// The fast lane to the client's stdout, for the server's untouched messages.
+    client_lane: Lane,
     process: ProcessHandle,
     gate: watch::Sender<Gate>,
     handshake: Arc<Handshake>,
@@ -86,20 +90,27 @@ impl Supervisor {
         };
         let (to_server, rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
         let (close, close_rx) = oneshot::channel();
-        spawn_writer(stdin, rx, Some(close_rx));
+        let server_lane = lane::spawn(stdin, rx, Some(close_rx)).1.lane(&to_server);
         self.process.set(process.pid);
         let s2c = Pipe::new(
             self.to_client.clone(),
             to_server.clone(),
             Some(self.process.clone()),
         );
-        let reader = spawn_reader(Arc::clone(&self.relay), s2c, swallow, stdout, self.max);
+        let reader = spawn_reader(
+            Arc::clone(&self.relay),
+            s2c,
+            self.client_lane.clone(),
+            swallow,
+            stdout,
+            self.max,
+        );
         let c2s = Pipe::new(
             to_server,
             self.to_client.clone(),
             Some(self.process.clone()),
         );
-        self.gate.send_replace(Gate::Up(c2s));
+        self.gate.send_replace(Gate::Up(c2s, server_lane));
         Ok(Generation {
             process,
             reader,
@@ -153,12 +164,13 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let client_writer = spawn_writer(output, to_client_rx, None);
+    let (client_writer, writer) = lane::spawn(output, to_client_rx, None);
     let (gate, mut gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
     let sup = Supervisor {
         spec,
         relay: Arc::clone(&relay),
         to_client: to_client.clone(),
+        client_lane: writer.lane(&to_client),
         process: ProcessHandle::default(),
         gate,
         handshake: Arc::new(Handshake::default()),
@@ -328,9 +340,9 @@ impl Back for ChildGate {
             self.current = self.gate.borrow_and_update().clone();
         }
         match &self.current {
-            Gate::Up(pipe) => {
+            Gate::Up(pipe, lane) => {
                 self.handshake.remember(&bytes);
-                pipe.execute(v, bytes).await;
+                lane::carry(pipe, lane, v, bytes).await;
             }
             Gate::Down(why) => refuse(&self.relay, &self.to_client, v, why).await,
         }
@@ -354,6 +366,7 @@ async fn refuse(relay: &Relay, to_client: &Outbox, v: Verdict, why: &str) {
 fn spawn_reader(
     relay: Arc<Relay>,
     pipe: Pipe,
+    lane: Lane,
     mut swallow: Option<jsonrpc::Id>,
     stdout: ChildStdout,
     max: usize,
@@ -384,7 +397,7 @@ fn spawn_reader(
                 },
             };
             let v = relay.handle(Side::Server, SESSION, &bytes);
-            pipe.execute(v, bytes).await;
+            lane::carry(&pipe, &lane, v, bytes).await;
         }
     })
 }
