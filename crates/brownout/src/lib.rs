@@ -13,7 +13,8 @@
 //!   from a goal (`brownout design`, `design_experiments`);
 //! - [`gameday`]: escalating series of experiments, scored (`brownout gameday`);
 //! - [`store`] (the journal store), [`report`] (reports from journals) and [`journal_cmd`]
-//!   (`brownout journal`).
+//!   (`brownout journal`);
+//! - [`otlp`]: OpenTelemetry spans over OTLP/HTTP (`--otlp URL`).
 
 pub mod calibrate;
 pub mod client;
@@ -32,6 +33,7 @@ pub mod input;
 pub mod journal_cmd;
 pub mod load;
 pub mod mcp;
+pub mod otlp;
 pub mod plan_cmd;
 pub mod probe;
 pub mod relay;

@@ -163,6 +163,8 @@ pub(crate) struct CommonArgs {
     /// Start although the environment is marked production (BROWNOUT_ENV or --label).
     #[arg(long)]
     i_know_this_is_production: bool,
+    #[command(flatten)]
+    otlp: brownout::otlp::OtlpArgs,
 }
 
 #[derive(Args)]
@@ -220,6 +222,7 @@ async fn setup(
         idle_session_ttl,
         seed: c.seed,
         driver,
+        otlp: c.otlp.start("proxy")?,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
     if c.plan.is_none() {
