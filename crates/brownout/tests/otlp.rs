@@ -286,6 +286,71 @@ fn a_span_per_relayed_call_with_its_faults_continuing_the_clients_trace() {
 }
 
 #[test]
+fn the_http_relay_exports_a_span_per_call_too() {
+    let dir = tmp();
+    let receiver = Receiver::start(dir.path());
+    let (_server, upstream) = common::http::python_http(&[]);
+    let plan = common::http::plan_file(
+        dir.path(),
+        "seed: 5\nfaults:\n  - {id: add-fails, kind: error, tools: [add], probability: 0.5, phase: request, code: -32001}\n",
+    );
+    let events = dir.path().join("events.jsonl").display().to_string();
+    let (relay, url) = common::http::brownout_http(&[
+        "--plan",
+        &plan,
+        "--events",
+        &events,
+        "--otlp",
+        &receiver.url,
+        "--upstream",
+        &upstream,
+    ]);
+    let mut sent = BTreeSet::new();
+    let script: Vec<Value> = (0..10)
+        .map(|i| {
+            let (tp, span) = traceparent(100 + i);
+            sent.insert(span);
+            json!({"op": "call_tool", "name": "add", "arguments": {"a": i, "b": 2}, "meta": {"traceparent": tp}})
+        })
+        .collect();
+    let report = common::http::py_http(&url, &[], Value::Array(script));
+    assert_eq!(report["completed"], true, "{report:#}");
+    let stderr = {
+        let text = relay.stderr.clone();
+        assert!(relay.stop().is_some(), "the relay stops on SIGTERM");
+        let text = text.lock().map(|s| s.clone()).unwrap_or_default();
+        text
+    };
+    let calls = call_events(dir.path());
+    let by_call = call_spans(&receiver.spans());
+    assert_eq!(by_call.len(), calls.len(), "{stderr}");
+    assert!(stderr.contains(", 0 dropped"), "{stderr}");
+    let tool_calls: Vec<&Value> = by_call
+        .values()
+        .filter(|s| attr(s, "mcp.method.name") == "tools/call")
+        .collect();
+    assert_eq!(tool_calls.len(), 10);
+    let parents: BTreeSet<String> = tool_calls
+        .iter()
+        .map(|s| s["parent_span_id"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(parents, sent);
+    let failed = tool_calls
+        .iter()
+        .filter(|s| attr(s, "brownout.fault.ids") == &json!(["add-fails"]))
+        .count();
+    let failed_calls = calls
+        .iter()
+        .filter(|c| c["faults"] == json!(["add-fails"]))
+        .count();
+    assert_eq!(failed, failed_calls);
+    assert!((1..10).contains(&failed), "{failed}");
+    assert!(tool_calls.iter().all(|s| attr(s, "brownout.session")
+        .as_str()
+        .is_some_and(|k| k.starts_with("http-"))));
+}
+
+#[test]
 fn a_dead_collector_costs_the_calls_nothing_and_the_dropped_spans_are_counted() {
     let dir = tmp();
     let dead = format!("http://127.0.0.1:{}", free_port());
