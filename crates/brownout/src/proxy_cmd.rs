@@ -225,6 +225,7 @@ async fn setup(
         otlp: c.otlp.start("proxy")?,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
+    control::otlp_metrics::spawn(&relay);
     if c.plan.is_none() {
         control::reload::spawn_without_plan()?;
     }
@@ -250,6 +251,13 @@ async fn setup(
 
 async fn finish(relay: &Relay, c: &CommonArgs) {
     let report = relay.finish().await;
+    if let Some(hook) = relay.otlp() {
+        // The last figures and spans leave (a few seconds at most), then a line says how
+        // many.
+        control::otlp_metrics::push_now(relay);
+        let otlp = hook.exporter().clone();
+        let _ = tokio::task::spawn_blocking(move || otlp.close()).await;
+    }
     if c.json {
         match serde_json::to_string(&serde_json::json!({ "summary": report })) {
             Ok(line) => eprintln!("{line}"),

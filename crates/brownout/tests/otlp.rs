@@ -59,6 +59,17 @@ impl Receiver {
         }
     }
 
+    /// The last export of metric `name` (cumulative: the last is the whole count).
+    fn last_metric(&self, name: &str) -> Option<Value> {
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] == "metric" && v["name"] == name)
+            .last()
+            .map(|v| v["metric"].clone())
+    }
+
     /// Every span received so far.
     fn spans(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.out)
@@ -283,6 +294,29 @@ fn a_span_per_relayed_call_with_its_faults_continuing_the_clients_trace() {
         .iter()
         .all(|s| s["resource"]["service.name"] == "brownout"
             && s["resource"]["brownout.command"] == "proxy"));
+
+    // The relay's metrics too: its last export counts every call and every injection.
+    let sum = |m: &Value| -> u64 {
+        m["sum"]["data_points"]
+            .as_array()
+            .map(|points| {
+                points
+                    .iter()
+                    .filter_map(|p| p["as_int"].as_str().and_then(|n| n.parse::<u64>().ok()))
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let m = receiver.last_metric("brownout.calls").expect("brownout.calls exported");
+    assert_eq!(m["sum"]["is_monotonic"], true, "{m:#}");
+    assert_eq!(sum(&m), calls.len() as u64, "{m:#}");
+    let injections = common::events_at(&dir.path().join("events.jsonl"))
+        .iter()
+        .filter(|e| e["type"] == "fault")
+        .count() as u64;
+    let m = receiver.last_metric("brownout.injections").expect("injections");
+    assert_eq!(sum(&m), injections, "{m:#}");
+    assert!(receiver.last_metric("brownout.call.duration").is_some());
 }
 
 #[test]

@@ -70,6 +70,11 @@ impl CallHook {
         self.otlp.status()
     }
 
+    /// The relay's time 0, in Unix nanoseconds.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// The exporter this hook feeds.
     pub fn exporter(&self) -> &Otlp {
         &self.otlp
@@ -143,9 +148,13 @@ impl CallSpans {
     /// calls is forgotten; returns how many calls they completed.
     pub fn skip(&mut self, events: &[Event]) -> u64 {
         let mut calls = 0;
+        let held = !self.faults.map.is_empty() || !self.parents.map.is_empty();
         for e in events {
             if let Event::Call(c) = e {
                 calls += 1;
+                if !held {
+                    continue;
+                }
                 let session = c.session.clone();
                 self.faults.remove(&(session.clone(), c.seq));
                 if let Some(id) = &c.id {
@@ -413,6 +422,26 @@ mod tests {
             vec![("brownout.fault.http_status".to_string(), Value::Int(503))]
         );
         assert!(f("dropped").is_empty());
+    }
+
+    #[test]
+    fn calls_skipped_while_the_collector_is_down_are_counted_and_forgotten() {
+        let mut spans = CallSpans::default();
+        let parent = Parent {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            sampled: true,
+        };
+        spans.parent("s".into(), "n:1".into(), parent, None);
+        let events = vec![
+            fault("s", 1, "delay 1ms"),
+            call("s", 1, &["slow"], Outcome::Ok),
+            call("s", 2, &[], Outcome::Ok),
+        ];
+        assert_eq!(spans.skip(&events), 2);
+        assert!(spans.parents.map.is_empty());
+        // Fault records are not held while the collector is down.
+        assert!(spans.faults.map.is_empty());
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub(super) enum Item {
         parent: Parent,
         state: Option<String>,
     },
+    /// A snapshot of metrics, sent on its own (`/v1/metrics`).
+    Metrics(Box<super::metrics::Snapshot>),
     /// Export what is held, then answer (a plain channel: the caller may be outside any
     /// runtime).
     Flush(std::sync::mpsc::Sender<()>),
@@ -62,6 +64,9 @@ pub struct Counters {
     pub dropped: AtomicU64,
     /// Export requests that failed.
     pub failed_exports: AtomicU64,
+    /// Metric snapshots the collector took, and those lost (queue full, export failed).
+    pub metrics_exported: AtomicU64,
+    pub metrics_dropped: AtomicU64,
     /// Why the last export failed.
     pub last_error: Mutex<Option<String>>,
 }
@@ -81,7 +86,8 @@ impl Queue {
     }
 }
 
-/// Start the exporter thread for `url` (the collector's `/v1/traces`).
+/// Start the exporter thread for `url` (the collector's `/v1/traces`; metrics go to its
+/// sibling `/v1/metrics`).
 pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Result<Queue> {
     let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
     let counters = Arc::new(Counters::default());
@@ -96,8 +102,13 @@ pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Resu
         .no_proxy()
         .build()
         .map_err(std::io::Error::other)?;
+    let metrics_url = match url.strip_suffix("/v1/traces") {
+        Some(base) => format!("{base}/v1/metrics"),
+        None => url.clone(),
+    };
     let worker = Worker {
         url,
+        metrics_url,
         service,
         client,
         counters: Arc::clone(&counters),
@@ -113,6 +124,7 @@ pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Resu
 
 struct Worker {
     url: String,
+    metrics_url: String,
     service: Vec<(String, Value)>,
     client: reqwest::Client,
     counters: Arc<Counters>,
@@ -128,6 +140,7 @@ impl Worker {
         loop {
             let wait = FLUSH_EVERY.saturating_sub(last.elapsed());
             match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(Some(Item::Metrics(m))) => self.send_metrics(&m).await,
                 Ok(Some(item)) => {
                     if let Some(done) = self.take(item) {
                         self.export().await;
@@ -166,6 +179,7 @@ impl Worker {
                 parent,
                 state,
             } => self.calls.parent(session, key, parent, state),
+            Item::Metrics(_) => {} // sent by `run`, never queued here
             Item::Flush(done) => return Some(done),
         }
         None
@@ -186,14 +200,35 @@ impl Worker {
 
     async fn send(&mut self, spans: &[Span]) {
         let n = spans.len() as u64;
-        if self.quiet() {
-            self.counters.dropped.fetch_add(n, Ordering::Relaxed);
-            return;
-        }
-        let body = span::request(&self.service, spans).encode_to_vec();
+        let ok = !self.quiet() && {
+            let body = span::request(&self.service, spans).encode_to_vec();
+            let url = self.url.clone();
+            self.post(&url, body).await
+        };
+        let c = if ok { &self.counters.exported } else { &self.counters.dropped };
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    async fn send_metrics(&mut self, m: &super::metrics::Snapshot) {
+        let ok = !self.quiet() && {
+            let body = super::metrics::request(&self.service, m).encode_to_vec();
+            let url = self.metrics_url.clone();
+            self.post(&url, body).await
+        };
+        let c = if ok {
+            &self.counters.metrics_exported
+        } else {
+            &self.counters.metrics_dropped
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// POST one export; a failure is counted, remembered, and quiets the exporter for
+    /// [`BACKOFF`].
+    async fn post(&mut self, url: &str, body: Vec<u8>) -> bool {
         let sent = self
             .client
-            .post(&self.url)
+            .post(url)
             .header("content-type", "application/x-protobuf")
             .body(body)
             .send()
@@ -203,22 +238,18 @@ impl Worker {
             Ok(r) => Some(format!("the collector answered HTTP {}", r.status())),
             Err(e) => Some(describe(&e)),
         };
-        match failure {
-            None => {
-                self.quiet_until = None;
-                self.counters.exported.fetch_add(n, Ordering::Relaxed);
-            }
-            Some(why) => {
-                self.quiet_until = Some(Instant::now() + BACKOFF);
-                self.counters.dropped.fetch_add(n, Ordering::Relaxed);
-                self.counters.failed_exports.fetch_add(1, Ordering::Relaxed);
-                *self
-                    .counters
-                    .last_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(why);
-            }
-        }
+        let Some(failure) = failure else {
+            self.quiet_until = None;
+            return true;
+        };
+        self.quiet_until = Some(Instant::now() + BACKOFF);
+        self.counters.failed_exports.fetch_add(1, Ordering::Relaxed);
+        *self
+            .counters
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(failure);
+        false
     }
 }
 

@@ -4,6 +4,7 @@
 //!   W3C trace context (`params._meta.traceparent`);
 //! - [`context`]: reading `traceparent`, making ids;
 //! - [`span`]: brownout's spans and their encoding into the official protobuf types;
+//! - [`metrics`]: metric families over OTLP (the relay's figures, `/metrics`'s);
 //! - [`export`]: the bounded queue and the background exporter (why it is our own: there).
 //!
 //! - [`args`]: `--otlp [URL]` / `BROWNOUT_OTLP`.
@@ -17,6 +18,7 @@ pub mod args;
 pub mod calls;
 pub mod context;
 pub mod export;
+pub mod metrics;
 pub mod span;
 
 pub use args::OtlpArgs;
@@ -135,6 +137,16 @@ impl Otlp {
         self.queue.offer(Item::Span(Box::new(span)), 1);
     }
 
+    /// Queue a snapshot of metrics (dropped and counted when the queue is full).
+    pub fn send_metrics(&self, m: metrics::Snapshot) {
+        if self.queue.tx.try_send(Item::Metrics(Box::new(m))).is_err() {
+            self.queue
+                .counters
+                .metrics_dropped
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Spans exported and dropped so far, and the last export error.
     pub fn status(&self) -> serde_json::Value {
         status_of(&self.queue.counters)
@@ -206,6 +218,8 @@ pub(crate) fn status_of(c: &Counters) -> serde_json::Value {
         "spans_exported": c.exported.load(Ordering::Relaxed),
         "spans_dropped": c.dropped.load(Ordering::Relaxed),
         "failed_exports": c.failed_exports.load(Ordering::Relaxed),
+        "metric_exports": c.metrics_exported.load(Ordering::Relaxed),
+        "metric_exports_dropped": c.metrics_dropped.load(Ordering::Relaxed),
         "last_error": *c.last_error.lock().unwrap_or_else(|p| p.into_inner()),
     })
 }

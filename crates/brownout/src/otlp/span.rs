@@ -150,7 +150,7 @@ fn any(v: &Value) -> AnyValue {
     AnyValue { value: Some(value) }
 }
 
-fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
+pub(super) fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
     attrs
         .iter()
         .map(|(k, v)| KeyValue {

@@ -400,11 +400,6 @@ impl Relay {
         if let Some(sink) = &self.events {
             sink.close().await;
         }
-        if let Some(otlp) = &self.otlp {
-            // The last spans leave (a few seconds at most), then a line says how many.
-            let otlp = otlp.exporter().clone();
-            let _ = tokio::task::spawn_blocking(move || otlp.close()).await;
-        }
         report
     }
 
