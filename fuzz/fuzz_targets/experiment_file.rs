@@ -1,7 +1,7 @@
 //! Experiment files: any text, as YAML, JSON or TOML, loads or gives errors; never panics.
 #![no_main]
 
-use brownout::experiment::load::load_text;
+use brownout_experiment::experiment::load::load_text;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

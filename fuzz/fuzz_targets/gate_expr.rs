@@ -12,5 +12,5 @@ fuzz_target!(|data: &[u8]| {
         let _ = gate.show(Some(1.0));
         let _ = gate.sustain_ms();
     }
-    let _ = brownout::experiment::gates::parse(text);
+    let _ = brownout_experiment::experiment::gates::parse(text);
 });

@@ -2,7 +2,7 @@
 //! stay under the size limit.
 #![no_main]
 
-use brownout::relay::sse::Parser;
+use brownout_relay::relay::sse::Parser;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! every frame is within the limit or reported oversized with at most its prefix.
 #![no_main]
 
-use brownout::relay::framing::{Frame, LineReader};
+use brownout_relay::relay::framing::{Frame, LineReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

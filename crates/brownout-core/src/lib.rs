@@ -11,6 +11,7 @@ pub mod correlate;
 pub mod engine;
 pub mod event;
 pub mod faults;
+pub mod human;
 pub mod jsonrpc;
 pub mod millis;
 pub mod plan;

@@ -9,7 +9,7 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
     let text = crate::input::read_document(path)
         .map_err(|e| anyhow::anyhow!("cannot read plan {}: {}", path.display(), e.reason()))?;
     Plan::from_str_named(&text, &path.display().to_string())
-        .map_err(|e| anyhow::anyhow!("{}", crate::search::marks::explain(e)))
+        .map_err(|e| anyhow::anyhow!("{}", brownout_experiment::marks::explain(e)))
 }
 
 /// `plan check`: exit 0 when every plan is valid, 1 otherwise (every error printed).
@@ -29,7 +29,7 @@ pub fn check(paths: &[std::path::PathBuf], json: bool) -> i32 {
             }
         };
         match Plan::from_str_named(&text, &p.display().to_string())
-            .map_err(crate::search::marks::explain)
+            .map_err(brownout_experiment::marks::explain)
         {
             Ok(plan) => {
                 if !json {

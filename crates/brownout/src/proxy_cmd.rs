@@ -164,7 +164,7 @@ pub(crate) struct CommonArgs {
     #[arg(long)]
     i_know_this_is_production: bool,
     #[command(flatten)]
-    otlp: brownout::otlp::OtlpArgs,
+    otlp: brownout::otlp_args::OtlpArgs,
 }
 
 #[derive(Args)]

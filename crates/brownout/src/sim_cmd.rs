@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use brownout_core::slo::{Gate, GateStatus, GateSummary};
-use brownout_sim::{simulate, Report, SimOptions, Workload};
+use brownout_sim::{simulate, Report, SimOptions};
 use std::path::{Path, PathBuf};
 
 pub struct SimArgs {
@@ -22,18 +22,7 @@ pub struct SimArgs {
 /// Exit code when a gate breached.
 pub const EXIT_BREACHED: i32 = 1;
 
-/// clap's parser for `--gate`: the gate, or its error under the text with a caret.
-pub fn parse_gate(text: &str) -> Result<Gate, String> {
-    Gate::parse(text).map_err(|e| {
-        let pad = " ".repeat(e.column.saturating_sub(1));
-        format!("{e}\n  {text}\n  {pad}^\n  (the grammar: docs/gates.md)")
-    })
-}
-
-pub fn load_workload(path: &Path) -> anyhow::Result<Workload> {
-    let text = crate::input::read_document(path).context("cannot read the workload")?;
-    Workload::from_str_named(&text, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
-}
+pub use brownout_experiment::sim_args::{load_workload, parse_gate};
 
 pub fn run(a: SimArgs) -> anyhow::Result<i32> {
     let plan = match &a.plan {

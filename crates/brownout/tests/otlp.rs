@@ -307,14 +307,18 @@ fn a_span_per_relayed_call_with_its_faults_continuing_the_clients_trace() {
             })
             .unwrap_or(0)
     };
-    let m = receiver.last_metric("brownout.calls").expect("brownout.calls exported");
+    let m = receiver
+        .last_metric("brownout.calls")
+        .expect("brownout.calls exported");
     assert_eq!(m["sum"]["is_monotonic"], true, "{m:#}");
     assert_eq!(sum(&m), calls.len() as u64, "{m:#}");
     let injections = common::events_at(&dir.path().join("events.jsonl"))
         .iter()
         .filter(|e| e["type"] == "fault")
         .count() as u64;
-    let m = receiver.last_metric("brownout.injections").expect("injections");
+    let m = receiver
+        .last_metric("brownout.injections")
+        .expect("injections");
     assert_eq!(sum(&m), injections, "{m:#}");
     assert!(receiver.last_metric("brownout.call.duration").is_some());
 }

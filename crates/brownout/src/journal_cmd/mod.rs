@@ -5,7 +5,6 @@
 //! unreadable or non-journal file, an unknown run, SQL refused or failing); 4 the store
 //! could not be opened.
 
-mod keep;
 mod print;
 mod report_cmd;
 
@@ -17,8 +16,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use keep::KeepArgs;
-pub use report_cmd::{load_journal_arg, write_reports, ReportTarget};
+pub use brownout_store::keep::{write_reports, KeepArgs, ReportTarget};
+pub use report_cmd::load_journal_arg;
 
 /// The store of every run's journal: list, show, query with SQL, export, report.
 ///

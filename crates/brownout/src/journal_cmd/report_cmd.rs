@@ -1,4 +1,4 @@
-//! `brownout journal report` and `brownout run --report FORMAT:FILE`.
+//! `brownout journal report` (`brownout run --report FORMAT:FILE` is `brownout_store::keep`).
 
 use crate::report::{self, Format};
 use crate::store::{self, Store};
@@ -42,49 +42,4 @@ pub fn run(a: ReportArgs, store_path: &Path) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
-}
-
-/// One `--report FORMAT:FILE` of `brownout run`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportTarget {
-    pub format: Format,
-    pub file: PathBuf,
-}
-
-impl std::str::FromStr for ReportTarget {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (f, file) = s
-            .split_once(':')
-            .filter(|(_, file)| !file.is_empty())
-            .ok_or_else(|| {
-                format!("{s:?}: expected FORMAT:FILE, e.g. html:report.html or junit:junit.xml")
-            })?;
-        let format = <Format as clap::ValueEnum>::from_str(f, true)
-            .map_err(|_| format!("{f:?}: the formats are md, html, json, junit"))?;
-        Ok(ReportTarget {
-            format,
-            file: PathBuf::from(file),
-        })
-    }
-}
-
-/// Write a run's reports (`brownout run --report`); each failure is printed, and the first
-/// returned.
-pub fn write_reports(journal: &Value, targets: &[ReportTarget]) -> anyhow::Result<()> {
-    let mut first = None;
-    for t in targets {
-        let res = report::render(journal, t.format)
-            .map_err(anyhow::Error::from)
-            .and_then(|text| {
-                std::fs::write(&t.file, text).map_err(|e| {
-                    anyhow::anyhow!("cannot write the report {}: {e}", t.file.display())
-                })
-            });
-        if let Err(e) = res {
-            eprintln!("brownout run: {e:#}");
-            first.get_or_insert(e);
-        }
-    }
-    first.map_or(Ok(()), Err)
 }

@@ -1,0 +1,395 @@
+//! A target of several servers at once (`target.servers: {NAME: {command | url}}`): what
+//! an experiment file may say about them, and starting them.
+//!
+//! Every server gets its own front and back (its own local address), all joined to **one**
+//! relay, so one engine sees every call: a server's sessions reach it under keys namespaced
+//! by the server's name (`brownout_core::session_key`). That is what lets a fault pick
+//! servers (`servers: [NAME]`), the blast radius take an agent on every server or on none,
+//! and a value a fault changed on one server be followed into the agent's calls on another
+//! (docs/silent.md). The load routes each call to the server whose `tools/list` has its tool
+//! ([`crate::load::LoadTarget::Servers`]).
+
+use super::spec::{Experiment, Server};
+use super::target::program_path;
+use super::Loaded;
+use brownout_core::{Capabilities, Capability, Plan};
+use brownout_relay::relay::child::ChildSpec;
+use brownout_relay::relay::child_back::ChildBack;
+use brownout_relay::relay::http_back::Upstream;
+use brownout_relay::relay::http_front::{self, Front, FrontOptions, Running};
+use brownout_relay::relay::url_back::UrlBack;
+use brownout_relay::relay::{Driver, Relay, RelayOptions};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest server name (it is part of every session key and of tool names in taints).
+const MAX_NAME: usize = 32;
+
+/// What a schema cannot say about `target.servers`, the faults' `servers` and the probes'
+/// `server`: (JSON pointer, message) per mistake.
+pub fn check(spec: &Experiment, plan_doc: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let t = &spec.target;
+    let faults = plan_doc["faults"].as_array().cloned().unwrap_or_default();
+    let Some(servers) = &t.servers else {
+        for (i, f) in faults.iter().enumerate() {
+            if f.get("servers").is_some() {
+                out.push((
+                    format!("/faults/{i}/servers"),
+                    "the target is one server: `servers` picks among the servers of \
+                     `target.servers: {NAME: {command | url}}`"
+                        .into(),
+                ));
+            }
+        }
+        for (i, p) in spec.steady_state.iter().enumerate() {
+            if p.call.server.is_some() {
+                out.push((
+                    format!("/steady_state/{i}/call/server"),
+                    "the target is one server: `server` names one of `target.servers`".into(),
+                ));
+            }
+        }
+        return out;
+    };
+    for key in ["command", "url", "admin", "admin_token_env"] {
+        let set = match key {
+            "command" => t.command.is_some(),
+            "url" => t.url.is_some(),
+            "admin" => t.admin.is_some(),
+            _ => t.admin_token_env.is_some(),
+        };
+        if set {
+            out.push((
+                format!("/target/{key}"),
+                format!("give `servers` or `{key}`, not both: with `servers`, each server has its own `command` or `url`"),
+            ));
+        }
+    }
+    for (name, s) in servers {
+        let at = |key: &str| format!("/target/servers/{}{key}", pointer_escape(name));
+        let good = !name.is_empty()
+            && name.len() <= MAX_NAME
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !good {
+            out.push((
+                at(""),
+                format!("`{name}` is not a server name: 1 to {MAX_NAME} of a-z, 0-9, `-`, `_`"),
+            ));
+        }
+        match (&s.command, &s.url) {
+            (Some(_), Some(_)) => {
+                out.push((at("/url"), "give `command` or `url`, not both".into()))
+            }
+            (None, None) => out.push((
+                at(""),
+                "give `command: [PROGRAM, ARGS…]` (a stdio server) or `url:` (an HTTP server)"
+                    .into(),
+            )),
+            (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => out
+                .push((
+                    at("/url"),
+                    format!("`{u}` is not an http:// or https:// URL"),
+                )),
+            _ => {}
+        }
+    }
+    let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+    let unknown = |n: &str| {
+        let hint = brownout_core::plan::suggest(n, names.iter().copied())
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        format!(
+            "no server `{n}`{hint}; the target's servers: {}",
+            names.join(", ")
+        )
+    };
+    for (i, f) in faults.iter().enumerate() {
+        for (j, n) in f["servers"].as_array().into_iter().flatten().enumerate() {
+            let Some(n) = n.as_str() else { continue };
+            let glob = n.contains(['*', '?', '[', '{']);
+            if !glob && !servers.contains_key(n) {
+                out.push((format!("/faults/{i}/servers/{j}"), unknown(n)));
+            }
+        }
+    }
+    for (i, p) in spec.steady_state.iter().enumerate() {
+        if let Some(n) = &p.call.server {
+            if !servers.contains_key(n) {
+                out.push((format!("/steady_state/{i}/call/server"), unknown(n)));
+            }
+        }
+    }
+    out
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// What the relay in front of these servers can carry out: what every one of their backs
+/// can (a fault must be possible on whichever server it lands).
+pub fn driver(servers: &BTreeMap<String, Server>) -> Driver {
+    let child = http_front::driver::<ChildBack>();
+    let url = http_front::driver::<UrlBack>();
+    let all_child = servers.values().all(|s| s.command.is_some());
+    let all_url = servers.values().all(|s| s.command.is_none());
+    match (all_child, all_url) {
+        (true, _) => child,
+        (_, true) => url,
+        _ => Driver {
+            front: child.front,
+            back: "(several servers)",
+            can: Capability::ALL
+                .iter()
+                .filter(|c| child.can.has(**c) && url.can.has(**c))
+                .fold(Capabilities::NONE, |acc, c| acc.with(*c)),
+        },
+    }
+}
+
+/// Where the load and the probes go: the target's one MCP URL, or with several servers
+/// each server's, and which server has which tool.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints {
+    /// The single server's URL (with several, the first's).
+    pub url: String,
+    /// With several servers: (name, URL) each, in name order.
+    pub servers: Vec<(String, String)>,
+    /// With several servers: tool → the name of the one server that lists it.
+    pub routes: BTreeMap<String, String>,
+}
+
+impl Endpoints {
+    /// One server at `url`.
+    pub fn one(url: &str) -> Endpoints {
+        Endpoints {
+            url: url.to_string(),
+            ..Endpoints::default()
+        }
+    }
+
+    /// Where a probe's samples go: the server it names, else the one with its tool.
+    pub fn for_probe(&self, p: &super::spec::Probe) -> &str {
+        let name = p.call.server.as_ref().or(self.routes.get(&p.call.tool));
+        name.and_then(|n| self.servers.iter().find(|(s, _)| s == n))
+            .map_or(&self.url, |(_, url)| url)
+    }
+
+    /// The load's target: one URL, or every server's (the load routes by tool).
+    pub fn load_target(&self) -> crate::load::LoadTarget {
+        if self.servers.is_empty() {
+            crate::load::LoadTarget::Http {
+                url: self.url.clone(),
+                headers: Vec::new(),
+            }
+        } else {
+            crate::load::LoadTarget::Servers {
+                servers: self.servers.clone(),
+            }
+        }
+    }
+}
+
+/// The servers started: one relay, and per server its name, its MCP URL and its front.
+pub struct Started {
+    pub relay: Arc<Relay>,
+    pub servers: Vec<(String, String)>,
+    pub running: Vec<Running>,
+}
+
+/// Start every server of `servers` behind one relay on loopback, each at its own port.
+pub async fn start(x: &Loaded, servers: &BTreeMap<String, Server>) -> anyhow::Result<Started> {
+    let opts = RelayOptions {
+        idle_session_ttl: Some(Duration::from_secs(60)),
+        driver: driver(servers),
+        ..RelayOptions::default()
+    };
+    let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
+    let max_body = FrontOptions::default().max_body;
+    let mut started = Started {
+        relay: Arc::clone(&relay),
+        servers: Vec::new(),
+        running: Vec::new(),
+    };
+    for (name, s) in servers {
+        match start_one(x, &relay, name, s, max_body).await {
+            Ok((url, running)) => {
+                started.servers.push((name.clone(), url));
+                started.running.push(running);
+            }
+            Err(e) => {
+                // The servers already started stop with the run that cannot go on.
+                for r in started.running {
+                    let _ = r.stop().await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(started)
+}
+
+/// Start server `name` behind `relay`: its MCP URL and its front.
+async fn start_one(
+    x: &Loaded,
+    relay: &Arc<Relay>,
+    name: &str,
+    s: &Server,
+    max_body: usize,
+) -> anyhow::Result<(String, Running)> {
+    {
+        let listen: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let bound = listener.local_addr()?;
+        let (running, path) = match (&s.command, &s.url) {
+            (Some(cmd), _) => {
+                let (program, args) = cmd
+                    .split_first()
+                    .ok_or_else(|| anyhow::anyhow!("server `{name}`: the command is empty"))?;
+                let program = program_path(program, &x.dir).ok_or_else(|| {
+                    anyhow::anyhow!("server `{name}`: cannot run `{program}`: no such executable (on PATH or as a path)")
+                })?;
+                let spec = ChildSpec {
+                    program,
+                    args: args.to_vec(),
+                };
+                let back = ChildBack::new(
+                    spec,
+                    Arc::clone(relay),
+                    max_body,
+                    1024,
+                    Duration::from_secs(60),
+                )
+                .namespaced(name);
+                let front = Front::new(
+                    Arc::clone(relay),
+                    Arc::new(back),
+                    FrontOptions::default(),
+                    &bound,
+                );
+                (
+                    http_front::start(Arc::new(front), listener)?,
+                    "/mcp".to_string(),
+                )
+            }
+            (None, Some(url)) => {
+                let upstream = Arc::new(Upstream::new(url, max_body)?);
+                let path = upstream.path.clone();
+                let back = UrlBack::new(Arc::clone(relay), upstream, 1024).namespaced(name);
+                let front = Front::new(
+                    Arc::clone(relay),
+                    Arc::new(back),
+                    FrontOptions::default(),
+                    &bound,
+                );
+                (http_front::start(Arc::new(front), listener)?, path)
+            }
+            (None, None) => anyhow::bail!("server `{name}` has neither `command` nor `url`"),
+        };
+        let addr = running.addr();
+        Ok((format!("http://{addr}{path}"), running))
+    }
+}
+
+/// The endpoints of started servers: each server's tools, read from its `tools/list`
+/// through the relay (a session labelled `routes`), decide where a probe's tool goes.
+pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints> {
+    use crate::load::http::{self as lhttp, HttpSession};
+    const TIMEOUT: Duration = Duration::from_secs(30);
+    let mut listed: Vec<Vec<String>> = Vec::new();
+    for (name, url) in servers {
+        let label = (
+            brownout_relay::relay::http_sessions::LABEL_HEADER.to_string(),
+            "routes".to_string(),
+        );
+        let client = lhttp::client(&[label]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let parsed = reqwest::Url::parse(url)?;
+        let s = HttpSession::new(client, parsed);
+        s.initialize(TIMEOUT)
+            .await
+            .map_err(|e| anyhow::anyhow!("server `{name}` did not start: {e}"))?;
+        let raw = s.request_raw("tools/list", "{}", TIMEOUT).await;
+        s.close(Duration::from_secs(2)).await;
+        listed.push(
+            raw.map(|r| crate::load::wire::tool_names(&r, 10_000))
+                .unwrap_or_default(),
+        );
+    }
+    let mut routes = BTreeMap::new();
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for tools in &listed {
+        for t in tools {
+            *count.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    for ((name, _), tools) in servers.iter().zip(&listed) {
+        for t in tools {
+            // A tool two servers list has no default: a probe of it names its server.
+            if count.get(t.as_str()) == Some(&1) {
+                routes.insert(t.clone(), name.clone());
+            }
+        }
+    }
+    Ok(Endpoints {
+        url: servers.first().map(|(_, u)| u.clone()).unwrap_or_default(),
+        servers: servers.to_vec(),
+        routes,
+    })
+}
+
+/// One server of a run, in its journal: its calls and the silent failures it started.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ServerRecord {
+    pub name: String,
+    /// Where its calls went (brownout's relay in front of it).
+    pub url: String,
+    /// `tools/call` requests the relay carried to it, and how many did not end `ok`.
+    pub calls: u64,
+    pub errors: u64,
+    /// Results of its tools a fault changed, and what became of them (acted on — here or on
+    /// another server —, noticed, unobserved).
+    pub silent: brownout_core::stats::Silent,
+}
+
+/// Each server's record from the relay's per-tool figures (`SERVER/TOOL` keys) and its
+/// per-tool silent counts.
+pub fn record(
+    endpoints: &Endpoints,
+    tool_lines: Option<&Value>,
+    silent: Option<&super::silent::Counts>,
+) -> Vec<ServerRecord> {
+    let of = |key: &str| key.split_once('/').map(|(s, _)| s.to_string());
+    endpoints
+        .servers
+        .iter()
+        .map(|(name, url)| {
+            let mut r = ServerRecord {
+                name: name.clone(),
+                url: url.clone(),
+                ..ServerRecord::default()
+            };
+            for (tool, line) in tool_lines.and_then(Value::as_object).into_iter().flatten() {
+                if of(tool).as_deref() != Some(name.as_str()) {
+                    continue;
+                }
+                let calls = line["calls"].as_u64().unwrap_or(0);
+                let ok = line["outcomes"]["ok"].as_u64().unwrap_or(0);
+                r.calls += calls;
+                r.errors += calls.saturating_sub(ok);
+            }
+            let mine: super::silent::Counts = silent
+                .into_iter()
+                .flatten()
+                .filter(|(tool, _)| of(tool).as_deref() == Some(name.as_str()))
+                .map(|(t, s)| (t.clone(), *s))
+                .collect();
+            r.silent = super::silent::total(&mine);
+            r
+        })
+        .collect()
+}

@@ -1,0 +1,398 @@
+//! `brownout search`: the barely-violating experiment. Dimensions marked `{search: [LO, HI]}`
+//! in a plan (with `--workload` and `--gate`) or in an experiment file are searched on the
+//! simulator for where robustness ρ crosses 0 — per-seed bisection with common random
+//! numbers ([`brownout_sim::search`]), along the one dimension, or along rays across two —
+//! and the file is written back with the barely-violating values (docs/search.md).
+//!
+//! - [`marks`](crate::marks): the marks in the file; [`output`]: the report, the chart, the file written back.
+
+pub mod live;
+pub mod output;
+
+use crate::experiment::load::load_text;
+use crate::marks::{self, Mark};
+use brownout_core::plan::source::Format;
+use brownout_core::slo::Gate;
+use brownout_core::Plan;
+use brownout_sim::search::{crossing, Budget, Crossing};
+use brownout_sim::{simulate, SimOptions, Workload};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Search the simulator for the faults that take an SLO just past its boundary.
+///
+/// Mark one or two numbers of a plan or an experiment file as search dimensions, e.g.
+/// `probability: {search: [0, 0.2]}`, `added_ms: {search: [0, 3000]}` or a stage's
+/// `sessions: {search: [1%, 100%]}`; brownout finds where robustness ρ (the gates' smallest
+/// normalised margin) crosses 0, per seed, with an interval over seeds, and writes the file
+/// back with the barely-violating values — ready for `brownout run` or `brownout sim`.
+///
+/// Examples:
+///   brownout search --plan examples/search/cascade-search.yaml --workload examples/sim/cascade.yaml \
+///       --gate 'error_rate < 1% over 10s'
+///   brownout search examples/search/green-search.yaml -o barely.yaml --chart rho.svg
+///   brownout search examples/search/green-search.yaml --live --live-runs 6   # then confirm live
+///
+/// Exit codes: 0 a boundary found; 2 bad input; 3 no crossing in the range (it holds
+/// everywhere, or breaks already at the lowest values).
+#[derive(Args, Debug, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct SearchArgs {
+    /// An experiment file with marks (its load's workload, faults and gates are used).
+    pub experiment: Option<PathBuf>,
+    /// A plan with marks (with --workload and --gate), instead of an experiment.
+    #[arg(long, conflicts_with = "experiment")]
+    pub plan: Option<PathBuf>,
+    /// The workload to simulate (with --plan).
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// An SLO gate (repeatable; with --plan): ρ is over these gates.
+    #[arg(long = "gate", value_parser = crate::sim_args::parse_gate)]
+    pub gates: Vec<Gate>,
+    /// Seeds to search (each a run with its own draws, the same at every point).
+    #[arg(long, default_value_t = 8)]
+    pub seeds: u64,
+    /// The first seed (seeds are SEED, SEED+1, …).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Precision, as a fraction of each range (default 1/32: the bracket each seed ends in).
+    #[arg(long, default_value_t = 1.0 / 32.0)]
+    pub tol: f64,
+    /// Two dimensions: rays across the plane (at least 2).
+    #[arg(long, default_value_t = 5)]
+    pub rays: u32,
+    /// Run this many tasks per simulation instead of the workload's `tasks`.
+    #[arg(long)]
+    pub tasks: Option<u64>,
+    /// Stop after this many simulations.
+    #[arg(long, default_value_t = 500)]
+    pub max_evals: u64,
+    /// Stop after this much wall time, e.g. `30s`.
+    #[arg(long, value_parser = brownout_relay::control::admin::parse_duration)]
+    pub time: Option<Duration>,
+    /// Write the file back here with the barely-violating values.
+    #[arg(short = 'o', long)]
+    pub out: Option<PathBuf>,
+    /// Draw ρ over the searched space (SVG) here.
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Then confirm the simulator's boundary live: full guarded `brownout run`s of the
+    /// experiment (one dimension), climbing from below the boundary.
+    #[arg(long, requires = "experiment")]
+    pub live: bool,
+    /// Live runs at most.
+    #[arg(long, default_value_t = 8, requires = "live")]
+    pub live_runs: u32,
+    /// Where the live runs start, as a share of the way from the range's low end to the
+    /// simulator's boundary.
+    #[arg(long, default_value_t = 0.6, requires = "live")]
+    pub live_start: f64,
+    /// The guardrail policy of the live runs (`brownout run --policy`).
+    #[arg(long, requires = "live")]
+    pub policy: Option<PathBuf>,
+    /// The journal store the live runs are kept in (`brownout run --store`).
+    #[arg(long, requires = "live")]
+    pub store: Option<PathBuf>,
+}
+
+/// What is searched: the marked text and what to simulate it with.
+pub struct Problem {
+    pub text: String,
+    pub file: String,
+    dir: PathBuf,
+    /// An experiment file (else a plan).
+    pub experiment: bool,
+    pub marks: Vec<Mark>,
+    workload: Option<Workload>,
+    gates: Vec<Gate>,
+    tasks: Option<u64>,
+}
+
+impl Problem {
+    /// Load and check the inputs; every mark at its ends must give a valid file.
+    pub fn load(a: &SearchArgs) -> Result<Problem, String> {
+        let (path, experiment) = match (&a.experiment, &a.plan) {
+            (Some(e), None) => (e.clone(), true),
+            (None, Some(p)) => (p.clone(), false),
+            _ => {
+                return Err("give an experiment file, or --plan with --workload and --gate".into())
+            }
+        };
+        let file = path.display().to_string();
+        let text = brownout_relay::input::read_document(&path).map_err(|e| e.to_string())?;
+        let marks = marks::find(&text).map_err(|e| format!("{file}:{e}"))?;
+        match marks.len() {
+            0 => return Err(format!("{file}: no search mark; mark a number as `{{search: [LO, HI]}}`, e.g. `probability: {{search: [0, 0.2]}}`")),
+            1 | 2 => {}
+            n => return Err(format!("{file}: {n} search marks; this version searches one or two dimensions at once")),
+        }
+        let workload = match (experiment, &a.workload) {
+            (true, _) => None,
+            (false, Some(w)) => {
+                Some(crate::sim_args::load_workload(w).map_err(|e| format!("{e:#}"))?)
+            }
+            (false, None) => return Err("--plan needs --workload (and at least one --gate)".into()),
+        };
+        if !experiment && a.gates.is_empty() {
+            return Err("--plan needs at least one --gate: ρ is measured against gates".into());
+        }
+        let p = Problem {
+            text,
+            file,
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            experiment,
+            marks,
+            workload,
+            gates: a.gates.clone(),
+            tasks: a.tasks,
+        };
+        for end in [p.lows(), p.highs()] {
+            p.prepare(&end)?;
+        }
+        Ok(p)
+    }
+
+    pub fn lows(&self) -> Vec<f64> {
+        self.marks.iter().map(|m| m.lo).collect()
+    }
+
+    pub fn highs(&self) -> Vec<f64> {
+        self.marks.iter().map(|m| m.hi).collect()
+    }
+
+    /// The file with `values` in the marks' places.
+    pub fn written(&self, values: &[f64]) -> String {
+        marks::substitute(&self.text, &self.marks, values, self.experiment)
+    }
+
+    /// The plan, workload, gates and (an experiment's) live sessions at `values`.
+    fn prepare(&self, values: &[f64]) -> Result<(Plan, Workload, Vec<Gate>, Option<u64>), String> {
+        let text = self.written(values);
+        if self.experiment {
+            let x = load_text(&text, &self.file, &self.dir).map_err(|e| e.to_string())?;
+            let share = x
+                .spec
+                .method
+                .last()
+                .and_then(|s| s.sessions.fraction())
+                .unwrap_or(1.0);
+            let (_, plan) = x.stage_plan(share).map_err(|e| e.to_string())?;
+            let sessions = u64::from(x.spec.load.sessions.unwrap_or(16));
+            Ok((plan, x.workload.clone(), x.gates.clone(), Some(sessions)))
+        } else {
+            let plan = Plan::from_str_format(&text, &self.file, Format::from_path(&self.file))
+                .map_err(|e| e.to_string())?;
+            let w = self.workload.clone().ok_or("no workload")?;
+            Ok((plan, w, self.gates.clone(), None))
+        }
+    }
+
+    /// ρ at `values` for `seed` (the plan's draws and the simulation's both from it).
+    pub fn rho(&self, values: &[f64], seed: u64, full: bool) -> f64 {
+        let Ok((mut plan, w, gates, sessions)) = self.prepare(values) else {
+            return f64::NAN;
+        };
+        plan.seed = seed;
+        let opts = SimOptions {
+            tasks: self.tasks,
+            seed: Some(seed),
+            keep_series: false,
+            gates,
+            stop_at_breach: !full,
+            sessions,
+            budget: Default::default(),
+        };
+        simulate(&w, plan, &opts).robustness.unwrap_or(1.0)
+    }
+}
+
+/// A segment of the searched space: from `from` to `to` (values per mark).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Segment {
+    pub from: Vec<f64>,
+    pub to: Vec<f64>,
+}
+
+impl Segment {
+    pub fn at(&self, t: f64) -> Vec<f64> {
+        self.from
+            .iter()
+            .zip(&self.to)
+            .map(|(a, b)| a + (b - a) * t)
+            .collect()
+    }
+}
+
+/// The segments searched: the range for one mark; rays from the low corner for two.
+pub fn segments(p: &Problem, rays: u32) -> Vec<Segment> {
+    let (lo, hi) = (p.lows(), p.highs());
+    if lo.len() == 1 {
+        return vec![Segment { from: lo, to: hi }];
+    }
+    let n = rays.max(2);
+    (0..n)
+        .map(|k| {
+            let th = std::f64::consts::FRAC_PI_2 * f64::from(k) / f64::from(n - 1);
+            let (c, s) = (th.cos().max(0.0), th.sin().max(0.0));
+            let m = c.max(s);
+            let u = [c / m, s / m];
+            Segment {
+                from: lo.clone(),
+                to: lo
+                    .iter()
+                    .zip(&hi)
+                    .zip(u)
+                    .map(|((a, b), u)| a + (b - a) * u)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The barely-violating point.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Barely {
+    pub values: Vec<f64>,
+    /// The share of the seeds whose gates breach there.
+    pub breaching: f64,
+    /// The median margin at the first breach among those seeds (−ε ≤ it < 0).
+    pub margin_at_breach: Option<f64>,
+    /// ρ of the whole run on `rho_seed`, the median breaching seed (far below 0 when a
+    /// breach escalates).
+    pub rho: f64,
+    pub rho_seed: u64,
+}
+
+/// The search's result.
+pub struct Found {
+    pub segments: Vec<(Segment, Crossing)>,
+    pub barely: Option<Barely>,
+    pub elapsed: Duration,
+}
+
+/// Run the search.
+pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> Found {
+    let started = Instant::now();
+    let seeds: Vec<u64> = (0..a.seeds.max(1)).map(|k| a.seed + k).collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut evals = 0u64;
+    let mut out = Vec::new();
+    let segs = segments(p, a.rays);
+    let n = segs.len() as u64;
+    for (k, seg) in segs.into_iter().enumerate() {
+        // Each segment gets its share of what is left of the budget.
+        let budget = Budget {
+            max_evals: a.max_evals.saturating_sub(evals) / (n - k as u64).max(1),
+            deadline: a.time.map(|t| started + t),
+        };
+        let point = |v: &[f64]| {
+            v.iter()
+                .map(|x| brownout_core::human::sig(*x, 4))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        progress(&format!(
+            "segment {}: ({}) → ({})",
+            k + 1,
+            point(&seg.from),
+            point(&seg.to)
+        ));
+        let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
+        let c = crossing(&obj, &seeds, a.tol, budget, threads, progress);
+        evals += c.evals;
+        out.push((seg, c));
+    }
+    // The cheapest barely-violating point: the smallest (normalised) fault strength.
+    let (lo, hi) = (p.lows(), p.highs());
+    let strength = |v: &[f64]| -> f64 {
+        v.iter()
+            .zip(lo.iter().zip(&hi))
+            .map(|(x, (a, b))| (x - a) / (b - a))
+            .sum()
+    };
+    let barely = out
+        .iter()
+        .filter_map(|(seg, c)| c.barely.map(|t| (seg, t)))
+        .min_by(|x, y| strength(&x.0.at(x.1)).total_cmp(&strength(&y.0.at(y.1))))
+        .map(|(seg, t)| barely_at(p, seg, t, &seeds, a.tol));
+    Found {
+        segments: out,
+        barely,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// From `t` up (at most ten steps of `tol`), the first point where most seeds breach.
+fn barely_at(p: &Problem, seg: &Segment, mut t: f64, seeds: &[u64], tol: f64) -> Barely {
+    // (share breaching, the median breaching seed and its margin at the breach)
+    let look = |t: f64| {
+        let mut broke: Vec<(f64, u64)> = seeds
+            .iter()
+            .map(|&s| (p.rho(&seg.at(t), s, false), s))
+            .filter(|(m, _)| *m < 0.0)
+            .collect();
+        broke.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let share = broke.len() as f64 / seeds.len().max(1) as f64;
+        (share, broke.get(broke.len() / 2).copied())
+    };
+    let (mut share, mut median) = look(t);
+    for _ in 0..10 {
+        if share >= 0.5 || t >= 1.0 {
+            break;
+        }
+        t = (t + tol).min(1.0);
+        (share, median) = look(t);
+    }
+    let seed = median.map_or(seeds[0], |m| m.1);
+    Barely {
+        values: seg.at(t),
+        breaching: share,
+        margin_at_breach: median.map(|m| m.0),
+        rho: p.rho(&seg.at(t), seed, true),
+        rho_seed: seed,
+    }
+}
+
+/// `brownout search`: the exit code.
+pub fn run(a: SearchArgs) -> anyhow::Result<i32> {
+    let p = match Problem::load(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("brownout search: {e}");
+            return Ok(2);
+        }
+    };
+    let chatty = std::io::stderr().is_terminal();
+    let progress = |line: &str| {
+        if chatty {
+            eprintln!("brownout search: {line}");
+        }
+    };
+    let found = search(&p, &a, &progress);
+    let code = output::report(&p, &a, &found)?;
+    if !a.live {
+        return Ok(code);
+    }
+    if p.marks.len() != 1 {
+        eprintln!(
+            "brownout search: --live confirms one dimension; this file has {}",
+            p.marks.len()
+        );
+        return Ok(2);
+    }
+    let Some(sim) = found.segments[0]
+        .1
+        .boundary
+        .map(|t| found.segments[0].0.at(t)[0])
+    else {
+        eprintln!("brownout search: no simulated boundary to confirm live");
+        return Ok(3);
+    };
+    let l = live::confirm(&p, &a, sim, &progress);
+    output::live(&p, &a, &found, &l)
+}
