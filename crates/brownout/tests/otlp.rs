@@ -64,9 +64,9 @@ impl Receiver {
         std::fs::read_to_string(&self.out)
             .unwrap_or_default()
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v["type"] == "metric" && v["name"] == name)
-            .last()
+            .find(|v| v["type"] == "metric" && v["name"] == name)
             .map(|v| v["metric"].clone())
     }
 
