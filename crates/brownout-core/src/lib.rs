@@ -6,8 +6,10 @@
 //! clock: time comes in as an argument ([`Time`]), bytes come in as slices, and the engine
 //! answers with a [`Verdict`] that a driver (the live relay, the simulator) carries out.
 
+pub mod approx;
 pub mod capability;
 pub mod correlate;
+pub mod duration;
 pub mod engine;
 pub mod event;
 pub mod faults;

@@ -29,18 +29,7 @@ enum Raw {
 
 /// Milliseconds from a span such as `"250ms"`, `"2s"`, `"1m"`, `"1h"`.
 pub fn parse_span(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let factor = match unit.trim() {
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        "h" => 3_600_000.0,
-        _ => return None,
-    };
-    Some(n * factor)
+    crate::duration::parse_millis(text)
 }
 
 fn from_raw<E: serde::de::Error>(raw: Raw) -> Result<f64, E> {

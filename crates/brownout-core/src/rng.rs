@@ -8,7 +8,8 @@
 //! (std's `DefaultHasher` is not), and it is ten lines of well-known mixing functions
 //! (FNV-1a for strings, the SplitMix64 finalizer for mixing).
 
-/// FNV-1a, 64 bit: a stable hash of a string key.
+/// FNV-1a, 64 bit: a stable hash of a string key — brownout's one stable hash (draws, run
+/// ids, lock file names, digests in the audit log).
 pub fn hash_str(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.as_bytes() {

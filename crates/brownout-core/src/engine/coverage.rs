@@ -126,26 +126,10 @@ fn advertised(response: &[u8]) -> Option<Vec<String>> {
 fn closest(patterns: &[String], names: &[String]) -> Option<String> {
     patterns
         .iter()
-        .flat_map(|p| names.iter().map(move |n| (edit_distance(p, n), n)))
+        .flat_map(|p| names.iter().map(move |n| (crate::plan::distance(p, n), n)))
         .filter(|(d, n)| *d <= 2.max(n.chars().count() / 4))
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n.clone())
-}
-
-/// Levenshtein distance over characters (names are short; bounded by `MAX_NAMES`).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().take(128).collect();
-    let b: Vec<char> = b.chars().take(128).collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -215,8 +199,15 @@ mod tests {
 
     #[test]
     fn edit_distance_counts_edits() {
-        assert_eq!(edit_distance("fetch_log", "fetch_logs"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        use crate::plan::distance;
+        assert_eq!(distance("fetch_log", "fetch_logs"), 1);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("kitten", "sitting"), 3);
+        let long = "x".repeat(10_000);
+        assert_eq!(
+            distance(&long, ""),
+            128,
+            "bounded: the first 128 characters"
+        );
     }
 }

@@ -85,7 +85,7 @@ fn both(sessions: usize, calls: usize) -> (Vec<SimulatedCall>, Vec<SimulatedCall
         let (key, session) = &mut live[k];
         a.push(slow.on_simulated_call_to(server, key, tool, now));
         b.push(fast.on_simulated_call_at(&mut sites[site], session, now));
-        if (x >> 40) % 17 == 0 {
+        if (x >> 40).is_multiple_of(17) {
             let (key, s) = live.swap_remove(k);
             slow.end_session(&key, now);
             spare.push(s);

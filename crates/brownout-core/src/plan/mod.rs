@@ -287,26 +287,20 @@ fn error_at(root: &Node, pointer: &str, key_pos: bool, message: impl Into<String
 pub fn suggest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
         .into_iter()
-        .map(|k| (strsim_distance(word, k), k))
+        .map(|k| (distance(word, k), k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 3))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
 }
 
-/// Levenshtein distance; plan keys are short, so the quadratic version is fine.
-fn strsim_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
+/// The edit distance (Levenshtein, `strsim`) between two names, over their first 128
+/// characters: a longer name is no typo of a known one, and the cost stays bounded whatever
+/// a file or a peer sends. Every "did you mean" measures with this.
+pub fn distance(a: &str, b: &str) -> usize {
+    fn head(s: &str) -> &str {
+        s.char_indices().nth(128).map_or(s, |(i, _)| &s[..i])
     }
-    prev[b.len()]
+    strsim::levenshtein(head(a), head(b))
 }
 
 /// The most errors reported for one document: past them, checking stops (with a note

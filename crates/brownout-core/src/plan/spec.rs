@@ -65,19 +65,13 @@ impl Span {
         match self {
             Span::Seconds(s) => Some(Time::from_secs_f64(*s)),
             Span::Text(t) => {
-                let t = t.trim();
-                let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-                let (num, unit) = t.split_at(split);
-                let n: f64 = num.parse().ok()?;
-                let secs = match unit.trim() {
-                    "ms" => n / 1000.0,
-                    "s" => n,
-                    "m" => n * 60.0,
-                    "h" => n * 3600.0,
-                    "%" => return run.map(|r| Time((r.0 as f64 * n / 100.0) as u64)),
-                    _ => return None,
-                };
-                Some(Time::from_secs_f64(secs))
+                if let Some(pct) = t.trim().strip_suffix('%') {
+                    let n: f64 = pct.trim().parse().ok()?;
+                    return run.map(|r| Time((r.0 as f64 * n / 100.0) as u64));
+                }
+                Some(Time::from_secs_f64(
+                    crate::duration::parse_millis(t)? / 1000.0,
+                ))
             }
         }
     }

@@ -241,7 +241,7 @@ impl Cmp {
             Cmp::Le => value <= limit,
             Cmp::Gt => value > limit,
             Cmp::Ge => value >= limit,
-            Cmp::Eq => (value - limit).abs() <= 1e-9 * limit.abs().max(1.0),
+            Cmp::Eq => crate::approx::eq(value, limit),
         }
     }
 

@@ -467,11 +467,5 @@ fn byte_factor(unit: &str) -> Option<f64> {
 
 /// Milliseconds per unit of a span.
 fn span_factor(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        "h" => 3_600_000.0,
-        _ => return None,
-    })
+    crate::duration::millis_per(unit)
 }

@@ -556,13 +556,7 @@ impl Scanner {
 
 /// Milliseconds per unit of time, as the gate grammar reads them.
 fn millis_per(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        "h" => 3_600_000.0,
-        _ => return None,
-    })
+    crate::duration::millis_per(unit)
 }
 
 fn cmp_text(op: Op) -> &'static str {

@@ -147,7 +147,7 @@ pub fn check(shares: &[f64], passed: Option<&(f64, String)>, p: &Policy) -> Resu
         Some((w, _)) => {
             let at = ladder
                 .iter()
-                .rposition(|r| *r <= w + 1e-9)
+                .rposition(|r| brownout_core::approx::le(*r, *w))
                 .map_or(0, |i| i + 1);
             at.min(ladder.len().saturating_sub(1))
         }
@@ -156,7 +156,7 @@ pub fn check(shares: &[f64], passed: Option<&(f64, String)>, p: &Policy) -> Resu
         return Ok(());
     };
     let widest = shares.iter().copied().fold(0.0, f64::max);
-    if widest <= allowed + 1e-9 {
+    if brownout_core::approx::le(widest, allowed) {
         return Ok(());
     }
     let why = match passed {

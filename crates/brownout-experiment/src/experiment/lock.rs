@@ -45,6 +45,9 @@ pub fn identity(x: &Loaded) -> String {
             .collect();
         return format!("servers {} in {}", each.join(" "), x.dir.display());
     }
+    if let Some(f) = &t.fleet {
+        return format!("fleet {}", serde_json::to_string(f).unwrap_or_default());
+    }
     match (&t.command, &t.url, &t.admin) {
         (Some(c), _, _) => format!("command {} in {}", c.join("\u{1f}"), x.dir.display()),
         (None, Some(u), admin) => {
@@ -58,13 +61,6 @@ pub fn identity(x: &Loaded) -> String {
         (None, None, Some(a)) => format!("admin {a}"),
         (None, None, None) => "none".into(),
     }
-}
-
-/// FNV-1a, 64 bits: stable across builds and versions (a lock file's name must be).
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// Where lock files live for a run that keeps its journal as `keep` says.
@@ -106,7 +102,11 @@ pub fn acquire_within(
 /// Take the lock for `x`'s target in `dir`.
 pub fn acquire(x: &Loaded, dir: &Path) -> Result<TargetLock, Busy> {
     let id = identity(x);
-    let path = dir.join(format!("brownout-target-{:016x}.lock", fnv(&id)));
+    // FNV-1a: stable across builds and versions, as a lock file's name must be.
+    let path = dir.join(format!(
+        "brownout-target-{:016x}.lock",
+        brownout_core::rng::hash_str(&id)
+    ));
     std::fs::create_dir_all(dir).map_err(|e| Busy::Io(format!("{}: {e}", dir.display())))?;
     let mut file = {
         use std::os::unix::fs::OpenOptionsExt;

@@ -295,7 +295,7 @@ pub fn check_labels(
 /// The stages' shares climb the ladder one rung at a time from the bottom.
 pub fn check_ladder(shares: &[f64], p: &Policy) -> Result<(), Refusal> {
     let ladder: Vec<f64> = p.ladder.iter().filter_map(Share::fraction).collect();
-    let rung = |s: f64| ladder.iter().position(|r| (r - s).abs() < 1e-9);
+    let rung = |s: f64| ladder.iter().position(|r| brownout_core::approx::eq(*r, s));
     let pct = |s: f64| format!("{}%", (s * 1000.0).round() / 10.0);
     let rungs = ladder
         .iter()

@@ -85,6 +85,11 @@ pub struct Target {
     #[serde(default)]
     #[schemars(length(min = 1, max = 16))]
     pub servers: Option<BTreeMap<String, Server>>,
+    /// A fleet of relays already running (instead of `command`/`url`/`servers`): listed
+    /// (`[{url, admin}, …]`) or found by DNS (`{dns, admin_port, mcp_port}`); the load
+    /// spreads over them, a stage's `relays` picks which get the faults (docs/experiments.md#a-fleet-of-relays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet_spec::FleetSpec>,
 }
 
 /// A target's health as a Prometheus text-format endpoint publishes it.
@@ -287,6 +292,10 @@ pub struct Stage {
     pub duration: Dur,
     /// The share of sessions the faults reach (the plan's stable `sessions` selection).
     pub sessions: Share,
+    /// With `target.fleet`: the share of the fleet's relays that get the faults (default
+    /// 100 %), chosen by the seed and the same at every run (docs/experiments.md#a-fleet-of-relays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relays: Option<Share>,
 }
 
 /// The faults: a list in plan syntax (each stage sets their `sessions`), or a plan file.
@@ -355,20 +364,10 @@ impl Share {
     }
 }
 
-/// `"30s"` → 30 s; `None` for anything else.
+/// `"30s"` → 30 s (a unit written, at most a year: `brownout_core::duration::Rules::KEY`);
+/// `None` for anything else.
 pub fn parse_duration(s: &str) -> Option<Duration> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(secs).ok()
+    brownout_core::duration::parse(s, brownout_core::duration::Rules::KEY).ok()
 }
 
 /// A comparison from a tolerance: `">= 99%"` → (`>=`, 99.0); `"< 500ms"` → (`<`, 500.0 ms).

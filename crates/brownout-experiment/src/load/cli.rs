@@ -81,7 +81,7 @@ pub struct LoadArgs {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    brownout_relay::control::admin::parse_duration(s)
+    brownout_core::duration::parse_flag(s)
 }
 
 /// Read a workload for live load (`servers` optional).

@@ -178,7 +178,7 @@ pub struct Dur(pub Duration);
 impl std::str::FromStr for Dur {
     type Err = String;
     fn from_str(s: &str) -> Result<Dur, String> {
-        brownout_relay::control::admin::parse_duration(s).map(Dur)
+        brownout_core::duration::parse_flag(s).map(Dur)
     }
 }
 

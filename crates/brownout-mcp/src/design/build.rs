@@ -101,7 +101,10 @@ fn allowed_rung(env: &Env, title: &str, target: &serde_json::Value) -> usize {
         None => 0,
         Some((w, _)) => ladder
             .iter()
-            .rposition(|r| r.fraction().is_some_and(|f| f <= w + 1e-9))
+            .rposition(|r| {
+                r.fraction()
+                    .is_some_and(|f| brownout_core::approx::le(f, w))
+            })
             .map_or(0, |i| i + 1)
             .min(ladder.len().saturating_sub(1)),
     }

@@ -100,10 +100,7 @@ pub fn default_path(store: Option<&Path>) -> PathBuf {
 /// FNV-1a (64 bits) of a text, as 16 hex digits: stable across builds, enough to tell texts
 /// apart in a log (not a security digest: nothing is protected by it).
 pub fn digest(text: &str) -> String {
-    format!(
-        "{:016x}",
-        brownout_store::store::ingest::fnv1a(text.as_bytes())
-    )
+    format!("{:016x}", brownout_core::rng::hash_str(text))
 }
 
 /// A text safe to print on a terminal or a log line: control characters (newlines, escape

@@ -32,7 +32,7 @@ use std::time::Duration;
 pub struct Bounds {
     /// The longest one `simulate` call computes (wall time); it then answers with the run
     /// so far and `stopped_by`.
-    #[arg(long, default_value = "30s", value_parser = brownout_relay::control::admin::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "30s", value_parser = brownout_core::duration::parse_flag, value_name = "DURATION")]
     pub max_sim_time: Duration,
     /// At most this many MCP sessions at once (HTTP); beyond, 503 with Retry-After.
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -42,17 +42,17 @@ pub struct Bounds {
     pub max_sessions_per_client: usize,
     /// An HTTP session with no request and no open stream for this long ends (its runs
     /// stop).
-    #[arg(long, default_value = "300s", value_parser = brownout_relay::control::admin::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "300s", value_parser = brownout_core::duration::parse_flag, value_name = "DURATION")]
     pub session_idle_timeout: Duration,
     /// At most this many open HTTP connections; beyond, the oldest one with no request in
     /// flight is closed to make room (or the new one, if every one is busy).
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_connections: usize,
     /// A request's head must arrive within this long (slow or silent clients are cut).
-    #[arg(long, default_value = "10s", value_parser = brownout_relay::control::admin::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = brownout_core::duration::parse_flag, value_name = "DURATION")]
     pub header_timeout: Duration,
     /// A kept-alive HTTP connection with nothing in flight is closed after this long.
-    #[arg(long, default_value = "120s", value_parser = brownout_relay::control::admin::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "120s", value_parser = brownout_core::duration::parse_flag, value_name = "DURATION")]
     pub idle_timeout: Duration,
 }
 

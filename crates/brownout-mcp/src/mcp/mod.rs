@@ -99,7 +99,7 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE")]
     pub approvals: Option<PathBuf>,
     /// A run's lease: a run not renewed for this long is stopped.
-    #[arg(long, default_value = "60s", value_parser = brownout_relay::control::admin::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = brownout_core::duration::parse_flag)]
     pub lease: Duration,
     /// Where experiments' relative paths (workloads, plans) are read from (default: here).
     #[arg(long, value_name = "DIR")]

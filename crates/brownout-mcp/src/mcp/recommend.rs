@@ -98,7 +98,7 @@ pub fn recommend(ctx: &Ctx, args: &Value) -> Out {
         let greens = hist.iter().take_while(|(s, _)| s == "completed").count();
         let widest = hist.iter().filter_map(|(_, w)| *w).fold(0.0, f64::max);
         let ever_red = hist.iter().any(|(s, _)| s == "aborted" || s == "deviated");
-        if greens >= GREENS && !ever_red && widest < top - 1e-9 {
+        if greens >= GREENS && !ever_red && brownout_core::approx::lt(widest, top) {
             recs.push((
                 1.2,
                 json!({"kind": "green_at_low_radius", "subject": text(name, TEXT_CAP),

@@ -264,30 +264,18 @@ fn refused(e: ControlError) -> Response {
 /// `30s`, `500ms`, `2m`, `1h`, or a number of seconds; above zero and at most [`MAX_TTL`].
 /// The error says why, for the caller.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
+    use brownout_core::duration::{parse, DurationError, Rules};
+    let rules = Rules {
+        max: MAX_TTL,
+        ..Rules::FLAG
     };
-    let not_a_duration = || format!("`{s}` is not a duration such as 30s, 500ms or 2m");
-    let n: f64 = number.parse().map_err(|_| not_a_duration())?;
-    let seconds = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(not_a_duration()),
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("`{s}` is not a duration above zero"));
-    }
-    if seconds > MAX_TTL.as_secs_f64() {
-        return Err(format!(
-            "`{s}` is out of range: at most {}h (a year); for a fault that stays, give no TTL",
-            MAX_TTL.as_secs() / 3600
-        ));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|_| not_a_duration())
+    parse(s, rules).map_err(|e| match e {
+        DurationError::TooLong { text, max } => format!(
+            "`{text}` is out of range: at most {}h (a year); for a fault that stays, give no TTL",
+            max.as_secs() / 3600
+        ),
+        e => e.to_string(),
+    })
 }
 
 /// Run a change on the blocking pool: compiling a large plan takes a while, and the relay's

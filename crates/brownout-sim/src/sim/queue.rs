@@ -1,24 +1,25 @@
 //! The event queue of virtual time: events ordered by (time, insertion), and beside them a
 //! FIFO for client timeouts.
 //!
-//! Events sit in a **radix heap**: bucket b ≥ 1 holds the events whose time first differs
-//! from the last time taken out (`last`) at bit b − 1, bucket 0 those at `last` itself. A
-//! discrete-event simulation never schedules before the event it is handling, so times only
-//! grow; when bucket 0 runs dry, the lowest non-empty bucket is spread over the buckets below
-//! it around its earliest time. Each event moves a few times at most, with no comparison of
-//! two events, where a binary heap sifts through log n levels on every push and pop. Events
-//! at one time stay in the order they were pushed: they always share a bucket, and every
-//! bucket keeps its order when it is filled or spread — so the order is the binary heap's
-//! (time, then insertion) exactly, which the simulator's replay depends on (a test drives
-//! both side by side). Written by hand because that tie order is the point and no crate
-//! promises it.
+//! Events sit on a **timing wheel** of one slot per microsecond of virtual time, 2¹⁶ slots
+//! (65 ms) ahead of the last event taken out; each slot is a FIFO list, so events at one
+//! time leave in the order they were pushed, and a bitmap (with a bitmap of its non-empty
+//! words) finds the next busy slot in a few word operations. Events further ahead wait in a
+//! binary heap on (time, insertion) and move onto the wheel, in that order, as soon as
+//! their time comes within its reach — before anything can be pushed onto their slot — so
+//! the order is the binary heap's (time, then insertion) exactly, which the simulator's
+//! replay depends on (a test drives both side by side). Service times, backoffs and think
+//! times are mostly shorter than the wheel: a push and a pop cost O(1) instead of the
+//! heap's O(log n) sifting. Written by hand because that tie order is the point and no
+//! crate promises it.
 //!
 //! Client timeouts all have the same length, so they come due in the order they were set: a
-//! FIFO beside the heap keeps it small (most timeouts never fire). Events at one instant
+//! FIFO beside the wheel keeps it small (most timeouts never fire). Events at one instant
 //! run in the order they were scheduled; a timeout runs before an event only when it is
 //! strictly earlier.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// What comes due next.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,36 +30,55 @@ pub(super) enum Due<T> {
     Timeout(u64, u32, u32),
 }
 
-/// Bucket 0 and one per bit of a time.
-const BUCKETS: usize = 65;
+/// Slots on the wheel: one per microsecond, 65.5 ms ahead.
+const SLOTS: usize = 1 << 16;
+const MASK: u64 = SLOTS as u64 - 1;
+/// Words of the slot bitmap, and of its summary.
+const WORDS: usize = SLOTS / 64;
+const SUMMARY: usize = WORDS / 64;
+/// No entry.
+const NIL: u32 = u32::MAX;
 
-pub(super) struct EventQueue<T> {
-    /// The time of the last event taken out: no event held is earlier.
-    last: u64,
-    buckets: Vec<Vec<(u64, T)>>,
-    /// The next event to take from bucket 0.
-    head: usize,
-    /// Bit b set: bucket b holds events (bucket 0: beyond `head`).
-    nonempty: u128,
-    /// The earliest time held while bucket 0 is empty, once computed (kept up to date by
-    /// pushes, so a timeout that goes first does not cost a second scan).
-    min: Option<u64>,
-    timeouts: VecDeque<(u64, u32, u32)>,
+#[derive(Clone, Copy)]
+struct Entry<T> {
+    at: u64,
+    ev: T,
+    next: u32,
 }
 
-/// The bucket of an event at `at` when the last time taken out is `last`.
-fn bucket(last: u64, at: u64) -> usize {
-    (u64::BITS - (at ^ last).leading_zeros()) as usize
+pub(super) struct EventQueue<T> {
+    /// The time of the last event taken out: every event on the wheel is in
+    /// `[base, base + SLOTS)`, every later one in `far`.
+    base: u64,
+    /// Per slot, the first and last entry of its list.
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    /// Bit per slot: its list is not empty; bit per word of `bits`: that word is not zero.
+    bits: Vec<u64>,
+    summary: [u64; SUMMARY],
+    /// Entries on the wheel, by index, reused through `free`.
+    entries: Vec<Entry<T>>,
+    free: Vec<u32>,
+    on_wheel: usize,
+    /// Events beyond the wheel: (time, insertion, entry).
+    far: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    timeouts: VecDeque<(u64, u32, u32)>,
 }
 
 impl<T: Copy> EventQueue<T> {
     pub(super) fn new() -> Self {
         EventQueue {
-            last: 0,
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            head: 0,
-            nonempty: 0,
-            min: None,
+            base: 0,
+            head: vec![NIL; SLOTS],
+            tail: vec![NIL; SLOTS],
+            bits: vec![0; WORDS],
+            summary: [0; SUMMARY],
+            entries: Vec::new(),
+            free: Vec::new(),
+            on_wheel: 0,
+            far: BinaryHeap::new(),
+            seq: 0,
             timeouts: VecDeque::new(),
         }
     }
@@ -66,23 +86,127 @@ impl<T: Copy> EventQueue<T> {
     /// An event at `at`, which is never before the last event taken out (the simulation
     /// schedules from the instant it handles; a time in the past runs at once).
     pub(super) fn push(&mut self, at: u64, ev: T) {
-        debug_assert!(at >= self.last, "an event scheduled in the past");
-        let at = at.max(self.last);
-        let b = bucket(self.last, at);
-        self.buckets[b].push((at, ev));
-        self.nonempty |= 1 << b;
-        if let Some(m) = self.min {
-            self.min = Some(m.min(at));
+        debug_assert!(at >= self.base, "an event scheduled in the past");
+        let at = at.max(self.base);
+        let e = Entry { at, ev, next: NIL };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.entries[i as usize] = e;
+                i
+            }
+            None => {
+                self.entries.push(e);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        if at - self.base < SLOTS as u64 {
+            self.link(i);
+        } else {
+            self.seq += 1;
+            self.far.push(Reverse((at, self.seq, i)));
         }
+    }
+
+    /// Append entry `i` to its slot's list.
+    fn link(&mut self, i: u32) {
+        let s = (self.entries[i as usize].at & MASK) as usize;
+        match self.tail[s] {
+            NIL => {
+                self.head[s] = i;
+                self.bits[s / 64] |= 1 << (s % 64);
+                self.summary[s / 4096] |= 1 << ((s / 64) % 64);
+            }
+            t => self.entries[t as usize].next = i,
+        }
+        self.tail[s] = i;
+        self.on_wheel += 1;
+    }
+
+    /// The first word of the bitmap at or after `w` that is not zero.
+    fn word_from(&self, w: usize) -> Option<usize> {
+        let mut sw = w / 64;
+        if sw >= SUMMARY {
+            return None;
+        }
+        let mut m = self.summary[sw] & (u64::MAX << (w % 64));
+        loop {
+            if m != 0 {
+                return Some(sw * 64 + m.trailing_zeros() as usize);
+            }
+            sw += 1;
+            if sw == SUMMARY {
+                return None;
+            }
+            m = self.summary[sw];
+        }
+    }
+
+    /// The next busy slot from the base's, going round the wheel once.
+    fn next_slot(&self) -> Option<usize> {
+        if self.on_wheel == 0 {
+            return None;
+        }
+        let p = (self.base & MASK) as usize;
+        let w = p / 64;
+        let m = self.bits[w] & (u64::MAX << (p % 64));
+        if m != 0 {
+            return Some(w * 64 + m.trailing_zeros() as usize);
+        }
+        // Later words, then round from the start (the part of word `w` before `p` is the
+        // far end of the wheel: its high bits were found empty above).
+        let x = self.word_from(w + 1).or_else(|| self.word_from(0))?;
+        Some(x * 64 + self.bits[x].trailing_zeros() as usize)
+    }
+
+    /// The time of the earliest event and its slot on the wheel (`None`: it is in `far`).
+    fn next_event(&self) -> Option<(u64, Option<usize>)> {
+        match self.next_slot() {
+            Some(s) => {
+                let ahead = (s as u64).wrapping_sub(self.base) & MASK;
+                Some((self.base + ahead, Some(s)))
+            }
+            None => self.far.peek().map(|Reverse((at, _, _))| (*at, None)),
+        }
+    }
+
+    /// Take the earliest event, found by [`EventQueue::next_event`].
+    fn take(&mut self, at: u64, slot: Option<usize>) -> Option<(u64, T)> {
+        self.base = at;
+        // Everything the wheel now reaches moves onto it, in (time, insertion) order,
+        // before anything else can be pushed onto those slots.
+        while let Some(&Reverse((far_at, _, i))) = self.far.peek() {
+            if far_at - self.base >= SLOTS as u64 {
+                break;
+            }
+            self.far.pop();
+            self.link(i);
+        }
+        let s = slot.unwrap_or((at & MASK) as usize);
+        let i = self.head[s];
+        if i == NIL {
+            return None;
+        }
+        let e = self.entries[i as usize];
+        self.head[s] = e.next;
+        if e.next == NIL {
+            self.tail[s] = NIL;
+            self.bits[s / 64] &= !(1 << (s % 64));
+            if self.bits[s / 64] == 0 {
+                self.summary[s / 4096] &= !(1 << ((s / 64) % 64));
+            }
+        }
+        self.on_wheel -= 1;
+        self.free.push(i);
+        Some((e.at, e.ev))
     }
 
     /// The bytes its tables hold (for a simulation's memory bound).
     pub(super) fn footprint(&self) -> usize {
         use std::mem::size_of;
-        self.buckets
-            .iter()
-            .map(|b| b.capacity() * size_of::<(u64, T)>())
-            .sum::<usize>()
+        (self.head.capacity() + self.tail.capacity() + self.free.capacity()) * size_of::<u32>()
+            + self.bits.capacity() * size_of::<u64>()
+            + self.entries.capacity() * size_of::<Entry<T>>()
+            + self.far.capacity() * size_of::<Reverse<(u64, u64, u32)>>()
             + self.timeouts.capacity() * size_of::<(u64, u32, u32)>()
     }
 
@@ -91,59 +215,15 @@ impl<T: Copy> EventQueue<T> {
         self.timeouts.push_back((at, attempt, gen));
     }
 
-    /// The time of the earliest event, without taking it.
-    fn next_at(&mut self) -> Option<u64> {
-        if self.nonempty & 1 != 0 {
-            return Some(self.last);
-        }
-        if self.nonempty == 0 {
-            return None;
-        }
-        if self.min.is_none() {
-            let b = self.nonempty.trailing_zeros() as usize;
-            self.min = self.buckets[b].iter().map(|(at, _)| *at).min();
-        }
-        self.min
-    }
-
-    /// Take the earliest event (the first pushed among the earliest).
-    fn pop_event(&mut self) -> Option<(u64, T)> {
-        if self.nonempty & 1 == 0 {
-            let m = self.next_at()?;
-            let b = self.nonempty.trailing_zeros() as usize;
-            self.last = m;
-            self.min = None;
-            self.nonempty &= !(1 << b);
-            let mut spread = std::mem::take(&mut self.buckets[b]);
-            for &(at, ev) in &spread {
-                let nb = bucket(m, at);
-                self.buckets[nb].push((at, ev));
-                self.nonempty |= 1 << nb;
-            }
-            spread.clear();
-            self.buckets[b] = spread;
-        }
-        let zero = &mut self.buckets[0];
-        let e = zero[self.head];
-        self.head += 1;
-        if self.head == zero.len() {
-            zero.clear();
-            self.head = 0;
-            self.nonempty &= !1;
-            self.min = None;
-        }
-        Some(e)
-    }
-
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
-        let event_at = self.next_at();
+        let event = self.next_event();
         let fifo_at = self.timeouts.front().map(|(t, _, _)| *t);
-        match (event_at, fifo_at) {
+        match (event, fifo_at) {
             (None, None) => None,
-            (Some(h), Some(f)) if f < h => self.pop_timeout(),
+            (Some((h, _)), Some(f)) if f < h => self.pop_timeout(),
             (None, Some(_)) => self.pop_timeout(),
-            _ => {
-                let (at, ev) = self.pop_event()?;
+            (Some((at, slot)), _) => {
+                let (at, ev) = self.take(at, slot)?;
                 Some(Due::Event(at, ev))
             }
         }

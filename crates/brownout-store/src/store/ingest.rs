@@ -29,7 +29,8 @@ pub fn run_id(j: &Value) -> String {
         j.pointer("/experiment/title"),
     ])
     .to_string();
-    let h = fnv1a(key.as_bytes());
+    // FNV-1a (the engine's stable string hash): names the run, protects nothing.
+    let h = brownout_core::rng::hash_str(&key);
     let start = j
         .get("started_unix_ms")
         .and_then(Value::as_i64)
@@ -38,17 +39,6 @@ pub fn run_id(j: &Value) -> String {
         .map(|t| t.format("%Y%m%dT%H%M%SZ").to_string())
         .unwrap_or_else(|| "00000000T000000Z".into());
     format!("{stamp}-{:08x}", (h >> 32) as u32 ^ h as u32)
-}
-
-/// FNV-1a, 64 bits: stable across builds and platforms (std's hasher is not). Names things
-/// (run ids, texts in the audit log); it protects nothing.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// A new run's id, `<start, UTC>-<8 random hex>`, the form [`run_id`] derives for journals
