@@ -8,7 +8,7 @@ file path, "-" for stdin, or inline JSON starting with "[") and prints ONE JSON 
    "ops": [{"index", "op", "ok", "result"|"error", "elapsed_ms"}...], "elapsed_ms"}
 "error" is {"type", "message", and for MCPError "code"/"data", "cause" if chained}.
 
-Operations: {"op": "list_tools"} | {"op": "call_tool", "name", "arguments", "timeout_s"}
+Operations: {"op": "list_tools"} | {"op": "call_tool", "name", "arguments", "timeout_s", "meta"}
 | {"op": "ping"} | {"op": "list_resources"} | {"op": "read_resource", "uri"}
 | {"op": "list_prompts"} | {"op": "get_prompt", "name", "arguments"} | {"op": "sleep", "seconds"}
 "timeout_s" (default --read-timeout, else none) is the SDK's read_timeout_seconds for call_tool;
@@ -67,7 +67,8 @@ async def run_op(session: ClientSession, op: dict[str, Any], default_timeout: fl
     if kind == "list_tools":
         return dump(await session.list_tools())
     if kind == "call_tool":
-        return dump(await session.call_tool(op["name"], op.get("arguments") or {}, read_timeout_seconds=timeout))
+        extra = {"meta": op["meta"]} if "meta" in op else {}  # params._meta (trace context, say)
+        return dump(await session.call_tool(op["name"], op.get("arguments") or {}, read_timeout_seconds=timeout, **extra))
     if kind == "ping":
         return dump(await session.send_ping())
     if kind == "list_resources":

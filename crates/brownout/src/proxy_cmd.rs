@@ -163,6 +163,8 @@ pub(crate) struct CommonArgs {
     /// Start although the environment is marked production (BROWNOUT_ENV or --label).
     #[arg(long)]
     i_know_this_is_production: bool,
+    #[command(flatten)]
+    otlp: brownout::otlp_args::OtlpArgs,
 }
 
 #[derive(Args)]
@@ -220,8 +222,10 @@ async fn setup(
         idle_session_ttl,
         seed: c.seed,
         driver,
+        otlp: c.otlp.start("proxy")?,
     };
     let relay = Arc::new(Relay::new(plan, &opts, events));
+    control::otlp_metrics::spawn(&relay);
     if c.plan.is_none() {
         control::reload::spawn_without_plan()?;
     }
@@ -247,6 +251,13 @@ async fn setup(
 
 async fn finish(relay: &Relay, c: &CommonArgs) {
     let report = relay.finish().await;
+    if let Some(hook) = relay.otlp() {
+        // The last figures and spans leave (a few seconds at most), then a line says how
+        // many.
+        control::otlp_metrics::push_now(relay);
+        let otlp = hook.exporter().clone();
+        let _ = tokio::task::spawn_blocking(move || otlp.close()).await;
+    }
     if c.json {
         match serde_json::to_string(&serde_json::json!({ "summary": report })) {
             Ok(line) => eprintln!("{line}"),

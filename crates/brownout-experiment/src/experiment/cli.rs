@@ -66,6 +66,8 @@ pub struct RunCmd {
     /// its rollbacks).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait_for_target: u64,
+    #[command(flatten)]
+    pub otlp: crate::otlp_args::OtlpArgs,
 }
 
 /// Validate experiment files, print their JSON Schema.
@@ -94,7 +96,8 @@ pub enum ExperimentCmd {
 
 impl RunCmd {
     pub fn run(self) -> anyhow::Result<i32> {
-        super::runner::run(super::RunArgs {
+        let otlp = self.otlp.start("run")?;
+        let code = super::runner::run(super::RunArgs {
             file: self.experiment,
             policy: self.policy,
             journal: self.journal,
@@ -111,7 +114,12 @@ impl RunCmd {
             quiet: false,
             ladder_skip_approved_by: self.ladder_skip_approved_by,
             wait_for_target: std::time::Duration::from_secs(self.wait_for_target.min(3600)),
-        })
+            otlp: otlp.clone(),
+        });
+        if let Some(otlp) = otlp {
+            otlp.close();
+        }
+        code
     }
 }
 

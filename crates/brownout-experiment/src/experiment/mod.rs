@@ -26,6 +26,7 @@ pub mod journal;
 pub mod load;
 pub mod loadgen;
 pub mod lock;
+pub mod otel;
 pub mod outputs;
 pub mod phase;
 pub mod policy;

@@ -87,6 +87,9 @@ pub(super) fn print_plan(x: &Loaded) {
 pub(super) fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<Outcome> {
     j.status = status;
     j.ended_unix_ms = unix_ms();
+    if let Some(otlp) = &a.otlp {
+        super::otel::export(otlp, &j);
+    }
     let text = serde_json::to_string_pretty(&j)?;
     // The store keeps runs; a file is written only when asked for (--journal).
     if let Some(path) = &a.journal {

@@ -47,6 +47,8 @@ pub struct RunArgs {
     pub gameday: Option<String>,
     /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
     pub quiet: bool,
+    /// `--otlp`: the run's phases as spans (`super::otel`).
+    pub otlp: Option<brownout_relay::otlp::Otlp>,
 }
 
 /// How a run ended: its exit code and its journal (as written).

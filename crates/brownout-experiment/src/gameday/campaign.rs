@@ -204,6 +204,7 @@ pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
             },
             gameday: Some(rec.gameday_id.clone()),
             quiet: o.quiet,
+            otlp: None,
         };
         let outcome = match runner::run_loaded(x.clone(), &args)? {
             Some(out) => out,

@@ -76,6 +76,8 @@ pub struct LoadArgs {
     /// The stdio server command (started once per session) and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+    #[command(flatten)]
+    pub otlp: crate::otlp_args::OtlpArgs,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -125,6 +127,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
         workload.tasks = Some(n.max(1));
     }
     let target = target(&a)?;
+    let otlp = a.otlp.start("load")?;
+    let spans = otlp
+        .clone()
+        .map(|o| super::otel::LoadSpans::start(o, a.sessions.max(1)));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -133,7 +139,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
         let interrupted = spawn_signals(cancel.clone());
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let show = !a.json && std::io::stderr().is_terminal();
-        let progress = tokio::spawn(progress(rx, show));
+        let progress = tokio::spawn(progress(rx, show, spans));
         let opts = LoadOptions {
             sessions: a.sessions.max(1),
             duration: a.duration,
@@ -142,6 +148,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
         };
         let result = super::run(&workload, target, opts, tx).await;
         let _ = progress.await;
+        if let Some(otlp) = &otlp {
+            let otlp = otlp.clone();
+            let _ = tokio::task::spawn_blocking(move || otlp.close()).await;
+        }
         let summary = match result {
             Ok(s) => s,
             Err(e) => {
@@ -186,7 +196,13 @@ fn spawn_signals(cancel: CancellationToken) -> CancellationToken {
 }
 
 /// Drain the events; on a terminal, print a line per second.
-async fn progress(mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>, show: bool) {
+/// With `--otlp`, every call is a span too.
+async fn progress(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>,
+    show: bool,
+    spans: Option<super::otel::LoadSpans>,
+) {
+    let (mut total, mut failed) = (0u64, 0u64);
     let started = tokio::time::Instant::now();
     let mut tick =
         tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
@@ -196,15 +212,25 @@ async fn progress(mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>, show:
             e = rx.recv() => match e {
                 Some(LoadEvent::Call(c)) => {
                     calls += 1;
+                    total += 1;
                     if !c.outcome.is_success() {
                         errors += 1;
+                        failed += 1;
+                    }
+                    if let Some(s) = &spans {
+                        s.call(&c);
                     }
                     if show {
                         hist.record(c.latency_ms);
                     }
                 }
                 Some(LoadEvent::Task(_)) => {}
-                None => break,
+                None => {
+                    if let Some(s) = spans {
+                        s.finish(total, failed);
+                    }
+                    break;
+                }
             },
             _ = tick.tick() => {
                 if show {

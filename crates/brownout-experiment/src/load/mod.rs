@@ -18,6 +18,7 @@ pub mod agent;
 mod chain;
 pub mod cli;
 pub mod http;
+pub mod otel;
 pub mod routed;
 pub mod schedule;
 pub mod session;

@@ -124,6 +124,8 @@ pub struct ProbeArgs {
     /// Print the JSON Schema of --targets files and exit.
     #[arg(long)]
     pub schema: bool,
+    #[command(flatten)]
+    pub otlp: crate::otlp_args::OtlpArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -311,16 +313,22 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<i32> {
     if let Some(addr) = &a.metrics {
         metrics::check_bind(addr, a.metrics_token.as_deref())?;
     }
+    let otlp = a.otlp.start("probe")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(watch(list, hooks, &a))
+    let code = rt.block_on(watch(list, hooks, &a, otlp.as_ref()));
+    if let Some(otlp) = otlp {
+        otlp.close();
+    }
+    code
 }
 
 async fn watch(
     list: Vec<(ProbeSpec, MonitorOptions)>,
     hooks: Vec<Option<String>>,
     a: &ProbeArgs,
+    otlp: Option<&brownout_relay::otlp::Otlp>,
 ) -> anyhow::Result<i32> {
     let names: Vec<String> = list.iter().map(|(s, _)| s.target()).collect();
     let n = list.len();
@@ -360,6 +368,9 @@ async fn watch(
                 ..
             } => {
                 last.insert(index, result.ok);
+                if let Some(o) = otlp {
+                    super::otel::export(o, &result);
+                }
                 print_result(&result, percentiles, a.json);
             }
             MonitorEvent::Alert(notice) | MonitorEvent::Recovery(notice) => {

@@ -21,6 +21,7 @@ pub mod kinds;
 pub mod mcp;
 pub mod metrics;
 pub mod monitor;
+pub mod otel;
 pub mod reason;
 pub mod rolling;
 pub mod session;

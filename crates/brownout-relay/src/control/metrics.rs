@@ -6,7 +6,8 @@
 //! injections by fault and kind; per tool availability, correctness and ETA (correct = no
 //! error, `isError` false, `structuredContent` valid against the advertised `outputSchema`);
 //! schema violations; results faults changed and what the agent did with them (silent and
-//! safe rates, docs/silent.md); sessions; pending requests; active faults.
+//! safe rates, docs/silent.md); sessions; pending requests; active faults; with `--otlp`,
+//! spans exported and dropped (docs/otel.md).
 
 use crate::relay::Relay;
 use brownout_core::sli::LATENCY_BUCKETS_MS;
@@ -65,7 +66,7 @@ impl EncodeMetric for Snapshot {
 
 /// Render the relay's metrics (and how many faults are active) as Prometheus text.
 pub fn render(relay: &Relay, active_faults: usize) -> String {
-    let families = relay.with_engine(|engine| {
+    let mut families = relay.with_engine(|engine| {
         let mut calls = Vec::new();
         let mut latency = Vec::new();
         let (mut availability, mut correctness, mut eta, mut violations) =
@@ -131,6 +132,19 @@ pub fn render(relay: &Relay, active_faults: usize) -> String {
             ("brownout_faults_active", "Faults in the running plan", Snapshot::Gauge(vec![(Vec::new(), active_faults as f64)])),
         ]
     });
+    if let Some(otlp) = relay.otlp() {
+        let o = otlp.exporter();
+        families.push((
+            "brownout_otlp_spans_exported",
+            "Spans the OTLP collector took (--otlp)",
+            Snapshot::Counter(vec![(Vec::new(), o.exported())]),
+        ));
+        families.push((
+            "brownout_otlp_spans_dropped",
+            "Spans dropped: the export queue was full or the collector did not take them (--otlp)",
+            Snapshot::Counter(vec![(Vec::new(), o.dropped())]),
+        ));
+    }
     let mut registry = Registry::default();
     for (name, help, metric) in families {
         registry.register(name, help, metric);

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod otlp_metrics;
 pub mod reload;
 
 use crate::relay::Relay;

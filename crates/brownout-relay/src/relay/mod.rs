@@ -81,6 +81,8 @@ pub struct RelayOptions {
     /// perform is refused when it loads (first load and every reload), never counted as
     /// injected.
     pub driver: Driver,
+    /// `--otlp`: a span per call to this exporter (see [`crate::otlp`]).
+    pub otlp: Option<crate::otlp::Otlp>,
 }
 
 /// A relay's name in messages (`proxy stdio -- CMD`) and its [`Capabilities`]: what its
@@ -126,6 +128,8 @@ pub struct Relay {
     back_status: Mutex<Option<BackStatus>>,
     seed: Option<u64>,
     driver: Driver,
+    /// `--otlp`: the engine's events become spans (checked once per message).
+    otlp: Option<crate::otlp::CallHook>,
 }
 
 /// A back's live figures, for the status.
@@ -137,21 +141,23 @@ impl Relay {
             plan.seed = seed;
         }
         let mut config = EngineConfig {
-            record_events: events.is_some(),
+            record_events: events.is_some() || opts.otlp.is_some(),
             ..EngineConfig::default()
         };
         if let Some(n) = opts.max_pending {
             config.max_pending = n;
         }
         config.idle_session_ttl = opts.idle_session_ttl.map(|d| Time(d.as_micros() as u64));
+        let start = Instant::now();
         Relay {
             engine: Mutex::new(Engine::new(plan, config)),
-            start: Instant::now(),
+            start,
             strict: opts.strict,
             events,
             back_status: Mutex::new(None),
             seed: opts.seed,
             driver: opts.driver,
+            otlp: opts.otlp.as_ref().map(|o| o.hook(start)),
         }
     }
 
@@ -201,7 +207,15 @@ impl Relay {
         {
             v["back"] = f();
         }
+        if let Some(otlp) = &self.otlp {
+            v["otlp"] = otlp.status();
+        }
         v
+    }
+
+    /// The `--otlp` hook, if the relay exports spans.
+    pub fn otlp(&self) -> Option<&crate::otlp::CallHook> {
+        self.otlp.as_ref()
     }
 
     /// Show a back's live figures under `back` in the status.
@@ -260,6 +274,9 @@ impl Relay {
         now: Time,
         can: Option<Capabilities>,
     ) -> Verdict {
+        if let (Some(otlp), Side::Client) = (&self.otlp, side) {
+            otlp.request(session, bytes);
+        }
         let mut engine = self.engine();
         let result = catch_unwind(AssertUnwindSafe(|| match can {
             Some(can) => engine.on_message_with(side, session, bytes, now, can),
@@ -299,9 +316,17 @@ impl Relay {
                 sink.write_record(&w);
             }
         }
-        if let Some(sink) = &self.events {
+        match (&self.events, &self.otlp) {
+            (None, None) => {}
             // Only moved under the lock; the sink's writer task encodes them.
-            sink.write_all(engine.drain_events().collect());
+            (Some(sink), None) => sink.write_all(engine.drain_events().collect()),
+            // Spans are built on the exporter's thread.
+            (None, Some(otlp)) => otlp.events(engine.drain_events().collect()),
+            (Some(sink), Some(otlp)) => {
+                let events: Vec<_> = engine.drain_events().collect();
+                otlp.events(events.clone());
+                sink.write_all(events);
+            }
         }
     }
 

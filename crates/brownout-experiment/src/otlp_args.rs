@@ -1,0 +1,27 @@
+//! `--otlp [URL]` (and `BROWNOUT_OTLP`), shared by `proxy`, `run`, `load` and `probe`.
+
+use brownout_relay::otlp::{Otlp, OtlpError, DEFAULT_COLLECTOR};
+use clap::Args;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct OtlpArgs {
+    /// Export OpenTelemetry spans (OTLP/HTTP protobuf) to the collector at URL: one per call,
+    /// with the faults that acted on it, continuing a client's `_meta.traceparent`
+    /// (docs/otel.md). Without a value: the local collector, http://127.0.0.1:4318. A slow
+    /// or dead collector never slows traffic: spans are dropped and counted.
+    #[arg(
+        long,
+        env = "BROWNOUT_OTLP",
+        value_name = "URL",
+        num_args = 0..=1,
+        default_missing_value = DEFAULT_COLLECTOR
+    )]
+    pub otlp: Option<String>,
+}
+
+impl OtlpArgs {
+    /// Start the exporter when `--otlp` was given; `command` names the resource.
+    pub fn start(&self, command: &str) -> Result<Option<Otlp>, OtlpError> {
+        Otlp::start_if(self.otlp.as_deref().filter(|u| !u.is_empty()), command)
+    }
+}
