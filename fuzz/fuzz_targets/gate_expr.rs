@@ -1,16 +1,7 @@
-//! Gate expressions (`p99_ms < 800 over 30s`, …): any text parses or gives an error.
+//! The `gate_expr` fuzz target: libFuzzer drives [`check::run`] (checks/gate_expr.rs).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/gate_expr.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Ok(gate) = brownout_core::slo::Gate::parse(text) {
-        let _ = gate.limit();
-        let _ = gate.show(Some(1.0));
-        let _ = gate.sustain_ms();
-    }
-    let _ = brownout_experiment::experiment::gates::parse(text);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::run(data));

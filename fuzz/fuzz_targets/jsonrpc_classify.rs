@@ -1,11 +1,7 @@
-//! JSON-RPC classification: any bytes give a message or `Invalid`, never a panic, and the
-//! top-level id finder agrees it can read any input.
+//! The `jsonrpc_classify` fuzz target: libFuzzer drives [`check::run`] (checks/jsonrpc_classify.rs).
 #![no_main]
 
-use brownout_core::jsonrpc::{classify, top_level_id};
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/jsonrpc_classify.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = format!("{:?}", classify(data));
-    let _ = top_level_id(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::run(data));

@@ -1,23 +1,7 @@
-//! Plan files: any text, as YAML, JSON or TOML, loads or gives errors; never panics.
+//! The `plan_file` fuzz target: libFuzzer drives [`check::run`] (checks/plan_file.rs).
 #![no_main]
 
-use brownout_core::plan::source::Format;
-use brownout_core::Plan;
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/plan_file.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&pick, input)) = data.split_first() else {
-        return;
-    };
-    let Ok(text) = std::str::from_utf8(input) else {
-        return;
-    };
-    let (file, format) = match pick % 3 {
-        0 => ("fuzz.yaml", Format::Yaml),
-        1 => ("fuzz.json", Format::Json),
-        _ => ("fuzz.toml", Format::Toml),
-    };
-    if let Err(errors) = Plan::from_str_format(text, file, format) {
-        let _ = errors.to_string();
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::run(data));

@@ -280,7 +280,12 @@ impl Selector {
 /// (seed, session key). It does not depend on the fault, so a 10 % radius is inside a 20 %
 /// one and every fault of a plan hits the same sessions.
 pub fn session_selected(seed: u64, session: &str, fraction: f64) -> bool {
-    to_unit(mix(mix(seed ^ 0x5e55_1011) ^ hash_str(session))) < fraction
+    session_selected_hash(seed, hash_str(session), fraction)
+}
+
+/// [`session_selected`] for a session whose key's `hash_str` is already known.
+pub fn session_selected_hash(seed: u64, session_hash: u64, fraction: f64) -> bool {
+    to_unit(mix(mix(seed ^ 0x5e55_1011) ^ session_hash)) < fraction
 }
 
 fn compile_window(w: &WindowSpec, run: Option<Time>) -> Result<Window, SelectError> {

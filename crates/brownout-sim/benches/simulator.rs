@@ -6,6 +6,10 @@
 //! retry budget, degradation and a breaker, and 1,000,000 tasks at fan-out 8.
 //! Reports the median over rounds of logical calls per second and attempts per second, and
 //! writes `target/bench/simulator.json`.
+//!
+//! For profiling (e.g. under `valgrind --tool=callgrind`): `BENCH_CASE=TEXT` runs only the
+//! cases whose name contains TEXT, `BENCH_TASKS=N` overrides their task counts and
+//! `BENCH_ROUNDS=N` the number of rounds.
 
 use brownout_core::slo::Gate;
 use brownout_core::Plan;
@@ -14,6 +18,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 const ROUNDS: usize = 5;
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
 
 /// The gates of the gated case: a time window, a percentile, a scoped count window, tasks.
 const GATES: [&str; 4] = [
@@ -68,17 +76,23 @@ fn main() {
             Vec::new(),
         ),
     ];
+    let only = std::env::var("BENCH_CASE").ok();
+    let rounds = env_number("BENCH_ROUNDS").map_or(ROUNDS, |n| n.max(1) as usize);
     let mut rows = Vec::new();
     println!(
         "{:<46} {:>10} {:>12} {:>14} {:>14} {:>9}",
         "workload", "tasks", "calls", "calls/s", "attempts/s", "wall s"
     );
     for (name, workload, tasks, gates) in cases {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let tasks = env_number("BENCH_TASKS").unwrap_or(tasks);
         let w =
             Workload::from_str_named(&load(workload), workload).unwrap_or_else(|e| panic!("{e}"));
         let (mut calls_s, mut attempts_s, mut wall) = (Vec::new(), Vec::new(), Vec::new());
         let mut calls = 0;
-        for _ in 0..ROUNDS {
+        for _ in 0..rounds {
             let plan = Plan::from_str_named(&plan_text, "errors-2pct.yaml")
                 .unwrap_or_else(|e| panic!("{e}"));
             let opts = SimOptions {

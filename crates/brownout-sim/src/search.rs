@@ -14,6 +14,15 @@
 //! Pure: the caller's [`Objective`] runs the simulator; points are parameters `t` in [0, 1]
 //! along the segment, mapped by the caller.
 
+pub mod adaptive;
+pub mod genetic;
+pub mod gp;
+pub mod levelset;
+pub mod pool;
+pub mod space;
+#[cfg(test)]
+mod space_tests;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 

@@ -31,7 +31,7 @@ fn args(plan: &str, seeds: u64, seed: u64, tol: f64, max_evals: u64) -> SearchAr
         tol,
         rays: 5,
         tasks: None,
-        max_evals,
+        max_evals: Some(max_evals),
         time: None,
         out: None,
         chart: None,
@@ -41,6 +41,7 @@ fn args(plan: &str, seeds: u64, seed: u64, tol: f64, max_evals: u64) -> SearchAr
         live_start: 0.6,
         policy: None,
         store: None,
+        wide: Default::default(),
     }
 }
 

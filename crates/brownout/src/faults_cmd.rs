@@ -1,6 +1,10 @@
 //! `brownout faults list|add|rm|clear|status`: the admin API of a running relay, from the
 //! shell (`status` also serves as a container's liveness/readiness probe: docs/deploy.md).
 
+/// `faults list --fleet`: every relay of a fleet at once.
+#[path = "faults_fleet.rs"]
+pub mod fleet;
+
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -21,8 +25,11 @@ pub struct Target {
 
 #[derive(Subcommand)]
 pub enum FaultsCmd {
-    /// List the running faults.
-    List(Target),
+    /// List the running faults, of one relay or of a whole fleet (`--fleet`, `--fleet-dns`).
+    ///
+    /// Example:
+    ///   brownout faults list --fleet 10.0.0.5:9901,10.0.0.6:9901 --token "$TOKEN"
+    List(fleet::ListArgs),
     /// Add a fault, in plan syntax: inline (`'{kind: latency, added_ms: 500}'`) or `--file F`.
     ///
     /// Example:
@@ -57,7 +64,15 @@ pub enum FaultsCmd {
 /// Exit codes: 0 done, 1 refused by the relay (invalid fault, unknown id), 2 unreachable.
 pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
     let (target, method, path, body) = match cmd {
-        FaultsCmd::List(t) => (t, reqwest::Method::GET, "/faults".to_string(), None),
+        FaultsCmd::List(l) if l.is_fleet() => return fleet::list(&l).await,
+        FaultsCmd::List(l) => {
+            let t = Target {
+                admin: l.admin.unwrap_or_default(),
+                token: l.token,
+                json: l.json,
+            };
+            (t, reqwest::Method::GET, "/faults".to_string(), None)
+        }
         FaultsCmd::Add {
             target,
             fault,

@@ -292,6 +292,7 @@ fn a_lease_is_renewed_without_resetting_the_fault() {
     let v: Value = serde_json::from_str(&body).expect("json");
     assert_eq!(v["id"], "lease/one?#%");
     // Past the first lease: still there, and its count went on (no second injection).
+    // A deliberate period (the test's subject): the 2 s the first lease had must pass.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(fault_ids(&url), vec!["lease/one?#%".to_string()]);
     assert!(

@@ -227,13 +227,16 @@ fn slow_clients_are_cut_off_and_others_are_served() {
             "POST /faults HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/yaml\r\nContent-Length: 100\r\n\r\n{{kind: lat"
         ),
     ];
+    let (wrote, written) = std::sync::mpsc::channel();
     let slow: Vec<_> = stalls
         .into_iter()
         .map(|sent| {
             let addr = addr.clone();
+            let wrote = wrote.clone();
             std::thread::spawn(move || {
                 let mut s = std::net::TcpStream::connect(&addr).expect("connect");
                 s.write_all(sent.as_bytes()).expect("write");
+                let _ = wrote.send(());
                 s.set_read_timeout(Some(Duration::from_secs(60)))
                     .expect("timeout");
                 let start = Instant::now();
@@ -255,8 +258,13 @@ fn slow_clients_are_cut_off_and_others_are_served() {
             })
         })
         .collect();
-    // Meanwhile the API answers.
-    std::thread::sleep(Duration::from_millis(500));
+    // Meanwhile (every slow client connected and half-way through its request) the API
+    // answers.
+    for _ in 0..slow.len() {
+        written
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a slow client connected");
+    }
     let (status, body) = http(&url, "GET", "/status", "");
     assert_eq!(status, 200, "{body}");
     for t in slow {

@@ -90,8 +90,9 @@ fn sigint_mid_stage_removes_the_faults_and_runs_the_rollbacks() {
         rollbacks: "[{command: [touch, rolled-back]}]",
         ..Exp::fixture_green()
     };
-    let mut child = spawn_run(dir.path(), &e, &[]);
-    std::thread::sleep(Duration::from_secs(5));
+    let status = dir.path().join("status.json");
+    let mut child = spawn_run(dir.path(), &e, &["--status", &status.display().to_string()]);
+    wait_for_stage(&status);
     signal(&child, nix::sys::signal::Signal::SIGINT);
     let code = wait_exit(&mut child, 60);
     assert_eq!(code, 130);
@@ -114,13 +115,15 @@ fn a_second_signal_is_recorded_and_every_rollback_still_runs_to_its_timeout() {
     let dir = common::tmp();
     let e = Exp {
         method: "[{stage: canary, duration: 60s, sessions: 10%}]",
-        rollbacks: "[{command: [sleep, \"30\"], timeout: 3s}, {command: [touch, done]}]",
+        rollbacks: "[{command: [sh, -c, \"touch started; exec sleep 30\"], timeout: 3s}, {command: [touch, done]}]",
         ..Exp::fixture_green()
     };
-    let mut child = spawn_run(dir.path(), &e, &[]);
-    std::thread::sleep(Duration::from_secs(5));
+    let status = dir.path().join("status.json");
+    let mut child = spawn_run(dir.path(), &e, &["--status", &status.display().to_string()]);
+    wait_for_stage(&status);
     signal(&child, nix::sys::signal::Signal::SIGINT);
-    std::thread::sleep(Duration::from_secs(1));
+    // The second signal arrives while the first rollback runs.
+    wait_for_file(&dir.path().join("started"), 60);
     signal(&child, nix::sys::signal::Signal::SIGINT);
     assert_eq!(wait_exit(&mut child, 60), 130);
     let j = journal(dir.path());

@@ -6,35 +6,8 @@ mod common;
 mod support;
 
 use common::brownout;
-use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 use support::*;
-
-/// Wait (bounded, generous) for a file to appear.
-fn wait_for_file(p: &Path, secs: u64) {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while !p.exists() {
-        assert!(Instant::now() < until, "{} never appeared", p.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Wait until the run's status file says it is in a stage (faults on).
-fn wait_for_stage(status: &Path) {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: serde_json::Value = std::fs::read_to_string(status)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-        if v["stage"].as_u64().is_some() {
-            return;
-        }
-        assert!(Instant::now() < until, "the run never reached a stage");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// Signals that arrive while rollbacks run are recorded, never obeyed: every rollback runs
 /// to its end (before: one more SIGINT skipped the running rollback and every later one).

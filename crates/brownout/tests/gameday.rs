@@ -466,6 +466,9 @@ fn stop_long(dir: &Path, extra: &[&str], stop: impl FnOnce(&mut std::process::Ch
     }
     let ready = started();
     if ready {
+        // Past the 1 s baseline into the stage. Left as a sleep: a GameDay shows its
+        // experiment `running` but not the experiment's stage (the inner run has no status
+        // file and prints no progress off a terminal), so there is no state to wait on.
         std::thread::sleep(Duration::from_secs(3));
         stop(&mut child);
     } else {

@@ -49,12 +49,12 @@ async fn a_malformed_answer_reaches_its_own_caller_only() {
         dir.path(),
         "faults:\n  - {id: broken, kind: malformed, mode: truncate, tools: [echo]}\n  - {id: slow, kind: latency, direction: to_server, added_ms: 1500, tools: [get_incident]}\n",
     );
-    let (_relay, url) = start(&args(Some(plan), fixture(), &[]));
+    let (_relay, url, admin) = child::relay_with_admin(&args(Some(plan), fixture(), &[]));
     let s = Session::start(&url).await;
     // B waits (SSE) while A's broken answer comes back.
     let b = s.send(call(2, "get_incident", json!({"id": "INC-1"})), true);
     let a = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        child::wait_pending(&admin, 1).await;
         s.post(call(1, "echo", json!({"message": "hi"})), false, 20)
             .await
     };
@@ -130,7 +130,7 @@ async fn a_batch_stream_ends_when_every_request_is_answered() {
 /// answer, the second is refused with `-32600` (never the other's answer, never a hang).
 #[tokio::test]
 async fn a_second_request_with_an_id_in_flight_is_refused() {
-    let (_relay, url) = start(&args(
+    let (_relay, url, admin) = child::relay_with_admin(&args(
         None,
         [fixture(), vec!["--delay-ms".into(), "1000".into()]].concat(),
         &[],
@@ -138,7 +138,7 @@ async fn a_second_request_with_an_id_in_flight_is_refused() {
     let s = Session::start(&url).await;
     let first = s.post(call(7, "echo", json!({"message": "first"})), false, 20);
     let second = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        child::wait_pending(&admin, 1).await;
         s.post(call(7, "echo", json!({"message": "second"})), false, 20)
             .await
     };
@@ -229,7 +229,7 @@ async fn answers_reach_their_callers_with_server_everything() {
     let s = Session::start(&url).await;
     let b = s.send(call(2, "get-sum", json!({"a": 1, "b": 2})), true);
     let a = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        child::wait_pending(&admin, 1).await;
         s.post(call(1, "echo", json!({"message": "hi"})), true, 20)
             .await
     };

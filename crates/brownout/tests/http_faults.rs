@@ -403,10 +403,10 @@ async fn stalled_requests_count_against_max_streams() {
     let dir = tmp();
     let plan = plan_file(
         dir.path(),
-        "faults:\n  - {kind: connection, mode: stall, tools: [stalled]}\n",
+        "faults:\n  - {id: hold, kind: connection, mode: stall, tools: [stalled]}\n",
     );
     let (url, _) = upstream::start(false).await;
-    let (_relay, through) = brownout_http(&[
+    let (relay, through) = brownout_http(&[
         "--upstream",
         &url,
         "--plan",
@@ -414,7 +414,10 @@ async fn stalled_requests_count_against_max_streams() {
         "--quiet",
         "--max-streams",
         "1",
+        "--admin",
+        "127.0.0.1:0",
     ]);
+    let admin = common::http::admin_url(&relay);
     let c = Client::new(&through).await;
     // The first stall holds the one stream there is (the client gives up after 3 s) ...
     let first = tokio::spawn({
@@ -431,7 +434,24 @@ async fn stalled_requests_count_against_max_streams() {
                 .await
         }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Held once the stall is counted (the stream is taken in the same step).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v: Value = reqwest::get(format!("{admin}/status"))
+            .await
+            .expect("status")
+            .json()
+            .await
+            .expect("JSON");
+        if v["summary"]["injections"]["hold"]["count"].as_u64() == Some(1) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first call never stalled: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // ... so a second one is closed at once instead of held.
     let t = Instant::now();
     let second = c.post(call(2, "stalled")).await;

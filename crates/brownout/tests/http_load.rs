@@ -202,6 +202,31 @@ async fn long_call(
         .expect("long call starts")
 }
 
+/// A long call's stream once the server is at work on it (its first progress notice has
+/// come through), with what was read so far; the rest is read with [`rest_of`].
+async fn at_work(mut resp: reqwest::Response) -> (reqwest::Response, Vec<u8>) {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(&seen).contains("notifications/progress") {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(c))) => seen.extend_from_slice(&c),
+            other => panic!(
+                "no progress from the long call ({other:?}): {}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
+    (resp, seen)
+}
+
+/// The whole body of a stream [`at_work`] began to read.
+async fn rest_of(mut resp: reqwest::Response, mut seen: Vec<u8>) -> String {
+    while let Ok(Some(c)) = resp.chunk().await {
+        seen.extend_from_slice(&c);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 async fn everything_session(http: &reqwest::Client, url: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
@@ -227,14 +252,17 @@ async fn an_upstream_dying_mid_stream_gives_every_waiter_a_clear_error() {
     for id in 1..=5u64 {
         waiting.push(long_call(&http, &through, &sid, id, 20).await);
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Every call is under way at the server (it sent progress) when the server dies.
+    let mut under_way = Vec::new();
+    for resp in waiting {
+        under_way.push(at_work(resp).await);
+    }
     let _ = server.child.kill();
-    for (i, resp) in waiting.into_iter().enumerate() {
+    for (i, (resp, seen)) in under_way.into_iter().enumerate() {
         let id = i as u64 + 1;
-        let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        let body = tokio::time::timeout(Duration::from_secs(10), rest_of(resp, seen))
             .await
-            .expect("the waiter is answered promptly, not left hanging")
-            .unwrap_or_default();
+            .expect("the waiter is answered promptly, not left hanging");
         let answer = body
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
@@ -257,16 +285,16 @@ async fn sigterm_lets_streams_in_flight_finish() {
     let http = reqwest::Client::new();
     let sid = everything_session(&http, &through).await;
     let resp = long_call(&http, &through, &sid, 7, 3).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The call is under way at the server when the relay is told to stop.
+    let (resp, seen) = at_work(resp).await;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(relay.pid()),
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("SIGTERM");
-    let body = tokio::time::timeout(Duration::from_secs(15), resp.text())
+    let body = tokio::time::timeout(Duration::from_secs(15), rest_of(resp, seen))
         .await
-        .expect("the stream ends within the grace period")
-        .unwrap_or_default();
+        .expect("the stream ends within the grace period");
     assert!(
         body.contains("Long running operation completed"),
         "the call in flight finished: {body}"

@@ -138,12 +138,23 @@ steps:
         cancel: cancel.clone(),
         ..opts(1, None)
     };
+    // Cancelled once the first call is done.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let c2 = cancel.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        c2.cancel();
+        while let Some(e) = rx.recv().await {
+            if matches!(e, LoadEvent::Call(_)) {
+                c2.cancel();
+            }
+        }
     });
-    let (s, _) = play(&w, stdio(fixture()), o).await;
+    let s = tokio::time::timeout(
+        support::WATCHDOG,
+        brownout::load::run(&w, stdio(fixture()), o, tx),
+    )
+    .await
+    .expect("the load ended in time")
+    .unwrap_or_else(|e| panic!("load failed: {e}"));
     assert!(s.calls > 0 && s.tasks < 100_000_000, "{s:?}");
 }
 
@@ -451,20 +462,30 @@ fn sigint_stops_the_load_with_a_summary_and_exit_130() {
         "tasks: 100000000\narrival: {mode: closed, concurrency: 2}\nthink_ms: 2\nsteps:\n  - calls: [{tool: echo, arguments: {message: hi}}]\n  - calls: [{tool: echo, arguments: {message: again}}]\n",
     )
     .expect("write");
+    // The server notes what the client sends it (tee), so the test sees the calls go on:
+    // with two tasks at once, a third call sent means a first one was answered.
+    let sent = dir.path().join("sent.jsonl");
+    let server = format!("tee '{}' | exec '{}' fixture", sent.display(), brownout());
     let child = std::process::Command::new(brownout())
-        .args([
-            "load",
-            &w.display().to_string(),
-            "--json",
-            "--",
-            brownout(),
-            "fixture",
-        ])
+        .args(["load", &w.display().to_string(), "--json", "--", "sh", "-c"])
+        .arg(&server)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run");
-    std::thread::sleep(Duration::from_millis(2500));
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&sent)
+        .unwrap_or_default()
+        .matches("tools/call")
+        .count()
+        < 3
+    {
+        assert!(
+            std::time::Instant::now() < until,
+            "no call reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

@@ -72,7 +72,8 @@ fn sighup_reloads_the_plan() {
     w.send(INIT);
     assert!(w.recv_json(5000).is_some());
     assert!(echo(&mut w, 1).get("result").is_some(), "no fault yet");
-    // Without --watch an edit alone changes nothing...
+    // Without --watch an edit alone changes nothing... (a deliberate idle period, the
+    // test's subject: longer than a watcher's poll, and nothing to wait for)
     std::fs::write(dir.path().join("plan.yaml"), FAIL_ECHO).expect("write");
     std::thread::sleep(Duration::from_millis(600));
     assert!(echo(&mut w, 2).get("result").is_some());

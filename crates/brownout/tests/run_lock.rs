@@ -123,6 +123,9 @@ fn a_second_run_against_the_same_target_is_refused_until_the_first_dies() {
             )
         })
     };
+    // A deliberate period (the test's subject, not a wait for state): the waiter must not
+    // give up while the first run holds the target; its lock attempts leave no trace to
+    // wait on.
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         !waiter.is_finished(),

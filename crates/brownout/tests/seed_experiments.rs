@@ -177,6 +177,7 @@ fn a_refused_dependency_degrades_the_server_and_it_recovers() {
                 .output()
                 .expect("probe");
             seen.push(String::from_utf8_lossy(&out.stdout).into_owned());
+            // The pace of a sampler that runs beside the experiment, not a wait for state.
             std::thread::sleep(Duration::from_millis(250));
         }
         seen

@@ -204,7 +204,8 @@ fn a_server_that_dies_at_start_tells_the_clients_initialize_why() {
     let mut w = Wire::spawn(&through(dir.path(), "faults: []", &server));
     let said = wait_for_stderr(&w, "relaying stdio -> `sh -c");
     assert!(said.contains("(pid "), "{said}");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The server is dead (brownout saw it end) before the client's first message.
+    wait_for_stderr(&w, "(exit status 3); not restarting");
     w.send(INIT);
     let v = w
         .recv_json(5000)

@@ -22,6 +22,7 @@ mod lifecycle;
 mod loose;
 mod record;
 mod silent;
+mod sim_fast;
 
 use crate::correlate::{Pending, DEFAULT_CAPACITY, DEFAULT_TTL};
 use crate::event::Event;
@@ -38,6 +39,7 @@ use crate::verdict::Verdict;
 use crate::verdict::{Forward, ProcessAction};
 #[cfg(test)]
 use serde_json::value::RawValue;
+pub use sim_fast::{SimCallSite, SimSession};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -399,6 +401,8 @@ mod plan_tests;
 mod servers_tests;
 #[cfg(test)]
 mod silent_tests;
+#[cfg(test)]
+mod sim_fast_tests;
 #[cfg(test)]
 mod sli_tests;
 #[cfg(test)]

@@ -18,6 +18,8 @@ mod proptests;
 pub mod robustness;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tick_tests;
 pub mod tolerance;
 mod watch;
 mod window;

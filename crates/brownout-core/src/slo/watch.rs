@@ -21,6 +21,10 @@ struct Watched {
     breach_value: Option<f64>,
     worst: Option<f64>,
     breaches: u64,
+    /// Nothing reached the window since the last evaluation (see [`GateWatch::tick`]).
+    settled: bool,
+    /// When the last evaluation was.
+    stepped_ms: f64,
 }
 
 /// Watches gates over the calls and tasks it is shown. Deterministic: the same
@@ -56,6 +60,8 @@ impl GateWatch {
                         breach_value: None,
                         worst: None,
                         breaches: 0,
+                        settled: false,
+                        stepped_ms: f64::NEG_INFINITY,
                     }
                 })
                 .collect(),
@@ -77,6 +83,7 @@ impl GateWatch {
         for w in &mut self.gates {
             let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint() && !w.gate.sli.is_reading();
             if calls && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
+                w.settled = false;
                 w.window.push(c.at_ms, sample);
             }
         }
@@ -87,6 +94,7 @@ impl GateWatch {
         let sample = Sample::new(if t.ok { OK } else { 0 }, 1, 0.0, false);
         for w in &mut self.gates {
             if w.gate.sli.is_task() {
+                w.settled = false;
                 w.window.push(t.at_ms, sample);
             }
         }
@@ -103,6 +111,7 @@ impl GateWatch {
         let sample = Sample::new(flags, 1, 0.0, false);
         for w in &mut self.gates {
             if w.gate.sli.is_taint() && w.gate.scope.matches("tools/call", tool) {
+                w.settled = false;
                 w.window.push(at_ms, sample);
             }
         }
@@ -117,6 +126,7 @@ impl GateWatch {
         let sample = Sample::new(0, 1, value, false);
         for w in &mut self.gates {
             if w.gate.sli == sli {
+                w.settled = false;
                 w.window.push(at_ms, sample);
             }
         }
@@ -136,10 +146,23 @@ impl GateWatch {
     /// building the states: the same transitions, for a driver that only reads
     /// [`summaries`](GateWatch::summaries) (the simulator). Returns whether any gate is
     /// breached.
+    ///
+    /// A gate whose window took no sample and did not slide since its last evaluation, and
+    /// that is not waiting out a `for` duration, would evaluate to what it did then (same
+    /// value, same worst, same state) at that time or later: it is not evaluated again.
     pub fn tick(&mut self, now_ms: f64) -> bool {
         let mut breached = false;
         for w in &mut self.gates {
-            breached |= w.step(now_ms).status == GateStatus::Breached;
+            let status = if w.settled
+                && w.status != GateStatus::Failing
+                && now_ms >= w.stepped_ms
+                && !w.window.slides_at(now_ms)
+            {
+                w.status
+            } else {
+                w.step(now_ms).status
+            };
+            breached |= status == GateStatus::Breached;
         }
         breached
     }
@@ -256,6 +279,8 @@ impl Watched {
 
     fn step(&mut self, now_ms: f64) -> Step {
         self.window.advance(now_ms);
+        self.settled = true;
+        self.stepped_ms = now_ms;
         let totals = *self.window.totals();
         let value = value_of(self.gate.sli, &totals, &self.window);
         let limit = self.gate.limit();

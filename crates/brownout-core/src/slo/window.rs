@@ -173,6 +173,17 @@ impl Sliding {
         }
     }
 
+    /// Whether [`Sliding::advance`] to `at_ms` would move the window (a count window never
+    /// moves with time).
+    pub(crate) fn slides_at(&self, at_ms: f64) -> bool {
+        match self {
+            Sliding::Time { width_ms, head, .. } => {
+                head.is_none_or(|h| slot_index(at_ms, *width_ms) > h)
+            }
+            Sliding::Count { .. } => false,
+        }
+    }
+
     /// Move a time window's head to `at_ms` (never backwards); count windows ignore time.
     pub(crate) fn advance(&mut self, at_ms: f64) {
         if let Sliding::Time {

@@ -110,6 +110,11 @@ pub struct Journal {
     /// person's approval: who approved and what the guardrail said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ladder_skip: Option<LadderSkip>,
+    /// With a fleet (`target.fleet`): each relay — the stages whose faults it carried, when
+    /// they went on, when it confirmed their removal, or since when it could not be reached
+    /// and when its lease ran out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Vec<super::fleet::RelayRecord>>,
 }
 
 /// A ladder rung skipped with a person's approval (docs/experiments.md#guardrails).

@@ -62,6 +62,9 @@ impl Loaded {
         if let Some(servers) = &t.servers {
             return Some(super::servers::driver(servers));
         }
+        if t.fleet.is_some() {
+            return None;
+        }
         match (&t.command, &t.admin) {
             (_, Some(_)) => None,
             (Some(_), None) => Some(http_front::driver::<ChildBack>()),
@@ -116,7 +119,7 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
     };
     let t = &spec.target;
     match (&t.command, &t.url, &t.admin) {
-        _ if t.servers.is_some() => {}
+        _ if t.servers.is_some() || t.fleet.is_some() => {}
         (Some(_), Some(_), _) => errors.push(at(
             "/target/url",
             "give `command` or `url`, not both".into(),
@@ -187,7 +190,11 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
             (Value::Null, Plan::empty())
         }
     };
-    for (pointer, message) in super::servers::check(&spec, &plan_doc) {
+    let fleet = super::fleet_spec::check(&spec).into_iter();
+    for (pointer, message) in super::servers::check(&spec, &plan_doc)
+        .into_iter()
+        .chain(fleet)
+    {
         errors.push(at(&pointer, message));
     }
     let workload = match read_workload(dir, &spec.load.workload, file) {

@@ -45,6 +45,9 @@ pub fn identity(x: &Loaded) -> String {
             .collect();
         return format!("servers {} in {}", each.join(" "), x.dir.display());
     }
+    if let Some(f) = &t.fleet {
+        return format!("fleet {}", serde_json::to_string(f).unwrap_or_default());
+    }
     match (&t.command, &t.url, &t.admin) {
         (Some(c), _, _) => format!("command {} in {}", c.join("\u{1f}"), x.dir.display()),
         (None, Some(u), admin) => {

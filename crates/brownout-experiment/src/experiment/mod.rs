@@ -16,6 +16,9 @@ pub mod baseline;
 pub mod cli;
 pub mod cmd;
 pub mod detect;
+pub mod fleet;
+pub mod fleet_dns;
+pub mod fleet_spec;
 pub mod gates;
 pub mod health;
 pub mod history;
@@ -49,6 +52,9 @@ pub use spec::Experiment;
 
 /// The target in one line, for `--dry-run` and messages.
 pub fn describe_target(t: &spec::Target) -> String {
+    if let Some(f) = &t.fleet {
+        return fleet::describe(f);
+    }
     if let Some(servers) = &t.servers {
         let names: Vec<&str> = servers.keys().map(String::as_str).collect();
         return format!(

@@ -62,7 +62,7 @@ impl Api {
         let resp = req
             .send()
             .await
-            .map_err(|e| anyhow!("the relay's admin API at {}: {e}", self.admin))?;
+            .map_err(|e| anyhow!("the relay's admin API at {}: {}", self.admin, chain(&e)))?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         let v = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -178,6 +178,17 @@ impl Remote {
         &self.shared.api
     }
 
+    /// When every posted fault last had its lease renewed (or was posted): the relay's
+    /// last sign of life, and its faults lapse one [`LEASE`] after it.
+    pub fn renewed_at(&self) -> Instant {
+        *lock(&self.shared.renewed_at)
+    }
+
+    /// Whether faults of this runner are on the relay, not yet confirmed removed.
+    pub fn has_faults(&self) -> bool {
+        !lock(&self.shared.posted).is_empty()
+    }
+
     /// Replace the posted faults with `doc`'s: each under the run's id for it, with a lease.
     pub async fn replace(&self, doc: &Value) -> anyhow::Result<()> {
         self.remove_all().await?;
@@ -253,6 +264,17 @@ impl Drop for Remote {
             h.abort();
         }
     }
+}
+
+/// An error with its causes (`error sending request: … : operation timed out`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -24,6 +24,7 @@ pub(super) fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         target: TargetRecord {
             kind: match (&x.spec.target.command, &x.spec.target.admin) {
                 _ if x.spec.target.servers.is_some() => "servers",
+                _ if x.spec.target.fleet.is_some() => "fleet",
                 (Some(_), _) => "command",
                 (None, Some(_)) => "remote",
                 (None, None) => "url",
@@ -49,6 +50,7 @@ pub(super) fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
         servers: None,
         gameday_id: None,
         ladder_skip: None,
+        fleet: None,
     }
 }
 

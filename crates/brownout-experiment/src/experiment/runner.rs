@@ -287,6 +287,7 @@ async fn with_target(
     let left_ms = removal.at_ms;
     let removal_failed = (!removal.record.ok).then(|| removal.record.detail.clone());
     j.rollbacks.push(removal.record);
+    j.fleet = target.fleet_records(origin);
     let mut status = match &end {
         End::Done => Status::Completed,
         End::Breach(b, window) => {
@@ -453,10 +454,7 @@ async fn drive(
         let silent_source = target.silent_source();
         let silent_before = silent_source.read().await;
         let start_ms = live.now_ms();
-        let first = target
-            .renew_every()
-            .map_or(st.duration.get(), |r| r.min(st.duration.get()));
-        if let Err(e) = target.apply(plan.clone(), &doc, first).await {
+        if let Err(e) = target.apply(plan.clone(), &doc, st).await {
             return (
                 End::Trouble(format!("cannot apply the faults: {e}")),
                 st.stage.clone(),
@@ -476,8 +474,8 @@ async fn drive(
                 *removal = Some(Removal::now(target, live.origin).await);
                 break;
             }
-            if let (false, Some(r)) = (left.is_zero(), target.renew_every()) {
-                if let Err(e) = target.apply(plan.clone(), &doc, r.min(left)).await {
+            if let (false, Some(_)) = (left.is_zero(), target.renew_every()) {
+                if let Err(e) = target.apply(plan.clone(), &doc, st).await {
                     end = End::Trouble(format!("cannot renew the faults: {e}"));
                     break;
                 }

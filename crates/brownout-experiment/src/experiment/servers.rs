@@ -162,6 +162,9 @@ pub struct Endpoints {
     pub servers: Vec<(String, String)>,
     /// With several servers: tool → the name of the one server that lists it.
     pub routes: BTreeMap<String, String>,
+    /// With a fleet (`target.fleet`): every relay's MCP URL; the load's sessions go to them
+    /// round-robin.
+    pub fleet: Vec<String>,
 }
 
 impl Endpoints {
@@ -169,6 +172,15 @@ impl Endpoints {
     pub fn one(url: &str) -> Endpoints {
         Endpoints {
             url: url.to_string(),
+            ..Endpoints::default()
+        }
+    }
+
+    /// A fleet's relays at `urls` (probes go to the first).
+    pub fn fleet(urls: Vec<String>) -> Endpoints {
+        Endpoints {
+            url: urls.first().cloned().unwrap_or_default(),
+            fleet: urls,
             ..Endpoints::default()
         }
     }
@@ -182,6 +194,11 @@ impl Endpoints {
 
     /// The load's target: one URL, or every server's (the load routes by tool).
     pub fn load_target(&self) -> crate::load::LoadTarget {
+        if self.fleet.len() > 1 {
+            return crate::load::LoadTarget::Fleet {
+                urls: self.fleet.clone(),
+            };
+        }
         if self.servers.is_empty() {
             crate::load::LoadTarget::Http {
                 url: self.url.clone(),
@@ -339,6 +356,7 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
         url: servers.first().map(|(_, u)| u.clone()).unwrap_or_default(),
         servers: servers.to_vec(),
         routes,
+        fleet: Vec::new(),
     })
 }
 

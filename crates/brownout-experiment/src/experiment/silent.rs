@@ -26,12 +26,42 @@ pub enum Source {
         token: Option<String>,
         http: reqwest::Client,
     },
+    /// A fleet's relays: their counts summed per tool (`None` when none answered).
+    Many(Vec<Source>),
 }
 
 impl Source {
     /// The counts now (`None`: a remote relay did not answer).
     pub async fn read(&self) -> Option<Counts> {
+        let Source::Many(each) = self else {
+            return self.read_one().await;
+        };
+        let read = futures::future::join_all(each.iter().map(Source::read_one)).await;
+        let answered: Vec<Counts> = read.into_iter().flatten().collect();
+        if answered.is_empty() {
+            return None;
+        }
+        let tools: std::collections::BTreeSet<&String> =
+            answered.iter().flat_map(|c| c.keys()).collect();
+        Some(
+            tools
+                .into_iter()
+                .map(|tool| {
+                    let per: Counts = answered
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, c)| c.get(tool).map(|s| (i.to_string(), *s)))
+                        .collect();
+                    (tool.clone(), total(&per))
+                })
+                .collect(),
+        )
+    }
+
+    /// One relay's counts (`None` for [`Source::Many`]: [`Source::read`] sums those).
+    async fn read_one(&self) -> Option<Counts> {
         match self {
+            Source::Many(_) => None,
             Source::Local(relay) => Some(relay.with_engine(|e| e.summary().silent_tools())),
             Source::Remote {
                 status_url,

@@ -85,6 +85,11 @@ pub struct Target {
     #[serde(default)]
     #[schemars(length(min = 1, max = 16))]
     pub servers: Option<BTreeMap<String, Server>>,
+    /// A fleet of relays already running (instead of `command`/`url`/`servers`): listed
+    /// (`[{url, admin}, …]`) or found by DNS (`{dns, admin_port, mcp_port}`); the load
+    /// spreads over them, a stage's `relays` picks which get the faults (docs/experiments.md#a-fleet-of-relays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet_spec::FleetSpec>,
 }
 
 /// A target's health as a Prometheus text-format endpoint publishes it.
@@ -287,6 +292,10 @@ pub struct Stage {
     pub duration: Dur,
     /// The share of sessions the faults reach (the plan's stable `sessions` selection).
     pub sessions: Share,
+    /// With `target.fleet`: the share of the fleet's relays that get the faults (default
+    /// 100 %), chosen by the seed and the same at every run (docs/experiments.md#a-fleet-of-relays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relays: Option<Share>,
 }
 
 /// The faults: a list in plan syntax (each stage sets their `sessions`), or a plan file.

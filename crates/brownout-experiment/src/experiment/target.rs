@@ -39,6 +39,17 @@ struct Local {
 enum Faults {
     Local(Arc<Relay>),
     Remote(Remote),
+    Fleet(super::fleet::Fleet),
+}
+
+/// The admin API's token, from the variable `admin_token_env` names.
+fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
+    match &t.admin_token_env {
+        Some(var) => Ok(Some(std::env::var(var).map_err(|_| {
+            anyhow::anyhow!("the admin token's variable `{var}` is not set")
+        })?)),
+        None => Ok(None),
+    }
 }
 
 /// The program a target's command names: on PATH, else beside the experiment file, else —
@@ -85,13 +96,19 @@ impl Target {
                 }),
             });
         }
+        if let Some(f) = &t.fleet {
+            let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?).await?;
+            let endpoints = super::servers::Endpoints::fleet(fleet.urls());
+            return Ok(Target {
+                url: endpoints.url.clone(),
+                kind: "fleet",
+                endpoints,
+                faults: Faults::Fleet(fleet),
+                local: None,
+            });
+        }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
-            let token = match &t.admin_token_env {
-                Some(var) => Some(std::env::var(var).map_err(|_| {
-                    anyhow::anyhow!("the admin token's variable `{var}` is not set")
-                })?),
-                None => None,
-            };
+            let token = admin_token(t)?;
             let remote = Remote::new(Api {
                 admin: admin.trim_end_matches('/').to_string(),
                 token,
@@ -178,7 +195,12 @@ impl Target {
 
     /// Apply a stage's plan: the relay's whole plan is replaced (or, remote, the faults
     /// this runner posted are replaced by the stage's, on leases renewed until removal).
-    pub async fn apply(&self, plan: Plan, doc: &Value, _period: Duration) -> anyhow::Result<()> {
+    pub async fn apply(
+        &self,
+        plan: Plan,
+        doc: &Value,
+        stage: &super::spec::Stage,
+    ) -> anyhow::Result<()> {
         match &self.faults {
             Faults::Local(relay) => {
                 relay
@@ -188,6 +210,35 @@ impl Target {
                 Ok(())
             }
             Faults::Remote(r) => r.replace(doc).await,
+            Faults::Fleet(f) => {
+                let share = stage.relays.as_ref().and_then(|r| r.fraction());
+                f.apply(doc, share.unwrap_or(1.0), &stage.stage).await
+            }
+        }
+    }
+
+    /// With a fleet: each relay's record, times on the run's clock from `origin`.
+    pub fn fleet_records(
+        &self,
+        origin: std::time::Instant,
+    ) -> Option<Vec<super::fleet::RelayRecord>> {
+        match &self.faults {
+            Faults::Fleet(f) => Some(f.records(origin)),
+            _ => None,
+        }
+    }
+
+    /// The status of every relay (one, or each of a fleet's that answers).
+    async fn statuses(&self) -> Vec<Value> {
+        match &self.faults {
+            Faults::Local(relay) => vec![relay.status()],
+            Faults::Remote(r) => r
+                .api()
+                .send(reqwest::Method::GET, "/status", None)
+                .await
+                .into_iter()
+                .collect(),
+            Faults::Fleet(f) => f.statuses().await,
         }
     }
 
@@ -200,20 +251,17 @@ impl Target {
                 Ok(())
             }
             Faults::Remote(r) => r.remove_all().await,
+            Faults::Fleet(f) => f.remove_all().await,
         }
     }
 
     /// Injections so far, by the plan's fault id.
     pub async fn injections(&self) -> BTreeMap<String, u64> {
-        let status = match &self.faults {
-            Faults::Local(relay) => relay.status(),
-            Faults::Remote(r) => match r.api().send(reqwest::Method::GET, "/status", None).await {
-                Ok(v) => v,
-                Err(_) => return BTreeMap::new(),
-            },
-        };
         let mut out = BTreeMap::new();
-        if let Some(m) = status["summary"]["injections"].as_object() {
+        for status in self.statuses().await {
+            let Some(m) = status["summary"]["injections"].as_object() else {
+                continue;
+            };
             for (id, v) in m {
                 let n = v["count"].as_u64().or(v.as_u64()).unwrap_or(0);
                 let base = id
@@ -241,15 +289,22 @@ impl Target {
     /// The relay's `tools/call` figures per tool (its status's `summary.tools`; `None`: out
     /// of reach).
     pub async fn tool_lines(&self) -> Option<Value> {
-        let status = match &self.faults {
-            Faults::Local(relay) => relay.status(),
-            Faults::Remote(r) => r
-                .api()
-                .send(reqwest::Method::GET, "/status", None)
-                .await
-                .ok()?,
-        };
-        Some(status["summary"]["tools"].clone())
+        let statuses = self.statuses().await;
+        if let [one] = statuses.as_slice() {
+            return Some(one["summary"]["tools"].clone());
+        }
+        // A fleet: each tool's calls summed over the relays that answered.
+        let mut sum = serde_json::Map::new();
+        for s in statuses.iter() {
+            for (tool, v) in s["summary"]["tools"].as_object().into_iter().flatten() {
+                let n = v["calls"].as_u64().unwrap_or(0);
+                let e = sum
+                    .entry(tool.clone())
+                    .or_insert_with(|| serde_json::json!({"calls": 0}));
+                e["calls"] = (e["calls"].as_u64().unwrap_or(0) + n).into();
+            }
+        }
+        (!statuses.is_empty()).then_some(Value::Object(sum))
     }
 
     /// Injections so far without waiting, for an in-process relay (`None` for a remote one,
@@ -279,6 +334,7 @@ impl Target {
                 token: r.api().token.clone(),
                 http: r.api().http.clone(),
             },
+            Faults::Fleet(f) => super::silent::Source::Many(f.silent_sources()),
         }
     }
 

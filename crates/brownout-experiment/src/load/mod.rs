@@ -49,6 +49,9 @@ pub enum LoadTarget {
     /// a session on every server, all labelled alike (`Brownout-Session: load-i`), and each
     /// call goes to the server whose `tools/list` has its tool.
     Servers { servers: Vec<(String, String)> },
+    /// A fleet of relays, each in front of one replica of the same server: session `i`
+    /// goes to `urls[i mod n]` (labelled `load-i` as with one URL).
+    Fleet { urls: Vec<String> },
 }
 
 /// How to play the workload.

@@ -168,6 +168,28 @@ pub async fn open_all_from(
     n: usize,
 ) -> Result<Vec<Session>, LoadError> {
     use futures::stream::{self, StreamExt, TryStreamExt};
+    if let LoadTarget::Fleet { urls } = target {
+        if urls.is_empty() {
+            return Err(LoadError::BadUrl { url: String::new() });
+        }
+        // Round-robin by session: each session is one streamable-HTTP session on its relay.
+        return stream::iter(first..first + n)
+            .map(|i| async move {
+                let url = urls[i % urls.len()].clone();
+                let one = LoadTarget::Http {
+                    url: url.clone(),
+                    headers: Vec::new(),
+                };
+                let parsed = reqwest::Url::parse(&url)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or(LoadError::BadUrl { url })?;
+                open(&one, Some(parsed), i).await
+            })
+            .buffered(16)
+            .try_collect()
+            .await;
+    }
     if let LoadTarget::Servers { servers } = target {
         return stream::iter(first..first + n)
             .map(|i| super::routed::open(servers, i))
@@ -185,7 +207,7 @@ pub async fn open_all_from(
             Some(parsed)
         }
         LoadTarget::Stdio { command } if command.is_empty() => return Err(LoadError::NoCommand),
-        LoadTarget::Stdio { .. } | LoadTarget::Servers { .. } => None,
+        LoadTarget::Stdio { .. } | LoadTarget::Servers { .. } | LoadTarget::Fleet { .. } => None,
     };
     stream::iter(first..first + n)
         .map(|i| open(target, url.clone(), i))
@@ -228,6 +250,9 @@ pub(super) async fn open(
         // Opened by `open_all_from`, a session per server (`super::routed`).
         (LoadTarget::Servers { .. }, _) => Err(LoadError::Route(
             "a routed agent is opened through its servers".into(),
+        )),
+        (LoadTarget::Fleet { .. }, _) => Err(LoadError::Route(
+            "a fleet's sessions are opened each on its relay".into(),
         )),
     }
 }

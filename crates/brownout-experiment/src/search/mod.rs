@@ -1,13 +1,18 @@
 //! `brownout search`: the barely-violating experiment. Dimensions marked `{search: [LO, HI]}`
 //! in a plan (with `--workload` and `--gate`) or in an experiment file are searched on the
 //! simulator for where robustness ρ crosses 0 — per-seed bisection with common random
-//! numbers ([`brownout_sim::search`]), along the one dimension, or along rays across two —
-//! and the file is written back with the barely-violating values (docs/search.md).
+//! numbers ([`brownout_sim::search`]), along the one dimension, or along rays across two
+//! (with adaptive seeds under `--precision`), or a surrogate-guided search across three to
+//! five — and the file is written back with the barely-violating values (docs/search.md).
 //!
-//! - [`marks`](crate::marks): the marks in the file; [`output`]: the report, the chart, the file written back.
+//! - [`marks`](crate::marks): the marks in the file; [`output`]: the report, the chart, the file
+//!   written back; [`wide`]: adaptive seeds and three to five dimensions; [`output_wide`]:
+//!   their report.
 
 pub mod live;
 pub mod output;
+pub mod output_wide;
+pub mod wide;
 
 use crate::experiment::load::load_text;
 use crate::marks::{self, Mark};
@@ -23,17 +28,24 @@ use std::time::{Duration, Instant};
 
 /// Search the simulator for the faults that take an SLO just past its boundary.
 ///
-/// Mark one or two numbers of a plan or an experiment file as search dimensions, e.g.
+/// Mark one to five numbers of a plan or an experiment file as search dimensions, e.g.
 /// `probability: {search: [0, 0.2]}`, `added_ms: {search: [0, 3000]}` or a stage's
 /// `sessions: {search: [1%, 100%]}`; brownout finds where robustness ρ (the gates' smallest
 /// normalised margin) crosses 0, per seed, with an interval over seeds, and writes the file
 /// back with the barely-violating values — ready for `brownout run` or `brownout sim`.
+/// With `--precision`, seeds are added until the median boundary is known that well. Three
+/// to five marks: a Gaussian-process search for the barely-violating point nearest the
+/// weakest corner, with a map of the boundary (`--method ga`: a genetic search instead).
 ///
 /// Examples:
 ///   brownout search --plan examples/search/cascade-search.yaml --workload examples/sim/cascade.yaml \
 ///       --gate 'error_rate < 1% over 10s'
 ///   brownout search examples/search/green-search.yaml -o barely.yaml --chart rho.svg
 ///   brownout search examples/search/green-search.yaml --live --live-runs 6   # then confirm live
+///   brownout search --plan examples/search/cascade-search.yaml --workload examples/sim/cascade.yaml \
+///       --gate 'error_rate < 1% over 10s' --precision 0.01            # adaptive seeds
+///   brownout search --plan examples/search/cascade-4d.yaml --workload examples/sim/cascade.yaml \
+///       --gate 'error_rate < 1% over 10s'                               # four dimensions
 ///
 /// Exit codes: 0 a boundary found; 2 bad input; 3 no crossing in the range (it holds
 /// everywhere, or breaks already at the lowest values).
@@ -66,11 +78,12 @@ pub struct SearchArgs {
     /// Run this many tasks per simulation instead of the workload's `tasks`.
     #[arg(long)]
     pub tasks: Option<u64>,
-    /// Stop after this many simulations.
-    #[arg(long, default_value_t = 500)]
-    pub max_evals: u64,
-    /// Stop after this much wall time, e.g. `30s`.
-    #[arg(long, value_parser = brownout_core::duration::parse_flag)]
+    /// Stop after this many simulations (default 500; three to five dimensions: 2400).
+    #[arg(long)]
+    pub max_evals: Option<u64>,
+    /// Stop after this much wall time, e.g. `30s` (a search cut by time is not
+    /// reproducible; it says so).
+    #[arg(long, alias = "time-budget", value_parser = brownout_core::duration::parse_flag)]
     pub time: Option<Duration>,
     /// Write the file back here with the barely-violating values.
     #[arg(short = 'o', long)]
@@ -98,6 +111,15 @@ pub struct SearchArgs {
     /// The journal store the live runs are kept in (`brownout run --store`).
     #[arg(long, requires = "live")]
     pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub wide: wide::WideArgs,
+}
+
+impl SearchArgs {
+    /// The simulation budget for a search of `dims` dimensions.
+    pub fn max_evals(&self, dims: usize) -> u64 {
+        self.max_evals.unwrap_or(if dims >= 3 { 2400 } else { 500 })
+    }
 }
 
 /// What is searched: the marked text and what to simulate it with.
@@ -128,8 +150,8 @@ impl Problem {
         let marks = marks::find(&text).map_err(|e| format!("{file}:{e}"))?;
         match marks.len() {
             0 => return Err(format!("{file}: no search mark; mark a number as `{{search: [LO, HI]}}`, e.g. `probability: {{search: [0, 0.2]}}`")),
-            1 | 2 => {}
-            n => return Err(format!("{file}: {n} search marks; this version searches one or two dimensions at once")),
+            1..=5 => {}
+            n => return Err(format!("{file}: {n} search marks; a search takes one to five dimensions at once")),
         }
         let workload = match (experiment, &a.workload) {
             (true, _) => None,
@@ -271,6 +293,10 @@ pub struct Barely {
 /// The search's result.
 pub struct Found {
     pub segments: Vec<(Segment, Crossing)>,
+    /// With `--precision`: each segment's adaptive search (rounds, seeds, precision reached).
+    pub adaptive: Vec<brownout_sim::search::adaptive::Outcome>,
+    /// Three to five dimensions: the surrogate's (or the genetic) search.
+    pub multi: Option<wide::Multi>,
     pub barely: Option<Barely>,
     pub elapsed: Duration,
 }
@@ -278,17 +304,30 @@ pub struct Found {
 /// Run the search.
 pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> Found {
     let started = Instant::now();
+    let deadline = a.time.map(|t| started + t);
+    if p.marks.len() >= 3 {
+        let (multi, barely) = wide::multi(p, a, deadline, progress);
+        return Found {
+            segments: Vec::new(),
+            adaptive: Vec::new(),
+            multi: Some(multi),
+            barely,
+            elapsed: started.elapsed(),
+        };
+    }
     let seeds: Vec<u64> = (0..a.seeds.max(1)).map(|k| a.seed + k).collect();
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = a.wide.threads();
+    let max_evals = a.max_evals(p.marks.len());
     let mut evals = 0u64;
     let mut out = Vec::new();
+    let mut adaptive = Vec::new();
     let segs = segments(p, a.rays);
     let n = segs.len() as u64;
     for (k, seg) in segs.into_iter().enumerate() {
         // Each segment gets its share of what is left of the budget.
         let budget = Budget {
-            max_evals: a.max_evals.saturating_sub(evals) / (n - k as u64).max(1),
-            deadline: a.time.map(|t| started + t),
+            max_evals: max_evals.saturating_sub(evals) / (n - k as u64).max(1),
+            deadline,
         };
         let point = |v: &[f64]| {
             v.iter()
@@ -302,8 +341,14 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
             point(&seg.from),
             point(&seg.to)
         ));
-        let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
-        let c = crossing(&obj, &seeds, a.tol, budget, threads, progress);
+        let c = if a.wide.precision.is_some() {
+            let (c, o) = wide::adaptive_segment(p, a, &seg, budget.max_evals, deadline, progress);
+            adaptive.push(o);
+            c
+        } else {
+            let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
+            crossing(&obj, &seeds, a.tol, budget, threads, progress)
+        };
         evals += c.evals;
         out.push((seg, c));
     }
@@ -322,6 +367,8 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
         .map(|(seg, t)| barely_at(p, seg, t, &seeds, a.tol));
     Found {
         segments: out,
+        adaptive,
+        multi: None,
         barely,
         elapsed: started.elapsed(),
     }

@@ -23,6 +23,9 @@ fn fmt_values(p: &Problem, v: &[f64]) -> String {
 
 /// The result as JSON (`--json`).
 pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
+    if let Some(m) = &f.multi {
+        return super::output_wide::multi_json(p, f, m);
+    }
     let segments: Vec<Value> = f
         .segments
         .iter()
@@ -51,14 +54,18 @@ pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
             })
         })
         .collect();
-    json!({
+    let seeds: Vec<u64> = match f.adaptive.first() {
+        Some(o) => o.seeds.iter().map(|s| s.seed).collect(),
+        None => (0..a.seeds.max(1)).map(|k| a.seed + k).collect(),
+    };
+    let mut doc = json!({
         "input": p.file,
         "dimensions": p.marks.iter().map(|m| json!({
             "key": m.key, "lo": m.lo, "hi": m.hi,
             "unit": if m.percent { "%" } else { "" },
             "line": m.line, "col": m.col,
         })).collect::<Vec<_>>(),
-        "seeds": (0..a.seeds.max(1)).map(|k| a.seed + k).collect::<Vec<_>>(),
+        "seeds": seeds,
         "segments": segments,
         "barely": f.barely.as_ref().map(|b| json!({
             "values": b.values,
@@ -69,7 +76,11 @@ pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
         })),
         "evals": f.segments.iter().map(|(_, c)| c.evals).sum::<u64>(),
         "elapsed_ms": f.elapsed.as_secs_f64() * 1000.0,
-    })
+    });
+    if !f.adaptive.is_empty() {
+        doc["adaptive"] = super::output_wide::adaptive_json(f).into();
+    }
+    doc
 }
 
 /// Print the result, write the file and the chart; the exit code.
@@ -80,16 +91,22 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
         if !a.live {
             println!("{}", serde_json::to_string_pretty(&to_json(p, a, f))?);
         }
+    } else if let Some(m) = &f.multi {
+        super::output_wide::multi_text(p, f, m);
     } else {
         let evals: u64 = f.segments.iter().map(|(_, c)| c.evals).sum();
         println!(
             "search: {} ({} dimension(s), {} seed(s), {evals} simulations in {:.2}s)",
             p.file,
             p.marks.len(),
-            a.seeds.max(1),
+            f.adaptive
+                .iter()
+                .map(|o| o.seeds.len() as u64)
+                .max()
+                .unwrap_or(a.seeds.max(1)),
             f.elapsed.as_secs_f64()
         );
-        for (seg, c) in &f.segments {
+        for (k, (seg, c)) in f.segments.iter().enumerate() {
             let head = if f.segments.len() > 1 {
                 format!("ray to {}: ", fmt_values(p, &seg.to))
             } else {
@@ -103,14 +120,16 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
                     fmt_values(p, &seg.at(y)),
                     c.spread.unwrap_or(0.0) * 100.0,
                     c.method,
-                    if c.monotone { "" } else { ": NOT monotone, the majority of seeds decides" }
+                    if c.monotone || !f.adaptive.is_empty() { "" } else { ": NOT monotone, the majority of seeds decides" }
                 ),
                 _ => println!(
                     "{head}no crossing: {} seed(s) hold over the whole range, {} break at its start",
                     c.always_hold, c.always_break
                 ),
             }
-            if c.cut_short {
+            if !f.adaptive.is_empty() {
+                super::output_wide::adaptive_lines(p, a, f, k);
+            } else if c.cut_short {
                 println!("{head}(the budget ran out before the precision was reached)");
             }
         }
@@ -146,11 +165,17 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
             println!("written: {}", out.display());
         }
     }
-    if let Some(path) = &a.chart {
+    if let (Some(_), Some(_)) = (&a.chart, &f.multi) {
+        eprintln!("brownout search: --chart draws one or two dimensions; the map is in the report and --json");
+    } else if let Some(path) = &a.chart {
         let svg = chart(p, a, f).map_err(|e| anyhow::anyhow!("the chart: {e}"))?;
         std::fs::write(path, svg)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
+    let found = found
+        || f.multi
+            .as_ref()
+            .is_some_and(|m| m.outcome.nearest.is_some());
     Ok(if found { 0 } else { 3 })
 }
 

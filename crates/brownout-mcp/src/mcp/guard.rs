@@ -181,6 +181,10 @@ pub fn check(cfg: &Config, x: &Loaded) -> Result<(), Refusal> {
     for u in t.url.iter().chain(t.admin.iter()).chain(health) {
         url_allowed(cfg, u)?;
     }
+    // A fleet: every relay's two URLs (a DNS fleet: the name's, on both ports).
+    for u in brownout_experiment::experiment::fleet::urls_to_allow(t.fleet.as_ref()) {
+        url_allowed(cfg, &u)?;
+    }
     for p in &x.spec.steady_state {
         if let Some(w) = &p.webhook {
             url_allowed(cfg, w)?;

@@ -210,7 +210,7 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         tol: 1.0 / 32.0,
         rays: 5,
         tasks: None,
-        max_evals: args["max_evals"].as_u64().unwrap_or(500).clamp(10, 5000),
+        max_evals: Some(args["max_evals"].as_u64().unwrap_or(500).clamp(10, 5000)),
         time: Some(std::time::Duration::from_secs(60)),
         out: None,
         chart: None,
@@ -220,6 +220,7 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         live_start: 0.6,
         policy: None,
         store: None,
+        wide: Default::default(),
     };
     let p = brownout_experiment::search::Problem::load(&a)?;
     if p.experiment {
@@ -233,7 +234,7 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         sim_limits(&x.workload, None)?;
     }
     let evals = std::sync::atomic::AtomicU64::new(0);
-    let max = a.max_evals as f64;
+    let max = a.max_evals(1) as f64;
     let report = |line: &str| {
         let n = evals.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress.report(n as f64, Some(max), line);

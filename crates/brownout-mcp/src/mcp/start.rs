@@ -418,6 +418,11 @@ pub(super) enum Pending {
 pub fn what(x: &brownout_experiment::experiment::Loaded, r: &Resolved) -> String {
     let t = &x.spec.target;
     let mut parts = vec![match (&t.command, &t.url) {
+        _ if t.fleet.is_some() => format!(
+            "target: {} ({})",
+            brownout_experiment::experiment::describe_target(t),
+            brownout_experiment::experiment::fleet::urls_to_allow(t.fleet.as_ref()).join(", ")
+        ),
         (Some(c), _) => format!("target: command `{}`", c.join(" ")),
         (None, Some(u)) => format!("target: {u}"),
         _ => "target: none".into(),

@@ -55,14 +55,17 @@ impl Sim<'_> {
         };
         self.c.attempts += 1;
         self.c.second(self.now).attempts += 1;
-        let session = self.tasks[task as usize]
-            .as_ref()
-            .map_or("", |t| t.session.as_str());
-        // The server's name, for faults that pick servers (`servers:`).
-        let server = Some(self.server_names[self.tools[tool].server].as_str());
-        let sim =
-            self.engine
-                .on_simulated_call_to(server, session, &self.names[tool], Time(self.now));
+        // The faults the call can meet were resolved for its tool and server (`servers:`)
+        // once; the session's own state goes with it.
+        let session = match self.tasks[task as usize].as_ref() {
+            Some(t) => &mut self.sim_sessions[t.session],
+            None => self
+                .orphan_session
+                .get_or_insert_with(|| self.engine.sim_session("")),
+        };
+        let sim = self
+            .engine
+            .on_simulated_call_at(&mut self.sites[tool], session, Time(self.now));
         let call_gen = self.calls.items[call as usize].gen;
         let now = self.now;
         let a = self.attempts.insert(

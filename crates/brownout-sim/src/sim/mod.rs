@@ -28,6 +28,7 @@ mod tests;
 use crate::metrics::{Counters, Report};
 use crate::workload::{Arrival, Workload};
 use breaker::Breaker;
+use brownout_core::engine::{SimCallSite, SimSession};
 use brownout_core::faults::latency::Latency;
 use brownout_core::faults::simulated::SimOutcome;
 use brownout_core::rng::SplitMix;
@@ -104,7 +105,8 @@ struct ToolInfo {
 }
 
 struct Task {
-    session: String,
+    /// Its session's decision state: an index into `Sim::sim_sessions`.
+    session: usize,
     step: usize,
     step_gen: u32,
     started: u64,
@@ -172,13 +174,24 @@ struct ServerState {
 struct Sim<'w> {
     w: &'w Workload,
     engine: Engine,
+    /// Per tool, the faults a call of it can meet (resolved once, `Engine::sim_call_site`).
+    sites: Vec<SimCallSite>,
+    /// The sessions' decision state: one per task slot (reset for each task), or one per
+    /// long-lived session (`sessions`).
+    sim_sessions: Vec<SimSession>,
+    /// The session of a call whose task is gone (the engine's `""` session).
+    orphan_session: Option<SimSession>,
+    /// The session key being built (`task-N`), reused.
+    key_buf: String,
+    /// Call ids of the step being started, reused.
+    step_ids: Vec<u32>,
+    /// Emptied `Task::calls` lists, reused by the next tasks.
+    spare_calls: Vec<Vec<u32>>,
     rng: SplitMix,
     now: u64,
     queue: EventQueue<Ev>,
     tools: Vec<ToolInfo>,
     names: Vec<String>,
-    /// The servers' names, by index (`ToolInfo::server`).
-    server_names: Vec<String>,
     /// Per step: (tool index, critical, consumed) of every call, repeats expanded.
     step_calls: Vec<Vec<(usize, bool, bool)>>,
     /// Who takes values from whom.
@@ -425,15 +438,26 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         record_events: false,
         ..EngineConfig::default()
     };
+    let engine = Engine::new(plan, config);
+    let sites = tools
+        .iter()
+        .zip(&names)
+        .map(|(t, name)| engine.sim_call_site(Some(w.servers[t.server].name.as_str()), name))
+        .collect();
     let mut sim = Sim {
         w,
-        engine: Engine::new(plan, config),
+        engine,
+        sites,
+        sim_sessions: Vec::new(),
+        orphan_session: None,
+        key_buf: String::new(),
+        step_ids: Vec::new(),
+        spare_calls: Vec::new(),
         rng: SplitMix::new(seed),
         now: 0,
         queue: EventQueue::new(),
         tools,
         names,
-        server_names: w.servers.iter().map(|s| s.name.clone()).collect(),
         step_calls,
         chain,
         policy: w.client.agent.policy,

@@ -4,7 +4,7 @@
 //! what is still open.
 
 use super::{ms, Arrival, Call, CallEnd, Ev, Sim, Task};
-use brownout_core::Time;
+use std::fmt::Write;
 
 impl Sim<'_> {
     pub(super) fn start_task(&mut self) {
@@ -15,19 +15,40 @@ impl Sim<'_> {
             .last()
             .copied()
             .unwrap_or(self.tasks.len() as u32);
+        // The session's key, as the engine has always named it: as brownout's live load
+        // labels its sessions (`Brownout-Session: load-i`, which a relay keys as
+        // `label:load-i`), agent k of a closed loop (its task slot) or task k of an open one
+        // uses session k mod n, so a seed's blast radius selects the same sessions in the
+        // simulation as on the wire; without `sessions`, one session per task.
         let session = match self.sessions {
-            // As brownout's live load labels its sessions (`Brownout-Session: load-i`, which
-            // a relay keys as `label:load-i`): agent k of a closed loop (its task slot) or
-            // task k of an open one uses session k mod n, so a seed's blast radius selects
-            // the same sessions in the simulation as on the wire.
             Some(n) => {
                 let k = match self.w.arrival {
                     Some(Arrival::Closed { .. }) | None => u64::from(slot),
                     _ => id - 1,
                 };
-                format!("label:load-{}", k % n.max(1))
+                let k = (k % n.max(1)) as usize;
+                // Long-lived: made on first use, never reset.
+                while self.sim_sessions.len() <= k {
+                    self.key_buf.clear();
+                    let _ = write!(self.key_buf, "label:load-{}", self.sim_sessions.len());
+                    let s = self.engine.sim_session(&self.key_buf);
+                    self.sim_sessions.push(s);
+                }
+                k
             }
-            None => format!("task-{id}"),
+            None => {
+                self.key_buf.clear();
+                let _ = write!(self.key_buf, "task-{id}");
+                let k = slot as usize;
+                match self.sim_sessions.get_mut(k) {
+                    Some(s) => self.engine.sim_session_reset(s, &self.key_buf),
+                    None => {
+                        let s = self.engine.sim_session(&self.key_buf);
+                        self.sim_sessions.push(s);
+                    }
+                }
+                k
+            }
         };
         let task = Task {
             session,
@@ -38,7 +59,7 @@ impl Sim<'_> {
             step_deadline: None,
             outstanding: 0,
             failed: false,
-            calls: Vec::new(),
+            calls: self.spare_calls.pop().unwrap_or_default(),
             got: Vec::new(),
             pending: Vec::new(),
         };
@@ -75,53 +96,57 @@ impl Sim<'_> {
         task.step_deadline = step.deadline_ms.map(|d| self.now + ms(d));
         let step_gen = task.step_gen;
         let deadline = task.step_deadline;
-        let new_calls = self.step_calls[task.step].clone();
+        let step = task.step;
         if let Some(d) = deadline {
             self.push(d, Ev::StepDeadline(t, step_gen));
         }
         let now = self.now;
-        let ids: Vec<u32> = new_calls
-            .into_iter()
-            .map(|(tool, critical, consumed)| {
-                self.calls.insert(
-                    |_| Call {
-                        task: t,
-                        tool,
-                        critical,
-                        attempts: 0,
-                        started: now,
-                        resolved: false,
-                        gen: 0,
-                        timed_out: false,
-                        consumed,
-                        reads: 0,
-                        log: Default::default(),
-                    },
-                    |c| {
-                        c.task = t;
-                        c.tool = tool;
-                        c.critical = critical;
-                        c.attempts = 0;
-                        c.started = now;
-                        c.resolved = false;
-                        c.gen += 1;
-                        c.timed_out = false;
-                        c.consumed = consumed;
-                        c.reads = 0;
-                        c.log = Default::default();
-                    },
-                )
-            })
-            .collect();
+        let mut ids = std::mem::take(&mut self.step_ids);
+        ids.clear();
+        for j in 0..self.step_calls[step].len() {
+            let (tool, critical, consumed) = self.step_calls[step][j];
+            ids.push(self.calls.insert(
+                |_| Call {
+                    task: t,
+                    tool,
+                    critical,
+                    attempts: 0,
+                    started: now,
+                    resolved: false,
+                    gen: 0,
+                    timed_out: false,
+                    consumed,
+                    reads: 0,
+                    log: Default::default(),
+                },
+                |c| {
+                    c.task = t;
+                    c.tool = tool;
+                    c.critical = critical;
+                    c.attempts = 0;
+                    c.started = now;
+                    c.resolved = false;
+                    c.gen += 1;
+                    c.timed_out = false;
+                    c.consumed = consumed;
+                    c.reads = 0;
+                    c.log = Default::default();
+                },
+            ));
+        }
         if let Some(task) = self.tasks[t as usize].as_mut() {
             task.outstanding = ids.len() as u32;
-            task.calls = ids.clone();
+            task.calls.clear();
+            task.calls.extend_from_slice(&ids);
         }
-        for id in ids {
+        // Attempts may end calls, and the last one the task, at once: they go from this
+        // list, not the task's.
+        for &id in &ids {
             self.c.calls += 1;
             self.c.second(self.now).offered += 1;
             self.try_attempt(id);
         }
+        self.step_ids = ids;
     }
 
     /// The time the call's step and task have left.
@@ -232,9 +257,10 @@ impl Sim<'_> {
         let _ = task.started;
         // Long-lived sessions (`sessions`) outlive their tasks, as on the wire: their draws
         // go on from one task to the next.
-        if self.sessions.is_none() {
-            self.engine.end_session(&task.session, Time(self.now));
-        }
+        // (A task's own session ends with it: its slot's state is reset for the next task.)
+        let mut calls = task.calls;
+        calls.clear();
+        self.spare_calls.push(calls);
         if matches!(self.w.arrival, Some(Arrival::Closed { .. }) | None) {
             self.push(self.now, Ev::StartTask);
         }

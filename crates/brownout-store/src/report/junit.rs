@@ -1,6 +1,7 @@
 //! JUnit XML, as CI systems read it: one `<testsuite>` per run, one `<testcase>` per
-//! steady-state probe, per stage and per SLO gate. A probe that missed, a stage that was
-//! not promoted and a gate that breached are `<failure>`s carrying the values; a run
+//! steady-state probe, per stage, per SLO gate and (a fleet) per relay. A probe that
+//! missed, a stage that was not promoted, a gate that breached and a relay whose faults'
+//! removal was not confirmed are `<failure>`s carrying the values; a run
 //! brownout could not carry out is an `<error>`; a refused run, or a stage never reached,
 //! is `<skipped>`.
 
@@ -142,6 +143,17 @@ fn cases(j: &Value) -> Vec<Case> {
                 )
             } else {
                 Outcome::Pass
+            },
+        });
+    }
+    for (name, v) in super::fleet::cases(j) {
+        out.push(Case {
+            class: "brownout.relay",
+            name,
+            secs: 0.0,
+            outcome: match v {
+                Ok(()) => Outcome::Pass,
+                Err(why) => Outcome::Failure(why.clone(), why),
             },
         });
     }

@@ -43,6 +43,7 @@ pub fn render(j: &Value) -> String {
     baselines(&mut o, j);
     stages(&mut o, j);
     super::silent::section(&mut o, j);
+    super::fleet::section(&mut o, j);
     gates(&mut o, j);
     breach_and_recovery(&mut o, j);
     detection(&mut o, j);

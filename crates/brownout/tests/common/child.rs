@@ -263,3 +263,20 @@ pub async fn status(admin: &str) -> Value {
         .await
         .expect("status JSON")
 }
+
+/// Wait (30 s at most) until the relay's engine holds at least `n` requests waiting for
+/// their answers (`/status` `pending`): the calls sent before are in flight.
+pub async fn wait_pending(admin: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = status(admin).await;
+        if s["pending"].as_u64().unwrap_or(0) >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never {n} requests in flight: {s}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

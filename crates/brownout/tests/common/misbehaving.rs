@@ -120,6 +120,7 @@ async fn handle(
         _ => {
             let now = counts.now.fetch_add(1, Ordering::SeqCst) + 1;
             counts.max.fetch_max(now, Ordering::SeqCst);
+            // The server's own slowness (what the tests measure concurrency with).
             tokio::time::sleep(Duration::from_millis(600)).await;
             counts.now.fetch_sub(1, Ordering::SeqCst);
             (

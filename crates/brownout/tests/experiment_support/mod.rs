@@ -203,3 +203,35 @@ pub fn wait_exit(child: &mut std::process::Child, secs: u64) -> i32 {
 pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("signal");
 }
+
+/// Wait (bounded, generous) for a file to appear.
+pub fn wait_for_file(p: &Path, secs: u64) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !p.exists() {
+        assert!(
+            std::time::Instant::now() < until,
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Wait until the run's status file says it is in a stage (faults on).
+pub fn wait_for_stage(status: &Path) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let v: serde_json::Value = std::fs::read_to_string(status)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        if v["stage"].as_u64().is_some() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the run never reached a stage"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -77,6 +77,7 @@ pub fn scripted(
                         }
                     }
                     None => {
+                        // A server that never answers (the probe's timeout is the subject).
                         std::thread::sleep(std::time::Duration::from_secs(30));
                         return;
                     }

@@ -1,0 +1,233 @@
+//! The simulator's precompiled entry: the same decisions as
+//! [`Engine::on_simulated_call_to`], without string work, hashing or allocation per call.
+//!
+//! Two things are resolved once instead of on every call:
+//!
+//! - a [`SimCallSite`] per (server, tool): which faults a `tools/call` of that tool on that
+//!   server can ever meet. Everything a fault's selectors decide from the method, the tool,
+//!   the server and the (absent) arguments — `enabled`, `methods`, `tools`, `servers`,
+//!   `arguments`, the kind's own [`crate::faults::Targets`] — is decided here;
+//! - a [`SimSession`] per session, held by the driver instead of the engine's session map:
+//!   the key's hashes (its draw stream and its blast-radius membership), the sequence
+//!   number and the per-fault counters, reset in place for the next session.
+//!
+//! What is left per call is what depends on the session's history and the time: `sessions`,
+//! `window`, `after_calls`, `every_nth`, `max_injections`, the draw (or the correlation),
+//! then the kind's effect, in plan order — exactly as [`Engine::decide`] and
+//! [`Engine::on_simulated_call_to`] do it (a test drives both side by side).
+//!
+//! Made for a driver that keeps its plan (the simulator). After a plan change
+//! ([`Engine::set_plan`]) a site is recompiled on its next use, and a session's counters
+//! start again (the engine's own sessions carry the counters of faults a new plan keeps).
+
+use super::{Counters, Engine};
+use crate::faults::simulated::SimulatedCall;
+use crate::faults::{Ctx, Targets};
+use crate::rng::{hash_str, salt, StreamKey};
+use crate::select::session_selected_hash;
+use crate::time::Time;
+use std::sync::Arc;
+
+/// The method every simulated call is.
+const METHOD: &str = "tools/call";
+
+/// The faults a simulated call of one tool on one server can meet, in plan order.
+#[derive(Debug, Clone)]
+pub struct SimCallSite {
+    generation: u64,
+    server: Option<String>,
+    tool: String,
+    /// (fault index, the kind takes the call whatever its dynamic selectors say).
+    faults: Box<[(usize, bool)]>,
+}
+
+impl SimCallSite {
+    /// The tool this site calls.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// No fault of the plan can ever hit a call here.
+    pub fn is_quiet(&self) -> bool {
+        self.faults.is_empty()
+    }
+}
+
+/// One session's decision state, held by the driver (see the module doc).
+#[derive(Debug)]
+pub struct SimSession {
+    generation: u64,
+    /// `hash_str(key)`: the session's draw streams.
+    hash: u64,
+    /// `hash_str` of the key below its server (`crate::session_key::split`): the blast radius.
+    radius_hash: u64,
+    next_seq: u64,
+    counters: Vec<Counters>,
+    /// Per fault, its draw key for this session (seed, fault, session), made on first use.
+    keys: Vec<Option<StreamKey>>,
+}
+
+impl Engine {
+    /// Resolve the static part of every fault's selectors for `tools/call` of `tool` on
+    /// `server` (`None`: a workload of one unnamed server).
+    pub fn sim_call_site(&self, server: Option<&str>, tool: &str) -> SimCallSite {
+        let faults = self
+            .plan
+            .faults
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                if !f.enabled || !f.select.method_matches(METHOD) {
+                    return None;
+                }
+                match f
+                    .effect
+                    .targets(METHOD, Some(tool), f.select.tools.as_ref())
+                {
+                    Targets::Skip => return None,
+                    Targets::Always => return Some((i, true)),
+                    Targets::IgnoreTools => {}
+                    Targets::BySelector => {
+                        if !f.select.tool_matches(Some(tool)) {
+                            return None;
+                        }
+                    }
+                }
+                // A simulated call has no arguments: a fault that asks for some never hits.
+                (f.select.server_matches(server) && f.select.arguments_match(|| None))
+                    .then_some((i, false))
+            })
+            .collect();
+        SimCallSite {
+            generation: self.generation,
+            server: server.map(str::to_string),
+            tool: tool.to_string(),
+            faults,
+        }
+    }
+
+    /// A fresh session keyed `key`, as the engine would make it on its first call.
+    pub fn sim_session(&self, key: &str) -> SimSession {
+        let mut s = SimSession {
+            generation: self.generation,
+            hash: 0,
+            radius_hash: 0,
+            next_seq: 0,
+            counters: Vec::new(),
+            keys: Vec::new(),
+        };
+        self.sim_session_reset(&mut s, key);
+        s
+    }
+
+    /// Make `s` a fresh session keyed `key`, keeping its allocations (the previous session
+    /// has ended: as with [`Engine::end_session`], nothing of it carries over).
+    pub fn sim_session_reset(&self, s: &mut SimSession, key: &str) {
+        let n = self.plan.faults.len();
+        s.generation = self.generation;
+        s.hash = hash_str(key);
+        s.radius_hash = hash_str(crate::session_key::split(key).1);
+        s.next_seq = 0;
+        s.counters.clear();
+        s.counters.resize_with(n, Counters::default);
+        s.keys.clear();
+        s.keys.resize(n, None);
+    }
+
+    /// [`Engine::on_simulated_call_to`] for a call at `site` in `session`: the same
+    /// selectors, counters, draws and effects, decided from what the site and the session
+    /// already resolved.
+    pub fn on_simulated_call_at(
+        &mut self,
+        site: &mut SimCallSite,
+        session: &mut SimSession,
+        now: Time,
+    ) -> SimulatedCall {
+        if site.generation != self.generation {
+            *site = self.sim_call_site(site.server.as_deref(), &site.tool);
+        }
+        if session.generation != self.generation {
+            // Counters of another plan: the session counts again from here.
+            let n = self.plan.faults.len();
+            session.generation = self.generation;
+            session.counters.clear();
+            session.counters.resize_with(n, Counters::default);
+            session.keys.clear();
+            session.keys.resize(n, None);
+        }
+        let seq = session.next_seq;
+        session.next_seq += 1;
+        let mut out = SimulatedCall::default();
+        if site.faults.is_empty() {
+            return out;
+        }
+        let plan = Arc::clone(&self.plan);
+        let seed = plan.seed;
+        for &(i, always) in site.faults.iter() {
+            let f = &plan.faults[i];
+            let key = *session.keys[i]
+                .get_or_insert_with(|| StreamKey::new(seed, f.id_hash, session.hash));
+            if !always {
+                let sel = &f.select;
+                if let Some(frac) = sel.sessions {
+                    if !session_selected_hash(seed, session.radius_hash, frac) {
+                        continue;
+                    }
+                }
+                if !sel.in_window(now) {
+                    continue;
+                }
+                let c = &mut session.counters[i];
+                c.matches += 1;
+                if c.matches <= sel.after_calls {
+                    continue;
+                }
+                if let Some(n) = sel.every_nth {
+                    if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
+                        continue;
+                    }
+                }
+                if sel.max_injections.is_some_and(|m| c.injections >= m) {
+                    continue;
+                }
+                let p = sel.probability;
+                let fire = match &f.correlation {
+                    Some(corr) => corr.fires(
+                        p,
+                        key,
+                        StreamKey::new(seed, f.id_hash, 0),
+                        seq,
+                        now,
+                        &mut c.bad,
+                    ),
+                    None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
+                };
+                if !fire {
+                    continue;
+                }
+                c.injections += 1;
+            }
+            let state = if f.effect.shared_state() {
+                self.shared.entry(i).or_default()
+            } else {
+                &mut session.counters[i].kind
+            };
+            let mut c = Ctx {
+                key,
+                seq,
+                now,
+                method: METHOD,
+                tool: Some(&site.tool),
+                id: None,
+                tools: f.select.tools.as_ref(),
+                state,
+                schema: None,
+            };
+            if f.effect.simulate(f.direction, &mut c, &mut out) {
+                out.injected += 1;
+                self.summary.record_fault(&f.id, f.effect.kind());
+            }
+        }
+        out
+    }
+}

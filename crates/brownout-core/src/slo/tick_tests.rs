@@ -1,0 +1,107 @@
+//! [`GateWatch::tick`] skips gates whose window neither took a sample nor slid since their
+//! last evaluation: it must come to exactly what evaluating every gate every time does,
+//! even when an evaluation comes at an earlier time than the one before.
+
+use super::*;
+use crate::event::Outcome;
+use crate::rng::SplitMix;
+
+const GATES: [&str; 9] = [
+    "error_rate < 1% over 10s",
+    "p99 < 800ms over 10s",
+    "eta{tool=\"get_logs\"} >= 99% over 1000 calls",
+    "blast_radius <= 20% over 10s",
+    "max < 300ms over 50 calls",
+    "p95 <= 150ms over 2s min 20 calls for 1s",
+    "error_rate{tool=\"get_traces\"} < 10% over 3s for 500ms",
+    "silent_rate < 5% over 5s",
+    "task_success >= 90% over 200 tasks",
+];
+
+fn watch() -> GateWatch {
+    GateWatch::new(
+        GATES
+            .iter()
+            .map(|g| Gate::parse(g).unwrap_or_else(|e| panic!("{g}: {e}")))
+            .collect(),
+    )
+}
+
+#[test]
+fn tick_comes_to_what_evaluating_every_gate_does() {
+    for seed in 0..6u64 {
+        let mut rng = SplitMix::new(seed);
+        let (mut ticked, mut evaluated) = (watch(), watch());
+        let tools = ["get_logs", "get_metrics", "get_traces"];
+        let mut now = 0.0;
+        // Calm, then a burst of slow failures, then calm again, with gaps long enough for
+        // windows to empty out.
+        for i in 0..40_000u32 {
+            now += match rng.below(100) {
+                0 => 2_500.0,
+                1..=9 => 40.0 * rng.unit(),
+                _ => 2.0 * rng.unit(),
+            };
+            let storm = (15_000..22_000).contains(&i);
+            let failing = rng.unit() < if storm { 0.4 } else { 0.005 };
+            let (t, b) = (&mut ticked, &mut evaluated);
+            match rng.below(10) {
+                0 => {
+                    let task = TaskObservation {
+                        at_ms: now,
+                        ok: !failing,
+                    };
+                    t.observe_task(&task);
+                    b.observe_task(&task);
+                }
+                1 => {
+                    let mark = [
+                        TaintMark::Altered,
+                        TaintMark::Propagated,
+                        TaintMark::Noticed,
+                    ][rng.below(3)];
+                    let tool = Some(tools[rng.below(3)]);
+                    t.observe_taint(now, tool, mark);
+                    b.observe_taint(now, tool, mark);
+                }
+                2..=3 => {} // an evaluation between calls (the 100 ms tick)
+                _ => {
+                    let c = CallObservation {
+                        at_ms: now,
+                        method: "tools/call".into(),
+                        tool: Some(tools[rng.below(3)].into()),
+                        outcome: if failing { Outcome::Error } else { Outcome::Ok },
+                        latency_ms: if storm {
+                            900.0 * rng.unit()
+                        } else {
+                            30.0 + 20.0 * rng.unit()
+                        },
+                        correct: rng.unit() > 0.01,
+                        timed_out: failing && rng.below(2) == 0,
+                        attempts: 1 + rng.below(3) as u32,
+                    };
+                    t.observe_call(&c);
+                    b.observe_call(&c);
+                }
+            }
+            // Now and then an evaluation at an earlier time than the last one (the simulator
+            // ends a run stopped at a breach at the last handled event's time, before the
+            // tick that found it): a gate breached with `for` 0 reads as failing there.
+            let at = if rng.below(50) == 0 { now - 120.0 } else { now };
+            let breached = t.tick(at);
+            let states = b.evaluate(at);
+            assert_eq!(
+                breached,
+                states.iter().any(|s| s.status == GateStatus::Breached),
+                "seed {seed}, step {i}"
+            );
+        }
+        let (a, b) = (ticked.summaries(), evaluated.summaries());
+        assert_eq!(a, b, "seed {seed}");
+        assert!(a.iter().any(|g| g.breached), "the storm breached some gate");
+        assert!(
+            a.iter().any(|g| g.status != GateStatus::Breached),
+            "some gate recovered after the storm"
+        );
+    }
+}

@@ -1,0 +1,483 @@
+//! A fleet of relays as one target (`target.fleet`): each relay's faults through its admin
+//! API on short leases ([`super::remote`]), a stage's share of relays chosen by the seed,
+//! removal on every relay at once, and the per-relay record the journal keeps.
+//!
+//! Which relays a stage reaches: every relay present is ranked by a seeded hash of its admin
+//! address (`mix(seed ^ fnv(admin))`), and a stage at `relays: S` takes the first
+//! `max(1, ⌊S × n⌋)` — never more than the share says, at least one. The rank of a relay
+//! depends on the seed and its address alone, so the same seed reaches the same relays at
+//! every run, and a wider stage reaches a superset of a narrower one. A DNS fleet is
+//! resolved again every few seconds ([`super::fleet_dns`]): a relay that appears joins at
+//! the next stage; one that disappears is recorded (and its faults, if it had any, are
+//! still removed, or lapse with their lease).
+
+use super::fleet_dns::Member;
+use super::fleet_spec::FleetSpec;
+use super::remote::{Api, Remote, LEASE};
+use brownout_core::rng::{hash_str, mix};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest a request to one relay's admin API may take (a busy relay may take a while
+/// to compile a fault); relays are asked at once, so a slow one holds up no other.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a connection may take: a host cut off is retried (within its lease) rather
+/// than waited for.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The fleet in one line, for `--dry-run` and messages.
+pub fn describe(f: &FleetSpec) -> String {
+    match f {
+        FleetSpec::List(l) => format!(
+            "a fleet of {} relays already running, faults through each one's admin API",
+            l.len()
+        ),
+        FleetSpec::Dns(d) => format!(
+            "a fleet of relays at every address of `{}` (MCP :{}, admin :{}), resolved again every {}",
+            d.dns,
+            d.mcp_port,
+            d.admin_port,
+            brownout_core::human::duration(d.every())
+        ),
+    }
+}
+
+/// The URLs a fleet sends load and faults to, for an allowlist (`brownout mcp`): each
+/// listed relay's `url` and `admin`; a DNS fleet's name on its two ports (what it resolves
+/// to is not known before the run).
+pub fn urls_to_allow(f: Option<&FleetSpec>) -> Vec<String> {
+    match f {
+        None => Vec::new(),
+        Some(FleetSpec::List(l)) => l
+            .iter()
+            .flat_map(|r| [r.url.clone(), r.admin.clone()])
+            .collect(),
+        Some(FleetSpec::Dns(d)) => vec![
+            format!("{}://{}:{}{}", d.scheme(), d.dns, d.mcp_port, d.path()),
+            format!("{}://{}:{}", d.scheme(), d.dns, d.admin_port),
+        ],
+    }
+}
+
+/// One relay of the fleet, as the journal keeps it (times in run-clock milliseconds).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RelayRecord {
+    /// The relay's admin API (its identity).
+    pub admin: String,
+    /// Its MCP endpoint.
+    pub url: String,
+    /// When the runner first saw it (the start, or when DNS first listed it).
+    pub joined_ms: f64,
+    /// When DNS stopped listing it (`null`: listed to the end).
+    pub left_ms: Option<f64>,
+    /// The stages whose faults it carried (chosen by the seed).
+    pub stages: Vec<String>,
+    /// When its faults last went on.
+    pub faults_on_ms: Option<f64>,
+    /// When it confirmed every fault of this run removed (`null`: never confirmed, or it
+    /// never had any).
+    pub removed_ms: Option<f64>,
+    /// It could not be reached to remove its faults: its last sign of life (the last lease
+    /// it renewed).
+    pub unreachable_since_ms: Option<f64>,
+    /// When its faults' lease ran out (they lapse by themselves there), if it was not
+    /// reached.
+    pub lease_lapsed_ms: Option<f64>,
+    /// What went wrong with it, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What the runner knows of one relay.
+struct State {
+    present: bool,
+    joined: Instant,
+    left: Option<Instant>,
+    stages: Vec<String>,
+    on: Option<Instant>,
+    removed: Option<Instant>,
+    /// (since, lease lapsed, why).
+    unreachable: Option<(Instant, Instant, String)>,
+}
+
+/// One relay and its faults.
+pub struct Node {
+    pub member: Member,
+    remote: Remote,
+    state: Mutex<State>,
+}
+
+impl Node {
+    fn rank(&self, seed: u64) -> u64 {
+        mix(seed ^ hash_str(&self.member.admin))
+    }
+}
+
+struct Shared {
+    seed: u64,
+    token: Option<String>,
+    http: reqwest::Client,
+    nodes: Mutex<Vec<Arc<Node>>>,
+}
+
+impl Shared {
+    fn node(&self, member: Member, now: Instant) -> Arc<Node> {
+        Arc::new(Node {
+            remote: Remote::new(Api {
+                admin: member.admin.clone(),
+                token: self.token.clone(),
+                http: self.http.clone(),
+            }),
+            member,
+            state: Mutex::new(State {
+                present: true,
+                joined: now,
+                left: None,
+                stages: Vec::new(),
+                on: None,
+                removed: None,
+                unreachable: None,
+            }),
+        })
+    }
+
+    /// Take a fresh resolution: new relays join (chosen from the next stage), missing ones
+    /// are marked gone.
+    fn update(&self, found: &[Member], say: bool) {
+        let now = Instant::now();
+        let mut nodes = lock(&self.nodes);
+        for n in nodes.iter() {
+            let listed = found.iter().any(|m| m.admin == n.member.admin);
+            let mut s = lock(&n.state);
+            if s.present && !listed {
+                eprintln!(
+                    "brownout: relay {} left the fleet (no longer resolved)",
+                    n.member.admin
+                );
+                s.left = Some(now);
+            } else if !s.present && listed {
+                eprintln!("brownout: relay {} is back in the fleet", n.member.admin);
+                s.left = None;
+            }
+            s.present = listed;
+        }
+        for m in found {
+            if !nodes.iter().any(|n| n.member.admin == m.admin) {
+                if say {
+                    eprintln!(
+                        "brownout: relay {} joined the fleet (faults from the next stage)",
+                        m.admin
+                    );
+                }
+                nodes.push(self.node(m.clone(), now));
+            }
+        }
+    }
+}
+
+/// The faults of one run on a fleet of relays.
+pub struct Fleet {
+    shared: Arc<Shared>,
+    resolver: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if let Some(h) = self.resolver.take() {
+            h.abort();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ms(origin: Instant, at: Instant) -> f64 {
+    at.saturating_duration_since(origin).as_secs_f64() * 1000.0
+}
+
+/// How many of `n` relays a share reaches: the most not above the share, at least one.
+pub fn how_many(share: f64, n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    ((share * n as f64 + 1e-9).floor() as usize).clamp(1, n)
+}
+
+/// The admin addresses a stage at `share` reaches among `admins`, for `seed`.
+pub fn chosen(seed: u64, share: f64, admins: &[&str]) -> Vec<String> {
+    let mut ranked: Vec<(u64, &str)> = admins
+        .iter()
+        .map(|a| (mix(seed ^ hash_str(a)), *a))
+        .collect();
+    ranked.sort();
+    ranked
+        .into_iter()
+        .take(how_many(share, admins.len()))
+        .map(|(_, a)| a.to_string())
+        .collect()
+}
+
+impl Fleet {
+    /// Find the fleet's relays and check each answers its admin API (`GET /status`); with
+    /// a DNS name, keep resolving it every `every`.
+    pub async fn start(
+        spec: &FleetSpec,
+        seed: u64,
+        token: Option<String>,
+    ) -> anyhow::Result<Fleet> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            // A fresh connection per request: a pooled one the relay closed meanwhile would
+            // fail a removal that could have gone through (connections are cheap next door).
+            .pool_max_idle_per_host(0)
+            .build()?;
+        let shared = Arc::new(Shared {
+            seed,
+            token,
+            http,
+            nodes: Mutex::new(Vec::new()),
+        });
+        let found = super::fleet_dns::members(spec).await?;
+        shared.update(&found, false);
+        let nodes = lock(&shared.nodes).clone();
+        let checks = nodes.iter().map(|n| async move {
+            n.remote
+                .api()
+                .send(reqwest::Method::GET, "/status", None)
+                .await
+                .map_err(|e| format!("relay {}: {e}", n.member.admin))
+        });
+        let failed: Vec<String> = futures::future::join_all(checks)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if !failed.is_empty() {
+            anyhow::bail!(
+                "{} of the fleet's {} relays do not answer: {}",
+                failed.len(),
+                nodes.len(),
+                failed.join("; ")
+            );
+        }
+        let resolver = match spec {
+            FleetSpec::Dns(d) => {
+                let (d, shared) = (d.clone(), Arc::clone(&shared));
+                Some(tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(d.every()).await;
+                        match super::fleet_dns::resolve(&d).await {
+                            Ok(found) => shared.update(&found, true),
+                            Err(e) => eprintln!("brownout: {e}; the fleet stays as it was"),
+                        }
+                    }
+                }))
+            }
+            FleetSpec::List(_) => None,
+        };
+        Ok(Fleet { shared, resolver })
+    }
+
+    fn nodes(&self) -> Vec<Arc<Node>> {
+        lock(&self.shared.nodes).clone()
+    }
+
+    fn present(&self) -> Vec<Arc<Node>> {
+        self.nodes()
+            .into_iter()
+            .filter(|n| lock(&n.state).present)
+            .collect()
+    }
+
+    /// The MCP endpoints of the relays present, in a stable order (the load's sessions go
+    /// to them round-robin).
+    pub fn urls(&self) -> Vec<String> {
+        let mut urls: Vec<String> = self
+            .present()
+            .iter()
+            .map(|n| n.member.url.clone())
+            .collect();
+        urls.sort();
+        urls
+    }
+
+    /// Put a stage's faults (`doc`) on the share `share` of the relays present, chosen by
+    /// the seed; faults of an earlier stage on relays not chosen now are removed. All
+    /// relays at once; the error names every relay that failed.
+    pub async fn apply(&self, doc: &Value, share: f64, stage: &str) -> anyhow::Result<()> {
+        let present = self.present();
+        let admins: Vec<&str> = present.iter().map(|n| n.member.admin.as_str()).collect();
+        let picked = chosen(self.shared.seed, share, &admins);
+        let nodes = self.nodes();
+        let work = nodes.iter().map(|n| {
+            let on = picked.contains(&n.member.admin);
+            async move {
+                let r = if on {
+                    n.remote.replace(doc).await
+                } else if n.remote.has_faults() {
+                    n.remote.remove_all().await
+                } else {
+                    return Ok(());
+                };
+                let now = Instant::now();
+                let mut s = lock(&n.state);
+                match &r {
+                    Ok(()) if on => {
+                        s.on = Some(now);
+                        s.removed = None;
+                        s.unreachable = None;
+                        s.stages.push(stage.to_string());
+                    }
+                    Ok(()) => s.removed = Some(now),
+                    Err(e) => {
+                        let since = n.remote.renewed_at();
+                        s.unreachable = Some((since, since + LEASE, e.to_string()));
+                    }
+                }
+                r.map_err(|e| format!("relay {}: {e}", n.member.admin))
+            }
+        });
+        let failed: Vec<String> = futures::future::join_all(work)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("{}", failed.join("; "))
+        }
+    }
+
+    /// Remove this run's faults from every relay at once, each retried until the relay
+    /// confirms or its lease runs out; the error names each relay not reached and when its
+    /// faults lapse.
+    pub async fn remove_all(&self) -> anyhow::Result<()> {
+        let nodes = self.nodes();
+        let work = nodes.iter().map(|n| async move {
+            if !n.remote.has_faults() {
+                return Ok(());
+            }
+            let r = n.remote.remove_all().await;
+            let now = Instant::now();
+            let mut s = lock(&n.state);
+            match r {
+                Ok(()) => {
+                    s.removed = Some(now);
+                    s.unreachable = None;
+                    Ok(())
+                }
+                Err(e) => {
+                    let since = n.remote.renewed_at();
+                    s.unreachable = Some((since, since + LEASE, e.to_string()));
+                    Err(format!("relay {} not reached: {e}", n.member.admin))
+                }
+            }
+        });
+        let failed: Vec<String> = futures::future::join_all(work)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("{}", failed.join("; "))
+        }
+    }
+
+    /// Every present relay's `GET /status` (those that answer).
+    pub async fn statuses(&self) -> Vec<Value> {
+        let present = self.present();
+        let reads = present
+            .iter()
+            .map(|n| n.remote.api().send(reqwest::Method::GET, "/status", None));
+        futures::future::join_all(reads)
+            .await
+            .into_iter()
+            .filter_map(Result::ok)
+            .collect()
+    }
+
+    /// Where the run reads each present relay's silent-failure counts.
+    pub fn silent_sources(&self) -> Vec<super::silent::Source> {
+        self.present()
+            .iter()
+            .map(|n| super::silent::Source::Remote {
+                status_url: format!("{}/status", n.member.admin),
+                token: self.shared.token.clone(),
+                http: self.shared.http.clone(),
+            })
+            .collect()
+    }
+
+    /// The per-relay record, times from `origin` (the run's clock).
+    pub fn records(&self, origin: Instant) -> Vec<RelayRecord> {
+        self.nodes()
+            .iter()
+            .map(|n| {
+                let s = lock(&n.state);
+                RelayRecord {
+                    admin: n.member.admin.clone(),
+                    url: n.member.url.clone(),
+                    joined_ms: ms(origin, s.joined),
+                    left_ms: s.left.map(|t| ms(origin, t)),
+                    stages: s.stages.clone(),
+                    faults_on_ms: s.on.map(|t| ms(origin, t)),
+                    removed_ms: s.removed.map(|t| ms(origin, t)),
+                    unreachable_since_ms: s.unreachable.as_ref().map(|u| ms(origin, u.0)),
+                    lease_lapsed_ms: s.unreachable.as_ref().map(|u| ms(origin, u.1)),
+                    detail: s.unreachable.as_ref().map(|u| u.2.clone()),
+                }
+            })
+            .collect()
+    }
+
+    /// The relays' seeded order (for tests and `--dry-run`): admin addresses, first chosen
+    /// first.
+    pub fn ranked(&self) -> Vec<String> {
+        let mut nodes = self.present();
+        nodes.sort_by_key(|n| n.rank(self.shared.seed));
+        nodes.iter().map(|n| n.member.admin.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_of_relays_is_at_most_the_share_and_at_least_one() {
+        assert_eq!(how_many(0.34, 3), 1);
+        assert_eq!(how_many(0.67, 3), 2);
+        assert_eq!(how_many(1.0, 3), 3);
+        assert_eq!(how_many(0.01, 8), 1);
+        assert_eq!(how_many(0.5, 8), 4);
+        assert_eq!(how_many(0.5, 0), 0);
+    }
+
+    #[test]
+    fn the_seed_picks_the_relays_stably_and_wider_stages_reach_a_superset() {
+        let admins: Vec<String> = (1..=8).map(|i| format!("http://10.0.0.{i}:9901")).collect();
+        let refs: Vec<&str> = admins.iter().map(String::as_str).collect();
+        let a = chosen(7, 0.25, &refs);
+        assert_eq!(a, chosen(7, 0.25, &refs), "a seed replays");
+        let mut shuffled = refs.clone();
+        shuffled.reverse();
+        assert_eq!(
+            a,
+            chosen(7, 0.25, &shuffled),
+            "the order they are listed in is moot"
+        );
+        let wide = chosen(7, 0.5, &refs);
+        assert!(a.iter().all(|x| wide.contains(x)), "{a:?} ⊄ {wide:?}");
+        // Some seed picks otherwise: the choice is the seed's, not the list's.
+        assert!((0..50).any(|s| chosen(s, 0.25, &refs) != a));
+    }
+}

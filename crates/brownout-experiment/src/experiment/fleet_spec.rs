@@ -1,0 +1,212 @@
+//! `target.fleet` as written — a list of relays (`[{url, admin}, …]`) or a DNS name every
+//! address of which is a relay (`{dns, admin_port, mcp_port}`, a Kubernetes headless
+//! Service) — and what a schema cannot say about it, or about a stage's `relays:` share.
+
+use super::spec::{Dur, Experiment};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The most relays a fleet may list, or a name may resolve to (more are ignored, said).
+pub const MAX_RELAYS: usize = 256;
+/// How often a DNS fleet is resolved again during the run, unless `every` says.
+pub const RESOLVE_EVERY: Duration = Duration::from_secs(2);
+
+/// A fleet of brownout relays, each in front of one replica of the MCP server.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FleetSpec {
+    /// The relays, listed.
+    List(#[schemars(length(min = 1, max = 256))] Vec<FleetRelay>),
+    /// Every address a DNS name resolves to is a relay.
+    Dns(FleetDns),
+}
+
+/// One relay of a listed fleet.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetRelay {
+    /// The relay's MCP endpoint (where the load goes), e.g. `http://10.0.0.5:8900/mcp`.
+    pub url: String,
+    /// The relay's admin API (where the faults go), e.g. `http://10.0.0.5:9901`.
+    pub admin: String,
+}
+
+/// A fleet found by DNS: each address of `dns` is a relay, resolved again during the run.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetDns {
+    /// The name, e.g. `mcp-relay.shop.svc.cluster.local` (a headless Service).
+    pub dns: String,
+    /// The admin API's port on every relay.
+    #[schemars(range(min = 1, max = 65535))]
+    pub admin_port: u16,
+    /// The MCP endpoint's port on every relay.
+    #[schemars(range(min = 1, max = 65535))]
+    pub mcp_port: u16,
+    /// `http` (default) or `https`, for both ports.
+    #[serde(default)]
+    pub scheme: Option<String>,
+    /// The MCP endpoint's path (default `/mcp`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// How often the name is resolved again (default `2s`): a relay that appears joins at
+    /// the next stage, one that disappears is recorded.
+    #[serde(default)]
+    pub every: Option<Dur>,
+}
+
+impl FleetDns {
+    pub fn scheme(&self) -> &str {
+        self.scheme.as_deref().unwrap_or("http")
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or("/mcp")
+    }
+
+    pub fn every(&self) -> Duration {
+        self.every
+            .as_ref()
+            .map(Dur::get)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(RESOLVE_EVERY)
+    }
+}
+
+fn is_http(u: &str) -> bool {
+    u.starts_with("http://") || u.starts_with("https://")
+}
+
+/// Whether `name` can be a DNS name: 1–253 bytes of labels of `a-z 0-9 -` (and `_`, which
+/// Kubernetes SRV-style names use), none empty or over 63 bytes.
+fn is_dns_name(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// What a schema cannot say about `target.fleet` and the stages' `relays`: (JSON pointer,
+/// message) per mistake.
+pub fn check(spec: &Experiment) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let t = &spec.target;
+    let Some(fleet) = &t.fleet else {
+        for (i, s) in spec.method.iter().enumerate() {
+            if s.relays.is_some() {
+                out.push((
+                    format!("/method/{i}/relays"),
+                    "`relays` is a share of a fleet's relays: it goes with `target.fleet` \
+                     (for one target, `sessions` is the blast radius)"
+                        .into(),
+                ));
+            }
+        }
+        return out;
+    };
+    let others = [
+        ("command", t.command.is_some()),
+        ("url", t.url.is_some()),
+        ("admin", t.admin.is_some()),
+        ("servers", t.servers.is_some()),
+    ];
+    for (key, set) in others {
+        if set {
+            out.push((
+                format!("/target/{key}"),
+                format!("give `fleet` or `{key}`, not both: each relay of the fleet has its own `url` and `admin`"),
+            ));
+        }
+    }
+    match fleet {
+        FleetSpec::List(relays) => {
+            let mut seen = std::collections::BTreeMap::new();
+            for (i, r) in relays.iter().enumerate() {
+                for (key, u) in [("url", &r.url), ("admin", &r.admin)] {
+                    if !is_http(u) {
+                        out.push((
+                            format!("/target/fleet/{i}/{key}"),
+                            format!("`{u}` is not an http:// or https:// URL"),
+                        ));
+                    }
+                }
+                let admin = r.admin.trim_end_matches('/');
+                if let Some(first) = seen.insert(admin.to_string(), i) {
+                    out.push((
+                        format!("/target/fleet/{i}/admin"),
+                        format!("`{admin}` is listed twice (also relay {first}): each relay once"),
+                    ));
+                }
+            }
+        }
+        FleetSpec::Dns(d) => {
+            if !is_dns_name(&d.dns) {
+                out.push((
+                    "/target/fleet/dns".into(),
+                    format!(
+                        "`{}` is not a DNS name (e.g. `mcp-relay.shop.svc.cluster.local`)",
+                        d.dns
+                    ),
+                ));
+            }
+            if !matches!(d.scheme(), "http" | "https") {
+                let hint = brownout_core::plan::suggest(d.scheme(), ["http", "https"])
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                out.push((
+                    "/target/fleet/scheme".into(),
+                    format!("`{}` is not `http` or `https`{hint}", d.scheme()),
+                ));
+            }
+            if !d.path().starts_with('/') {
+                out.push((
+                    "/target/fleet/path".into(),
+                    format!(
+                        "`{}` is not a path: it starts with `/`, e.g. `/mcp`",
+                        d.path()
+                    ),
+                ));
+            }
+            if d.admin_port == d.mcp_port {
+                out.push((
+                    "/target/fleet/admin_port".into(),
+                    "the admin API and the MCP endpoint listen on two ports".into(),
+                ));
+            }
+        }
+    }
+    for (i, s) in spec.method.iter().enumerate() {
+        if let Some(r) = &s.relays {
+            match r.fraction() {
+                Some(f) if f > 0.0 && f <= 1.0 => {}
+                _ => out.push((
+                    format!("/method/{i}/relays"),
+                    format!("`{}` is not a share above 0 % and at most 100 %", r.0),
+                )),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_dns_name;
+
+    #[test]
+    fn dns_names() {
+        assert!(is_dns_name("mcp-relay.shop.svc.cluster.local"));
+        assert!(is_dns_name("relays."));
+        assert!(!is_dns_name(""));
+        assert!(!is_dns_name("a..b"));
+        assert!(!is_dns_name("http://x"));
+        assert!(!is_dns_name("-a.b"));
+    }
+}

@@ -1,0 +1,117 @@
+use super::*;
+use brownout_core::rng::{mix, to_unit};
+
+/// Seed `s` crosses at 0.3 + 0.2·u(s), u uniform: the crossings' median is 0.4.
+fn spread(t: f64, seed: u64, _full: bool) -> f64 {
+    0.3 + 0.2 * to_unit(mix(seed)) - t
+}
+
+fn settings(precision: f64, threads: usize) -> Settings {
+    Settings {
+        first_seed: 1,
+        initial: 8,
+        max_seeds: 10_000,
+        precision,
+        tol: precision / 2.0,
+        max_evals: 1_000_000,
+        deadline: None,
+        threads,
+    }
+}
+
+#[test]
+fn seeds_are_added_until_the_median_is_known_to_the_precision() {
+    let o = search(&spread, &settings(0.02, 2), &|_| {});
+    assert!(o.reached, "{:?}", o.rounds);
+    assert_eq!(o.stopped, None);
+    let (m, (lo, hi)) = (o.median.expect("median"), o.interval.expect("interval"));
+    assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
+    assert!(o.half_width.expect("half") <= 0.02);
+    // The distribution's median (0.4) is inside the interval.
+    assert!(lo <= 0.4 && 0.4 <= hi, "{lo} {hi}");
+    // More than one round, more than the first eight seeds.
+    assert!(o.rounds.len() > 1 && o.seeds.len() > 8, "{:?}", o.rounds);
+    assert_eq!((o.non_monotone, o.checked), (0, 8));
+    // Focus: far seeds stop early, so fewer than 9 simulations a seed on average.
+    assert!(
+        (o.evals as f64) < 9.0 * o.seeds.len() as f64,
+        "{} evals for {} seeds",
+        o.evals,
+        o.seeds.len()
+    );
+}
+
+#[test]
+fn the_result_does_not_depend_on_the_threads() {
+    // (Compared as text: a seed's unevaluated ends are NaN, which is not equal to itself.)
+    let run = |threads| format!("{:?}", search(&spread, &settings(0.02, threads), &|_| {}));
+    let one = run(1);
+    assert!(one == run(2), "1 and 2 threads differ");
+    assert!(one == run(5), "1 and 5 threads differ");
+}
+
+#[test]
+fn a_budget_that_runs_out_is_said_with_the_precision_achieved() {
+    let mut s = settings(0.001, 2);
+    s.max_seeds = 20;
+    let o = search(&spread, &s, &|_| {});
+    assert!(!o.reached);
+    assert_eq!(o.stopped, Some("max-seeds"));
+    assert_eq!(o.seeds.len(), 20);
+    let h = o.half_width.expect("an achieved half width");
+    assert!(h > 0.001, "{h}");
+    let mut s = settings(0.001, 2);
+    s.max_evals = 100;
+    let o = search(&spread, &s, &|_| {});
+    assert_eq!(o.stopped, Some("max-evals"));
+    assert!(o.evals <= 100 + 12, "{}", o.evals);
+    let mut s = settings(0.0001, 2);
+    s.deadline = Some(Instant::now());
+    let o = search(&spread, &s, &|_| {});
+    assert_eq!(o.stopped, Some("time"));
+    assert!(o.timed_out);
+}
+
+#[test]
+fn seeds_that_never_cross_are_censored_not_dropped() {
+    // Seeds with an odd number hold over the whole segment.
+    let obj = |t: f64, seed: u64, _f: bool| if seed % 2 == 1 { 1.0 } else { 0.5 - t };
+    let o = search(&obj, &settings(0.01, 2), &|_| {});
+    // Half hold everywhere: the median is censored at the top, no boundary.
+    assert_eq!(o.median, None);
+    assert_eq!(o.stopped, Some("no crossing"));
+    assert!(o.always_hold >= 3, "{}", o.always_hold);
+    // A third hold everywhere: the median moves up, the interval still holds it.
+    let obj = |t: f64, seed: u64, _f: bool| if seed.is_multiple_of(3) { 1.0 } else { 0.5 - t };
+    let o = search(&obj, &settings(0.05, 2), &|_| {});
+    let (m, (lo, hi)) = (o.median.expect("median"), o.interval.expect("interval"));
+    assert!(
+        lo <= m && m <= hi && (0.45..=0.56).contains(&m),
+        "{lo} {m} {hi}"
+    );
+}
+
+#[test]
+fn the_rank_gives_at_least_95_percent() {
+    // n = 8: [x(1), x(8)] (99.2 %); n = 10: [x(2), x(9)]; n = 100: [x(40), x(61)].
+    assert_eq!(interval_rank(8), 1);
+    assert_eq!(interval_rank(10), 2);
+    assert_eq!(interval_rank(100), 40);
+}
+
+#[test]
+fn seeds_that_cross_twice_are_counted_among_those_checked() {
+    // Every fourth seed holds again in a band above its crossing (where the check looks:
+    // halfway from the break to the end).
+    let obj = |t: f64, seed: u64, _f: bool| {
+        if seed.is_multiple_of(4) && (0.64..0.76).contains(&t) {
+            0.1
+        } else {
+            spread(t, seed, false)
+        }
+    };
+    let o = search(&obj, &settings(0.02, 2), &|_| {});
+    assert_eq!(o.checked, 8);
+    assert_eq!(o.non_monotone, 2, "{:?}", o.rounds);
+    assert!(o.median.is_some());
+}
