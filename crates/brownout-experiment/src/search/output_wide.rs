@@ -64,7 +64,9 @@ pub fn adaptive_lines(p: &Problem, a: &SearchArgs, f: &Found, k: usize) {
     let half = o
         .half_width
         .map(|h| if p.marks.len() == 1 { h * scale } else { h });
-    let half = half.map_or("—".into(), |h| format!("±{}", brownout_core::human::sig(h, 3)));
+    let half = half.map_or("—".into(), |h| {
+        format!("±{}", brownout_core::human::sig(h, 3))
+    });
     match (o.reached, o.stopped) {
         (true, _) => println!(
             "adaptive seeds: {} seeds in {} rounds; median known to {half} ({unit}; asked ±{goal})",
