@@ -206,6 +206,7 @@ pub async fn run(
     let _ = client.close(Duration::from_secs(5)).await;
     let elapsed = started.elapsed();
     let code = report(
+        &plan_path,
         &events,
         &observed,
         &listed,
@@ -218,6 +219,7 @@ pub async fn run(
 }
 
 fn report(
+    plan: &Path,
     events: &Path,
     observed: &[Observed],
     listed: &[String],
@@ -225,6 +227,17 @@ fn report(
     elapsed: Duration,
     simulated: Option<Value>,
 ) -> anyhow::Result<i32> {
+    // Which faults change results is their kind's to say (FaultKind::alters_result).
+    let plan = std::fs::read_to_string(plan)
+        .ok()
+        .and_then(|t| brownout_core::Plan::from_str_named(&t, "plan").ok());
+    let alters_result = |id: &str| {
+        plan.as_ref().is_some_and(|p| {
+            p.faults
+                .iter()
+                .any(|f| f.id == id && f.effect.alters_result())
+        })
+    };
     let text = std::fs::read_to_string(events).unwrap_or_default();
     let mut per_fault: BTreeMap<String, (String, u64, String)> = BTreeMap::new();
     let mut faults_of_call: HashMap<u64, Vec<String>> = HashMap::new();
@@ -333,11 +346,7 @@ fn report(
     }
     let silent: u64 = seen_by_fault
         .iter()
-        .filter(|(id, _)| {
-            per_fault
-                .get(*id)
-                .is_some_and(|(k, _, _)| k == "partial_result" || k == "schema_drift")
-        })
+        .filter(|(id, _)| alters_result(id))
         .map(|(_, m)| m.get(&Seen::Ok).copied().unwrap_or(0))
         .sum();
     if silent > 0 {

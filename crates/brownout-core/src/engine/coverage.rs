@@ -79,7 +79,7 @@ impl Engine {
                 continue;
             };
             if !f.enabled
-                || f.effect.kind() == "registry"
+                || f.effect.selects_unlisted_tools()
                 || cov.warned.contains(&f.id)
                 || names.iter().any(|n| globs.is_match(n))
             {

@@ -184,6 +184,25 @@ pub trait FaultKind: AsAny + fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether the results it changes break the tool's output schema, so a gate on what
+    /// the agent did with results (`correctness`, `eta`, `tcsr`) sees them; valid-but-wrong
+    /// results need `silent_rate`, `safe_rate` or `propagated` (docs/silent.md).
+    fn breaks_output_schema(&self) -> bool {
+        false
+    }
+
+    /// Whether a hit signals the server's process (kills, stops it): the guardrails allow
+    /// such faults only when the policy says so.
+    fn signals_process(&self) -> bool {
+        false
+    }
+
+    /// Whether the tools it selects may be absent from the server's list (it adds or
+    /// hides entries of the list itself), so a selector naming no listed tool is no typo.
+    fn selects_unlisted_tools(&self) -> bool {
+        false
+    }
+
     /// The live effect: shape the message in `phase`; the action in words, or `None` when
     /// the kind had nothing to do to this message (then the hit is not counted).
     fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String>;
@@ -240,6 +259,11 @@ pub trait ResultRewrite: AsAny + fmt::Debug + Send + Sync {
 
     /// How a rewritten answer ends in the simulator.
     fn simulated(&self) -> simulated::SimOutcome;
+
+    /// See [`FaultKind::breaks_output_schema`].
+    fn breaks_output_schema(&self) -> bool {
+        false
+    }
 }
 
 impl<T: ResultRewrite> FaultKind for T {
@@ -257,6 +281,10 @@ impl<T: ResultRewrite> FaultKind for T {
 
     fn alters_result(&self) -> bool {
         true
+    }
+
+    fn breaks_output_schema(&self) -> bool {
+        ResultRewrite::breaks_output_schema(self)
     }
 
     fn act(&self, phase: Phase, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {

@@ -136,6 +136,10 @@ pub const KIND: KindInfo = KindInfo::of::<Process>(
 );
 
 impl FaultKind for Process {
+    fn signals_process(&self) -> bool {
+        true
+    }
+
     fn acts_on_request(&self, _direction: Direction) -> bool {
         true
     }

@@ -227,6 +227,11 @@ impl FaultKind for Registry {
         self.action == Action::StaleSchema
     }
 
+    /// It adds entries (dangling tools) and hides listed ones.
+    fn selects_unlisted_tools(&self) -> bool {
+        true
+    }
+
     fn needs(&self, _direction: Direction) -> Vec<Need> {
         match self.action {
             Action::ListChanged => vec![Need::key(Capability::MultipleAnswers, "action")],

@@ -242,6 +242,11 @@ pub const KIND: KindInfo = KindInfo::of::<SchemaDrift>(
 );
 
 impl ResultRewrite for SchemaDrift {
+    /// A drifted result breaks the schema: `correctness` sees it.
+    fn breaks_output_schema(&self) -> bool {
+        true
+    }
+
     fn rewrite(&self, c: &mut Ctx<'_>, s: &mut Shaping<'_>) -> Option<String> {
         self.apply(c, s)
     }

@@ -97,3 +97,15 @@ fn the_docs_describe_every_kind() {
         assert!(docs.contains(&heading), "docs/plans.md has no `{heading}`");
     }
 }
+
+#[test]
+fn each_kind_says_what_others_used_to_know_by_its_name() {
+    for name in super::kind_names() {
+        let info = super::kind_info(name).expect("a registered kind");
+        let v: serde_json::Value = serde_json::from_str(info.example).expect("the example");
+        let e = info.compile(v).expect("the example compiles");
+        assert_eq!(e.signals_process(), name == "process", "{name}");
+        assert_eq!(e.selects_unlisted_tools(), name == "registry", "{name}");
+        assert_eq!(e.breaks_output_schema(), name == "schema_drift", "{name}");
+    }
+}

@@ -39,7 +39,7 @@ pub fn silent_blind_spot(plan: &brownout_core::Plan, gates: &[ParsedGate]) -> Op
         .faults
         .iter()
         .filter(|f| f.effect.alters_result())
-        .filter(|f| !(sees_drift && f.effect.kind() == "schema_drift"))
+        .filter(|f| !(sees_drift && f.effect.breaks_output_schema()))
         .map(|f| format!("`{}` ({})", f.id, f.effect.kind()))
         .collect();
     (!blind.is_empty()).then(|| {

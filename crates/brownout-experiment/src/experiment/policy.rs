@@ -214,7 +214,7 @@ pub fn check(x: &Loaded, p: &Policy) -> Result<(), Refusal> {
             );
         }
     }
-    check_faults(&x.plan_doc, p)?;
+    check_faults(&x.plan_doc, &x.plan, p)?;
     check_delays(&x.plan, p)
 }
 
@@ -339,11 +339,15 @@ pub fn check_ladder(shares: &[f64], p: &Policy) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn check_faults(doc: &Value, p: &Policy) -> Result<(), Refusal> {
+fn check_faults(doc: &Value, plan: &brownout_core::Plan, p: &Policy) -> Result<(), Refusal> {
     let faults = doc["faults"].as_array().cloned().unwrap_or_default();
     for (i, f) in faults.iter().enumerate() {
-        let kind = f["kind"].as_str().or(f["type"].as_str()).unwrap_or("");
-        if kind == "process" && !p.allow_process_faults {
+        // What a kind does is the kind's to say (FaultKind::signals_process).
+        let signals = plan
+            .faults
+            .iter()
+            .any(|c| c.index == i && c.effect.signals_process());
+        if signals && !p.allow_process_faults {
             return refuse(
                 "allow_process_faults",
                 format!("faults[{i}] is a `process` fault; the policy does not allow them"),

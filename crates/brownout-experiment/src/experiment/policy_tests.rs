@@ -100,15 +100,16 @@ fn caps_on_duration_probability_latency_and_process_faults() {
         Err("max_added_latency".into())
     );
     doc["faults"][0] = serde_json::json!({"kind": "process", "action": "kill"});
+    let killing = plan(r#"{"kind": "process", "action": "kill"}"#);
     assert_eq!(
-        check_faults(&doc, &Policy::default()).map_err(|r| r.rule),
+        check_faults(&doc, &killing, &Policy::default()).map_err(|r| r.rule),
         Err("allow_process_faults".into())
     );
     let lax = Policy {
         allow_process_faults: true,
         ..Policy::default()
     };
-    assert_eq!(check_faults(&doc, &lax), Ok(()));
+    assert_eq!(check_faults(&doc, &killing, &lax), Ok(()));
 }
 
 #[test]
