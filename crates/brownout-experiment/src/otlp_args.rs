@@ -1,21 +1,16 @@
 //! `--otlp [URL]` (and `BROWNOUT_OTLP`), shared by `proxy`, `run`, `load` and `probe`.
 
-use brownout_relay::otlp::{Otlp, OtlpError, DEFAULT_COLLECTOR};
+use brownout_relay::otlp::{Otlp, OtlpError};
 use clap::Args;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct OtlpArgs {
     /// Export OpenTelemetry spans (OTLP/HTTP protobuf) to the collector at URL: one per call,
     /// with the faults that acted on it, continuing a client's `_meta.traceparent`
-    /// (docs/otel.md). Without a value: the local collector, http://127.0.0.1:4318. A slow
-    /// or dead collector never slows traffic: spans are dropped and counted.
-    #[arg(
-        long,
-        env = "BROWNOUT_OTLP",
-        value_name = "URL",
-        num_args = 0..=1,
-        default_missing_value = DEFAULT_COLLECTOR
-    )]
+    /// (docs/otel.md). A local collector listens at http://127.0.0.1:4318. The URL is
+    /// required, so `--otlp exp.yaml` cannot take a file for a collector. A slow or dead
+    /// collector never slows traffic: spans are dropped and counted.
+    #[arg(long, env = "BROWNOUT_OTLP", value_name = "URL")]
     pub otlp: Option<String>,
 }
 
