@@ -1,6 +1,7 @@
 //! One back per kind of server serves both fronts: the same back type, behind the stdio
 //! front and behind the HTTP front, gives a client the same answers — for a server at a URL
 //! ([`UrlBack`]) and for a server as a child process ([`ChildBack`]), faults included.
+//! And the back trait speaks the relay's terms: its module names no HTTP library.
 
 use super::child::ChildSpec;
 use super::child_back::ChildBack;
@@ -226,4 +227,48 @@ async fn one_child_back_type_serves_the_stdio_front_and_the_http_front_alike() {
     let relay = relay_for(http_front::driver::<ChildBack>());
     let http = through_http(back(&relay), relay).await;
     check(&stdio, &http, Value::Null);
+}
+
+/// Whether a line of Rust names a type or path of the HTTP libraries: `axum`, `hyper`,
+/// `reqwest`, the `http` crate (`http::…` not under the relay's own `super::http`), or
+/// their header and response types by name. Comments do not count.
+fn names_http_library(line: &str) -> bool {
+    let code = line.split("//").next().unwrap_or_default();
+    let crate_path = code
+        .match_indices("http::")
+        .any(|(at, _)| !code[..at].ends_with("::") && !code[..at].ends_with("super::"));
+    crate_path
+        || [
+            "axum",
+            "hyper",
+            "reqwest",
+            "HeaderMap",
+            "StatusCode",
+            "Response",
+        ]
+        .iter()
+        .any(|w| code.contains(w))
+}
+
+#[test]
+fn the_back_trait_names_no_type_of_the_http_libraries() {
+    let source = include_str!("layers.rs");
+    let named: Vec<&str> = source.lines().filter(|l| names_http_library(l)).collect();
+    assert!(
+        named.is_empty(),
+        "the back trait speaks the relay's terms, not HTTP's: {named:#?}"
+    );
+    // The check itself sees them.
+    for bad in [
+        "use axum::http::HeaderMap;",
+        "fn f(h: &HeaderMap) {}",
+        "    ) -> impl Future<Output = Response> + Send;",
+        "use http::Method;",
+    ] {
+        assert!(names_http_library(bad), "{bad}");
+    }
+    assert!(!names_http_library("use super::http::Down;"));
+    assert!(!names_http_library(
+        "//! the HTTP front (axum) turns it into a response"
+    ));
 }

@@ -17,19 +17,18 @@
 //! `initialize`); GET opens the session's stream; DELETE ends it; there is no short way
 //! for an untouched POST (its answer is routed like any other).
 
-// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+// An early answer is an `Answer` by value; boxing it buys nothing here.
 #![allow(clippy::result_large_err)]
 
 mod many;
 mod one;
 
+use super::answer::{Answer, Streams};
 use super::child::{ChildSpec, ProcessHandle};
 use super::child_session::ChildSession;
-use super::http_answer::{json_error, plain, Streams};
+use super::head::{Headers, Method};
 use super::layers::{self, Back, Client, Exchange, Joined as JoinedPost, Layer, Post, Request};
 use super::{relay_error, Relay};
-use axum::http::{header, HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::Id;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -95,13 +94,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn json_answer(status: StatusCode, body: Vec<u8>) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-fn not_found() -> Response {
-    json_answer(
-        StatusCode::NOT_FOUND,
+fn not_found() -> Answer {
+    Answer::json(
+        404,
         relay_error(
             None,
             "brownout: no such session (it ended); initialize again",
@@ -109,8 +104,8 @@ fn not_found() -> Response {
     )
 }
 
-fn session_header(headers: &HeaderMap) -> Option<&str> {
-    headers.get("mcp-session-id").and_then(|v| v.to_str().ok())
+fn session_header(headers: &Headers) -> Option<&str> {
+    headers.get("mcp-session-id")
 }
 
 /// A session id: 128 random bits, hex. Not a secret of brownout's, but unguessable.
@@ -189,7 +184,7 @@ impl Back for ChildBack {
 
     fn who(
         self: &Arc<Self>,
-        _headers: &HeaderMap,
+        _headers: &Headers,
         _path: &str,
         _peer: &SocketAddr,
         label: Option<String>,
@@ -202,19 +197,19 @@ impl Back for ChildBack {
         streams: &Streams,
         _: Option<String>,
         req: Request,
-    ) -> Response {
+    ) -> Answer {
         match req.method {
-            Method::POST => json_error(
-                StatusCode::BAD_REQUEST,
+            Method::Post => Answer::json(
+                400,
                 relay_error(None, "brownout: the body is not a JSON-RPC message"),
             ),
-            Method::GET => match self.open_stream(&req.headers) {
-                Ok((head, rx)) => streams.stream_response(head, rx),
+            Method::Get => match self.open_stream(&req.headers) {
+                Ok((head, rx)) => streams.stream_answer(head, rx),
                 Err(r) => r,
             },
-            Method::DELETE => self.delete(&req.headers).await,
-            _ => plain(
-                StatusCode::METHOD_NOT_ALLOWED,
+            Method::Delete => self.delete(&req.headers).await,
+            Method::Other(_) => Answer::text(
+                405,
                 "brownout: the MCP endpoint takes POST, GET and DELETE".into(),
             ),
         }
@@ -224,9 +219,9 @@ impl Back for ChildBack {
         self: &Arc<Self>,
         label: Option<String>,
         _path: &str,
-        headers: &HeaderMap,
+        headers: &Headers,
         body: &[u8],
-    ) -> Result<JoinedPost<Joined>, Response> {
+    ) -> Result<JoinedPost<Joined>, Answer> {
         let joined = self.session_for(headers, body, label.as_deref())?;
         Ok(JoinedPost {
             key: joined.key().to_string(),
@@ -241,7 +236,7 @@ impl Back for ChildBack {
         _: &Streams,
         call: Joined,
         post: Post,
-    ) -> Result<Response, (Joined, Post)> {
+    ) -> Result<Answer, (Joined, Post)> {
         Err((call, post))
     }
 

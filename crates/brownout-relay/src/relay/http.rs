@@ -5,7 +5,7 @@
 use super::sse::Event;
 use super::{dead_end, to_duration};
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName};
 use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
 use brownout_core::verdict::StreamShape;
 use std::time::Duration;
@@ -71,19 +71,7 @@ pub async fn execute_down(
     });
 }
 
-/// The status line and headers of an answer: the server's, passed on, or brownout's own.
-#[derive(Debug, Clone)]
-pub struct Head {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-}
-
-/// A head for an answer brownout makes itself.
-pub fn own_head(status: StatusCode, content_type: &'static str) -> Head {
-    let mut headers = HeaderMap::new();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    Head { status, headers }
-}
+pub use super::head::Head;
 
 /// One piece of an answer on its way to the client.
 #[derive(Debug, Clone)]

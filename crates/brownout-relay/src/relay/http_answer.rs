@@ -1,59 +1,22 @@
-//! The client's answer over HTTP, shared by the HTTP front and its backs: the server's head
-//! (or brownout's own) and a body shaped by the faults — a JSON answer, an SSE stream, a
-//! status a fault chose, a connection closed or held without an answer — and [`Streams`],
-//! the front's bound on the answers held open at once (`--max-streams`).
+//! The client's answer over HTTP, built by the HTTP front: the server's head (or
+//! brownout's own) and a body shaped by the faults — a JSON answer, an SSE stream, a status
+//! a fault chose, a connection closed or held without an answer. A back's [`Answer`] (plain
+//! data) becomes a response here ([`into_response`]).
 
 // Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
 
-use super::http::{self, is_sse, own_head, Down, Head, Shape};
+use super::answer::Answer;
+pub use super::answer::Streams;
+use super::http::{self, Down, Head, Shape};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 /// How long a `connection: stall` fault holds a request before closing it.
 const STALL_MAX: Duration = Duration::from_secs(300);
-
-/// The streams (SSE answers, GET streams, held requests) open at once, at most
-/// `--max-streams`: one bound for the front and its back.
-#[derive(Debug, Clone)]
-pub struct Streams {
-    open: Arc<Semaphore>,
-    max: usize,
-}
-
-impl Streams {
-    pub fn new(max: usize) -> Streams {
-        Streams {
-            open: Arc::new(Semaphore::new(max)),
-            max,
-        }
-    }
-
-    /// Room for one more stream, held as long as the permit lives; 503 when there is none.
-    pub fn permit(&self) -> Result<OwnedSemaphorePermit, Response> {
-        Arc::clone(&self.open).try_acquire_owned().map_err(|_| {
-            plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "brownout: {} concurrent streams are open, the limit (--max-streams)",
-                    self.max
-                ),
-            )
-        })
-    }
-
-    /// An SSE answer brownout makes itself (a GET stream of a stdio server), counted.
-    pub fn stream_response(&self, head: Head, rx: mpsc::Receiver<Down>) -> Response {
-        match self.permit() {
-            Ok(p) => response(head, hold_permit(http::body(rx, true, Shape::default()), p)),
-            Err(r) => r,
-        }
-    }
-}
 
 pub fn plain(status: StatusCode, text: String) -> Response {
     (
@@ -89,10 +52,57 @@ pub async fn stall(permit: Option<OwnedSemaphorePermit>) -> Response {
     abort("stalled (fault)")
 }
 
-/// brownout's own answer (an error for a request the server could not answer).
-pub async fn respond_own(rx: mpsc::Receiver<Down>, shape: Shape) -> Response {
-    let (_, head_rx) = oneshot::channel::<Head>();
-    respond(head_rx, rx, false, shape, None, false).await
+/// The response for a back's answer.
+pub async fn into_response(answer: Answer) -> Response {
+    match answer {
+        Answer::Status(status) => status_of(status).into_response(),
+        Answer::Own {
+            status,
+            content_type,
+            body,
+        } => (
+            status_of(status),
+            [(header::CONTENT_TYPE, content_type)],
+            body,
+        )
+            .into_response(),
+        Answer::Whole(head, body) => response(head, Body::from(body)),
+        Answer::Items {
+            head,
+            items,
+            sse,
+            permit,
+        } => {
+            let body = http::body(items, sse, Shape::default());
+            match permit {
+                Some(p) => response(head, hold_permit(body, p)),
+                None => response(head, body),
+            }
+        }
+        Answer::Stream(head, stream) => response(head, Body::from_stream(stream)),
+        Answer::Exchange {
+            head,
+            items,
+            expects_answer,
+            permit,
+            sse_ok,
+        } => {
+            respond(
+                head,
+                items,
+                expects_answer,
+                Shape::default(),
+                permit,
+                sse_ok,
+            )
+            .await
+        }
+    }
+}
+
+/// A status code as the HTTP library has it (one out of range is a bad gateway's).
+fn status_of(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY)
 }
 
 /// Build the client's answer: the server's head (or brownout's own) and a shaped body.
@@ -115,7 +125,7 @@ pub async fn respond(
                 let _ = tx.try_send(first);
                 drop(tx);
                 response(
-                    own_head(StatusCode::OK, "application/json"),
+                    Head::own(200, "application/json"),
                     http::body(rx, false, shape),
                 )
             }
@@ -123,7 +133,7 @@ pub async fn respond(
             None => StatusCode::ACCEPTED.into_response(),
         };
     };
-    if head.status.is_success() && is_sse(&head.headers) {
+    if head.is_success() && head.headers.is_sse() {
         let body = http::body(down_rx, true, shape);
         let body = match permit {
             Some(p) => hold_permit(body, p),
@@ -131,7 +141,7 @@ pub async fn respond(
         };
         return response(head, body);
     }
-    if head.status.is_success() && http::is_json(&head.headers) {
+    if head.is_success() && head.headers.is_json() {
         // One message is the whole body; a dropped answer leaves the client waiting.
         let first = loop {
             match down_rx.recv().await {
@@ -151,10 +161,7 @@ pub async fn respond(
         };
         if sse_ok && matches!(first, Down::Event(_)) {
             let mut head = head;
-            head.headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
+            head.headers.set("content-type", "text/event-stream");
             let body = http::body(http::prepend(first, down_rx), true, shape);
             let body = match permit {
                 Some(p) => hold_permit(body, p),
@@ -181,11 +188,12 @@ pub fn hold_permit(body: Body, permit: OwnedSemaphorePermit) -> Body {
     Body::from_stream(stream)
 }
 
-pub fn response(mut head: Head, body: Body) -> Response {
-    http::strip_hop_headers(&mut head.headers);
+pub fn response(head: Head, body: Body) -> Response {
+    let mut headers = head.headers.into_map();
+    http::strip_hop_headers(&mut headers);
     let mut r = Response::new(body);
-    *r.status_mut() = head.status;
-    *r.headers_mut() = head.headers;
+    *r.status_mut() = status_of(head.status);
+    *r.headers_mut() = headers;
     r
 }
 

@@ -1,5 +1,5 @@
-//! The MCP server at a URL (streamable HTTP, or legacy HTTP+SSE), as both URL backs reach
-//! it (`super::stdio_http` behind the stdio front, `super::url_back` behind the HTTP front).
+//! The MCP server at a URL (streamable HTTP, or legacy HTTP+SSE), as the URL back reaches
+//! it behind either front ([`super::url_back`]): the URL back's own HTTP client.
 //!
 //! [`Upstream`] sends a request to the server; [`Pump`] carries the server's answer back
 //! toward the client, message by message through the engine: a JSON body is one message,
@@ -8,13 +8,14 @@
 //! When the server fails or cuts the stream before answering, every request still owed
 //! gets a clear JSON-RPC error.
 
+use super::head::Headers;
 use super::http::{answered_ids, execute_down, is_json, is_sse, strip_hop_headers, Down, Pacer};
 use super::sse::{self, Event};
 use super::Relay;
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Method, StatusCode};
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
+use bytes::Bytes;
+use reqwest::Method;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -80,9 +81,10 @@ impl Upstream {
         &self,
         method: Method,
         path_and_query: &str,
-        mut headers: HeaderMap,
+        headers: Headers,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut headers = headers.into_map();
         strip_hop_headers(&mut headers);
         let req = if path_and_query == self.path {
             self.client.request(method, self.endpoint.clone())
@@ -233,7 +235,10 @@ impl Pump {
     /// The server answered with a status other than 2xx and no JSON-RPC answer for these
     /// requests (an error page, an error with `id: null`): the client has the server's
     /// answer as it came; each call is recorded as failed, so nothing stays pending.
-    pub fn resolve_owed(&mut self, status: StatusCode) {
+    pub fn resolve_owed(&mut self, status: u16) {
+        // With its reason phrase, as `404 Not Found`.
+        let status =
+            reqwest::StatusCode::from_u16(status).map_or(status.to_string(), |s| s.to_string());
         let why = format!("the upstream MCP server answered HTTP {status}");
         for id in std::mem::take(&mut self.owed) {
             let _ = self.relay.owed_error(&self.key, &id, &why);

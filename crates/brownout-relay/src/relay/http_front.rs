@@ -25,13 +25,14 @@ mod post;
 #[cfg(test)]
 mod tests;
 
-use super::http_answer::{json_error, Streams};
+use super::head::{Headers, Method};
+use super::http_answer::{into_response, json_error, Streams};
 use super::http_serve::Timeouts;
 use super::http_sessions::LABEL_HEADER;
 use super::layers::{self, Back, Layer, Request};
 use super::{relay_error, Driver, Relay};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Router;
 use brownout_core::Capability;
@@ -213,7 +214,7 @@ async fn handle<B: Back>(
         return r;
     }
     let (parts, body) = req.into_parts();
-    let method = parts.method;
+    let method = Method::from_name(parts.method.as_str());
     let path = parts
         .uri
         .path_and_query()
@@ -223,15 +224,16 @@ async fn handle<B: Back>(
     let label = headers
         .remove(LABEL_HEADER)
         .and_then(|v| v.to_str().ok().map(str::to_string));
+    let headers = Headers::from(headers);
     let who = front.back.who(&headers, &path, &peer, label);
-    if method != Method::POST {
+    if method != Method::Post {
         let req = Request {
             method,
             path,
             headers,
             body: Vec::new(),
         };
-        return front.back.request(&front.streams, who, req).await;
+        return into_response(front.back.request(&front.streams, who, req).await).await;
     }
     let read = axum::body::to_bytes(body, front.opts.max_body);
     let body = match tokio::time::timeout(front.opts.timeouts.body, read).await {

@@ -21,17 +21,24 @@
 //! its [`super::Pipe`] forwards them) to the server, giving the head of the client's answer;
 //! the front owns the flow (the engine, the HTTP-level faults, the answer's shape), the back
 //! only where bytes go.
+//!
+//! The trait speaks the relay's terms: sessions, JSON-RPC messages and their verdicts, and
+//! the head and body of a request or an answer as plain data ([`super::head`]: a status, a
+//! method, headers by name; [`super::answer::Answer`]: a head and a body whole or as items
+//! on their way). The HTTP library's types stay in the HTTP front, which turns an answer
+//! into a response ([`super::http_answer::into_response`]), and in the URL back's own
+//! client ([`super::http_back::Upstream`]). A unit test (`both_fronts`) keeps this module
+//! free of them.
 
-// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+// An early answer is an `Answer` by value; boxing it buys nothing here.
 #![allow(clippy::result_large_err)]
 
+use super::answer::{Answer, Streams};
 use super::child::ProcessHandle;
-use super::http::{Down, Head};
-use super::http_answer::Streams;
+use super::head::{Head, Headers, Method};
+use super::http::Down;
 use super::lane::Lane;
 use super::{Driver, Outbox};
-use axum::http::{HeaderMap, Method};
-use axum::response::Response;
 use brownout_core::jsonrpc::Id;
 use brownout_core::verdict::{StreamShape, Verdict};
 use brownout_core::{Capabilities, Capability};
@@ -103,7 +110,7 @@ pub trait Back: Send + Sync + Sized + 'static {
     /// client's `Brownout-Session` label (see [`super::http_sessions`]).
     fn who(
         self: &Arc<Self>,
-        headers: &HeaderMap,
+        headers: &Headers,
         path: &str,
         peer: &SocketAddr,
         label: Option<String>,
@@ -116,7 +123,7 @@ pub trait Back: Send + Sync + Sized + 'static {
         streams: &Streams,
         who: Self::Who,
         req: Request,
-    ) -> impl Future<Output = Response> + Send;
+    ) -> impl Future<Output = Answer> + Send;
 
     /// Join a POST of JSON-RPC `body` to its session, before the engine sees it: the
     /// engine's key for the session, or the answer refusing it (no such session, too many).
@@ -124,9 +131,9 @@ pub trait Back: Send + Sync + Sized + 'static {
         self: &Arc<Self>,
         who: Self::Who,
         path: &str,
-        headers: &HeaderMap,
+        headers: &Headers,
         body: &[u8],
-    ) -> Result<Joined<Self::Call>, Response>;
+    ) -> Result<Joined<Self::Call>, Answer>;
 
     /// A POST no fault touched: a back with a shorter way for it answers here; one without
     /// gives the POST back (`Err`), and it goes through [`Back::exchange`].
@@ -135,7 +142,7 @@ pub trait Back: Send + Sync + Sized + 'static {
         streams: &Streams,
         call: Self::Call,
         post: Post,
-    ) -> impl Future<Output = Result<Response, (Self::Call, Post)>> + Send;
+    ) -> impl Future<Output = Result<Answer, (Self::Call, Post)>> + Send;
 
     /// Start a POST's exchange with the server: what the POST's pipe forwards arrives on
     /// `ex.up`; the head of the client's answer goes to `ex.head`. Returns the handle of
@@ -193,7 +200,7 @@ pub struct Request {
     pub method: Method,
     /// The path and query.
     pub path: String,
-    pub headers: HeaderMap,
+    pub headers: Headers,
     /// Read for a POST only.
     pub body: Vec<u8>,
 }
@@ -212,7 +219,7 @@ pub struct Joined<C> {
 pub struct Post {
     pub key: String,
     pub path: String,
-    pub headers: HeaderMap,
+    pub headers: Headers,
     pub body: Vec<u8>,
     /// The ids of its requests: the answers it is owed.
     pub owed: Vec<Id>,
@@ -222,7 +229,7 @@ pub struct Post {
 pub struct Exchange {
     pub key: String,
     pub path: String,
-    pub headers: HeaderMap,
+    pub headers: Headers,
     /// The answers this POST's body is owed (none when they go to the client's stream).
     pub owed: Vec<Id>,
     /// How the client's answer is paced (its pace is the latency the client feels).

@@ -7,11 +7,13 @@
 //! direction: forward now or after a delay, replace, drop, duplicate, hold behind the next
 //! message, answer the sender, signal the server. Fronts and backs only move bytes.
 
+pub mod answer;
 pub mod child;
 pub mod child_back;
 pub mod child_session;
 pub mod framing;
 pub mod handshake;
+pub mod head;
 pub mod http;
 pub mod http_answer;
 pub mod http_back;

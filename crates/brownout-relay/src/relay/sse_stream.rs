@@ -8,13 +8,14 @@
 //! at once is taken before the next event, so order holds. Legacy HTTP+SSE registers the
 //! side queue as the session's stream, for answers brownout makes itself.
 
+use super::answer::ByteStream;
 use super::http::{answered_ids, execute_down, Down};
 use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
 use super::Relay;
-use axum::body::{Body, Bytes};
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
+use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -82,13 +83,13 @@ impl SseRelay {
         self.side_tx.clone()
     }
 
-    pub fn into_body(self) -> Body {
-        let stream = futures::stream::unfold(self, |mut st| async move {
+    /// The client's body: the server's events as they come, through the engine.
+    pub fn into_stream(self) -> ByteStream {
+        Box::pin(futures::stream::unfold(self, |mut st| async move {
             st.next_bytes()
                 .await
                 .map(|b| (Ok::<_, std::io::Error>(b), st))
-        });
-        Body::from_stream(stream)
+        }))
     }
 
     async fn next_bytes(&mut self) -> Option<Bytes> {

@@ -8,11 +8,12 @@
 //! fails, the calls still owed get an error. A body that is not JSON-RPC is never written to
 //! the client: its calls get an error naming the status and content type.
 
+use super::head::Headers;
 use super::http::{content_type, is_json, is_sse};
 use super::http_back::{describe, Pump, Upstream};
 use super::sse;
-use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Message};
+use reqwest::Method;
 use std::time::Duration;
 
 /// Resumptions of one answer's stream before brownout gives up on it.
@@ -33,7 +34,7 @@ enum End {
 
 /// Carry `resp` (a 2xx answer) to the client; answer with an error every call it leaves
 /// unanswered. `resume` are the headers of a GET on the session (id, protocol version).
-pub async fn carry(pump: &mut Pump, back: &Upstream, resume: HeaderMap, resp: reqwest::Response) {
+pub async fn carry(pump: &mut Pump, back: &Upstream, resume: Headers, resp: reqwest::Response) {
     let status = resp.status();
     let ct = content_type(resp.headers()).to_string();
     if is_sse(resp.headers()) {
@@ -84,7 +85,7 @@ pub async fn carry(pump: &mut Pump, back: &Upstream, resume: HeaderMap, resp: re
 async fn carry_stream(
     pump: &mut Pump,
     back: &Upstream,
-    resume: HeaderMap,
+    resume: Headers,
     mut resp: reqwest::Response,
 ) {
     let mut last_id: Option<String> = None;
@@ -97,14 +98,15 @@ async fn carry_stream(
             End::Closed => "the upstream MCP server ended the stream before answering".to_string(),
             End::Failed(why) => why,
         };
-        let Some(id) = last_id
+        let mut h = resume.clone();
+        if !last_id
             .as_deref()
-            .and_then(|id| HeaderValue::from_str(id).ok())
-        else {
+            .is_some_and(|id| h.set("last-event-id", id))
+        {
             return pump
                 .fail_owed(&format!("{why} (no event id to resume from)"))
                 .await;
-        };
+        }
         if resumes == MAX_RESUMES {
             let why = format!("{why}; gave up after resuming it {MAX_RESUMES} times");
             return pump.fail_owed(&why).await;
@@ -113,13 +115,8 @@ async fn carry_stream(
         if let Some(ms) = retry {
             tokio::time::sleep(Duration::from_millis(ms).min(MAX_RETRY)).await;
         }
-        let mut h = resume.clone();
-        h.remove(header::CONTENT_TYPE);
-        h.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert("last-event-id", id);
+        h.remove("content-type");
+        h.set("accept", "text/event-stream");
         resp = match back.send(Method::GET, &back.path, h, Vec::new()).await {
             Ok(r) if r.status().is_success() && is_sse(r.headers()) => r,
             Ok(r) => {

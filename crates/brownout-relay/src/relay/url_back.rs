@@ -13,22 +13,21 @@
 //! way for a POST no fault touched. By concern: [`post`] (POSTs: the untouched one, and the
 //! exchange of a faulted one), [`forward`] (GET, DELETE, other methods, legacy streams).
 
-// Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
+// An early answer is an `Answer` by value; boxing it buys nothing here.
 #![allow(clippy::result_large_err)]
 
 mod forward;
 mod one;
 mod post;
 
+use super::answer::{Answer, Streams};
 use super::child::ProcessHandle;
+use super::head::Headers;
 use super::http::Down;
-use super::http_answer::{json_error, Streams};
 use super::http_back::Upstream;
 use super::http_sessions::SessionKeys;
 use super::layers::{self, Back, Client, Exchange, Joined, Layer, Post, Request};
 use super::{relay_error, Relay};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Once, Weak};
@@ -121,8 +120,8 @@ impl UrlBack {
         &self.upstream.path
     }
 
-    fn session_key(&self, headers: &HeaderMap, path: &str, peer: &SocketAddr) -> String {
-        if let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+    fn session_key(&self, headers: &Headers, path: &str, peer: &SocketAddr) -> String {
+        if let Some(id) = headers.get("mcp-session-id") {
             return id.to_string();
         }
         if self.legacy_stream(path).is_some() {
@@ -141,12 +140,12 @@ impl UrlBack {
 
     /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
     /// `Err(503)` when that would be more than `--max-sessions`.
-    fn admit(&self, who: &Who, key: &str) -> Result<bool, Response> {
+    fn admit(&self, who: &Who, key: &str) -> Result<bool, Answer> {
         let (known, count) = self.relay.session_state(key);
         if !known && count >= self.max_sessions {
             self.keys.forget(&who.wire);
-            return Err(json_error(
-                StatusCode::SERVICE_UNAVAILABLE,
+            return Err(Answer::json(
+                503,
                 relay_error(
                     None,
                     &format!("brownout: {count} sessions are open, the limit (--max-sessions)"),
@@ -182,7 +181,7 @@ impl Back for UrlBack {
 
     fn who(
         self: &Arc<Self>,
-        headers: &HeaderMap,
+        headers: &Headers,
         path: &str,
         peer: &SocketAddr,
         label: Option<String>,
@@ -197,7 +196,7 @@ impl Back for UrlBack {
         Who { wire, key }
     }
 
-    async fn request(self: &Arc<Self>, streams: &Streams, who: Who, req: Request) -> Response {
+    async fn request(self: &Arc<Self>, streams: &Streams, who: Who, req: Request) -> Answer {
         self.forward(streams, who, req).await
     }
 
@@ -205,9 +204,9 @@ impl Back for UrlBack {
         self: &Arc<Self>,
         who: Who,
         path: &str,
-        _headers: &HeaderMap,
+        _headers: &Headers,
         _body: &[u8],
-    ) -> Result<Joined<Option<NewSession>>, Response> {
+    ) -> Result<Joined<Option<NewSession>>, Answer> {
         let stream = self.legacy_stream(path);
         let key = self.key_for(&who);
         let new = self.admit(&who, &key)?.then(|| NewSession {
@@ -226,7 +225,7 @@ impl Back for UrlBack {
         streams: &Streams,
         call: Option<NewSession>,
         post: Post,
-    ) -> Result<Response, (Option<NewSession>, Post)> {
+    ) -> Result<Answer, (Option<NewSession>, Post)> {
         Ok(self.pass_post(streams, call, post).await)
     }
 

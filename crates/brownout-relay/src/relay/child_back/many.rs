@@ -4,16 +4,16 @@
 //! exit; and the timed process faults that hit every session's process.
 
 use super::{
-    json_answer, lock, new_session_id, not_found, session_header, short, ChildBack, Joined,
-    ROUTE_TTL, STOP_GRACE,
+    lock, new_session_id, not_found, session_header, short, ChildBack, Joined, ROUTE_TTL,
+    STOP_GRACE,
 };
+use crate::relay::answer::Answer;
 use crate::relay::child::{describe, terminate, ProcessHandle, ServerProcess};
 use crate::relay::child_session::{duplicate_id_error, ChildSession, Route};
 use crate::relay::framing::{spawn_writer, Frame, LineReader};
+use crate::relay::head::Headers;
 use crate::relay::http::{request_ids, Down, Head};
 use crate::relay::{dead_end, relay_error, to_duration, Pipe, OUTBOX_DEPTH};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::Side;
 use std::sync::atomic::Ordering;
@@ -28,10 +28,10 @@ impl ChildBack {
     /// flight in the session is refused with `-32600`.
     pub fn session_for(
         self: &Arc<Self>,
-        headers: &HeaderMap,
+        headers: &Headers,
         body: &[u8],
         label: Option<&str>,
-    ) -> Result<Joined, Response> {
+    ) -> Result<Joined, Answer> {
         let (session, new) = match session_header(headers) {
             Some(id) => match lock(&self.sessions).get(id).cloned() {
                 Some(s) => (s, false),
@@ -49,7 +49,7 @@ impl ChildBack {
                 ids,
                 opened: false,
             }),
-            Err(dup) => Err(json_answer(StatusCode::OK, duplicate_id_error(&dup))),
+            Err(dup) => Err(Answer::json(200, duplicate_id_error(&dup))),
         }
     }
 
@@ -57,11 +57,11 @@ impl ChildBack {
         self: &Arc<Self>,
         body: &[u8],
         label: Option<&str>,
-    ) -> Result<Arc<ChildSession>, Response> {
+    ) -> Result<Arc<ChildSession>, Answer> {
         let is_init = matches!(classify(body), Message::Single(v) if v.kind == Kind::Request && v.method.as_deref() == Some("initialize"));
         if !is_init {
-            return Err(json_answer(
-                StatusCode::BAD_REQUEST,
+            return Err(Answer::json(
+                400,
                 relay_error(None, "brownout: no Mcp-Session-Id: initialize first"),
             ));
         }
@@ -70,17 +70,10 @@ impl ChildBack {
             let msg = format!(
                 "brownout: {open} sessions are open, the limit (--max-sessions); end one with DELETE"
             );
-            return Err(json_answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                relay_error(None, &msg),
-            ));
+            return Err(Answer::json(503, relay_error(None, &msg)));
         }
-        self.start_session(label).map_err(|e| {
-            json_answer(
-                StatusCode::BAD_GATEWAY,
-                relay_error(None, &format!("brownout: {e}")),
-            )
-        })
+        self.start_session(label)
+            .map_err(|e| Answer::json(502, relay_error(None, &format!("brownout: {e}"))))
     }
 
     fn start_session(self: &Arc<Self>, label: Option<&str>) -> std::io::Result<Arc<ChildSession>> {
@@ -190,13 +183,12 @@ impl ChildBack {
     pub fn open_post(
         &self,
         mut joined: Joined,
-        headers: &HeaderMap,
+        headers: &Headers,
         up: mpsc::Receiver<Vec<u8>>,
         answers: mpsc::Sender<Down>,
     ) -> (Head, ProcessHandle) {
         let accepts_sse = headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
+            .get("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
         let session = Arc::clone(&joined.session);
         session.open(
@@ -209,37 +201,29 @@ impl ChildBack {
         joined.opened = true;
         let owed = std::mem::take(&mut joined.ids);
         tokio::spawn(Arc::clone(&session).forward_post(joined.post, owed.clone(), up));
-        let mut h = HeaderMap::new();
+        let mut h = Headers::new();
         let (status, ct) = if owed.is_empty() {
-            (StatusCode::ACCEPTED, None)
+            (202, None)
         } else if accepts_sse {
-            (StatusCode::OK, Some("text/event-stream"))
+            (200, Some("text/event-stream"))
         } else {
-            (StatusCode::OK, Some("application/json"))
+            (200, Some("application/json"))
         };
         if let Some(ct) = ct {
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+            h.set("content-type", ct);
         }
         if joined.new {
-            if let Ok(v) = HeaderValue::from_str(&session.id) {
-                h.insert("mcp-session-id", v);
-            }
+            h.set("mcp-session-id", &session.id);
         }
         (Head { status, headers: h }, session.process.clone())
     }
 
     /// GET: the session's stream of server-initiated messages: the head and the items of
     /// the stream, for the front to serve.
-    pub fn open_stream(
-        &self,
-        headers: &HeaderMap,
-    ) -> Result<(Head, mpsc::Receiver<Down>), Response> {
+    pub fn open_stream(&self, headers: &Headers) -> Result<(Head, mpsc::Receiver<Down>), Answer> {
         let Some(id) = session_header(headers) else {
-            return Err((
-                StatusCode::BAD_REQUEST,
-                "brownout: GET needs an Mcp-Session-Id",
-            )
-                .into_response());
+            let why = "brownout: GET needs an Mcp-Session-Id";
+            return Err(Answer::text(400, why.into()));
         };
         let Some(session) = lock(&self.sessions).get(id).cloned() else {
             return Err(not_found());
@@ -247,35 +231,21 @@ impl ChildBack {
         session.touch();
         let (tx, rx) = mpsc::channel::<Down>(crate::relay::http::DOWN_DEPTH);
         session.set_stream(tx);
-        let mut h = HeaderMap::new();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        Ok((
-            Head {
-                status: StatusCode::OK,
-                headers: h,
-            },
-            rx,
-        ))
+        Ok((Head::own(200, "text/event-stream"), rx))
     }
 
     /// DELETE: end the session and its process (SIGTERM, then SIGKILL); answers once the
     /// process is gone.
-    pub async fn delete(&self, headers: &HeaderMap) -> Response {
+    pub async fn delete(&self, headers: &Headers) -> Answer {
         let Some(id) = session_header(headers) else {
-            return (
-                StatusCode::BAD_REQUEST,
-                "brownout: DELETE needs an Mcp-Session-Id",
-            )
-                .into_response();
+            let why = "brownout: DELETE needs an Mcp-Session-Id";
+            return Answer::text(400, why.into());
         };
         let Some(session) = lock(&self.sessions).remove(id) else {
             return not_found();
         };
         stop(&session).await;
-        StatusCode::OK.into_response()
+        Answer::Status(200)
     }
 
     /// Stop every session's process (shutdown), each SIGTERM then SIGKILL.

@@ -4,11 +4,11 @@
 //! the faults.
 
 use super::Front;
-use crate::relay::http::{self, request_ids, Down, Head, Shape, DOWN_DEPTH};
-use crate::relay::http_answer::{abort, respond, stall, status_response};
+use crate::relay::head::{Headers, Method};
+use crate::relay::http::{request_ids, Down, Head, Shape, DOWN_DEPTH};
+use crate::relay::http_answer::{abort, into_response, respond, stall, status_response};
 use crate::relay::layers::{Back, Exchange, Joined, Post, Request};
 use crate::relay::Pipe;
-use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use brownout_core::jsonrpc::{classify, Message};
 use brownout_core::verdict::HttpAction;
@@ -23,27 +23,27 @@ impl<B: Back> Front<B> {
         self: &Arc<Self>,
         who: B::Who,
         path: String,
-        headers: HeaderMap,
+        headers: Headers,
         body: Vec<u8>,
     ) -> Response {
         if matches!(classify(&body), Message::Invalid(_)) {
             let req = Request {
-                method: Method::POST,
+                method: Method::Post,
                 path,
                 headers,
                 body,
             };
-            return self.back.request(&self.streams, who, req).await;
+            return into_response(self.back.request(&self.streams, who, req).await).await;
         }
         let owed = request_ids(&body);
-        let sse_ok = http::accepts_sse(&headers);
+        let sse_ok = headers.accepts_sse();
         let Joined {
             key,
             stream: legacy,
             call,
         } = match self.back.join(who, &path, &headers, &body) {
             Ok(joined) => joined,
-            Err(r) => return r,
+            Err(r) => return into_response(r).await,
         };
         // A client that takes only a JSON answer can be sent one message: faults that would
         // send more (a duplicated answer) pass its call by, uncounted.
@@ -76,7 +76,7 @@ impl<B: Back> Front<B> {
         };
         let (call, post) = if v.is_pass() && legacy.is_none() {
             match self.back.pass(&self.streams, call, post).await {
-                Ok(answered) => return answered,
+                Ok(answered) => return into_response(answered).await,
                 Err(not_here) => not_here,
             }
         } else {

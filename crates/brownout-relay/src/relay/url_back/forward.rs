@@ -3,15 +3,15 @@
 //! by event, and a legacy stream's `endpoint` event is rewritten so the client posts through
 //! brownout.
 
+use super::post::head_of;
 use super::{legacy_key, UrlBack, Who};
-use crate::relay::http::{self, is_sse, Down, Head, Shape};
-use crate::relay::http_answer::{plain, response, Streams};
+use crate::relay::answer::{Answer, Streams};
+use crate::relay::head::{Head, Headers, Method};
+use crate::relay::http::Down;
 use crate::relay::http_back::{describe, Upstream};
 use crate::relay::layers::Request;
 use crate::relay::sse::Event;
 use crate::relay::sse_stream::SseRelay;
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::Response;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -19,7 +19,7 @@ impl UrlBack {
     /// GET, DELETE, other methods and POSTs that are not JSON-RPC, to a server at a URL:
     /// passed on; an SSE answer (the server's stream, or a legacy `/sse` stream) passes the
     /// engine event by event.
-    pub(super) async fn forward(&self, streams: &Streams, who: Who, req: Request) -> Response {
+    pub(super) async fn forward(&self, streams: &Streams, who: Who, req: Request) -> Answer {
         let Request {
             method,
             path,
@@ -27,10 +27,14 @@ impl UrlBack {
             body,
         } = req;
         let back = &self.upstream;
-        if method != Method::GET {
-            let ends = method == Method::DELETE;
-            let r = self.raw(method, path, headers, body).await;
-            if ends && r.status().is_success() {
+        if method != Method::Get {
+            let ends = method == Method::Delete;
+            let Ok(method) = reqwest::Method::from_bytes(method.as_str().as_bytes()) else {
+                let name = method.as_str();
+                return Answer::text(405, format!("brownout: `{name}` is not a method"));
+            };
+            let (r, ok) = self.raw(method, path, headers, body).await;
+            if ends && ok {
                 if let Some(key) = &who.key {
                     self.relay.end_session(key);
                 }
@@ -43,21 +47,16 @@ impl UrlBack {
             Ok(p) => p,
             Err(r) => return r,
         };
-        let resp = match back.send(Method::GET, &path, headers, Vec::new()).await {
+        let resp = match back
+            .send(reqwest::Method::GET, &path, headers, Vec::new())
+            .await
+        {
             Ok(r) => r,
-            Err(e) => {
-                return plain(
-                    StatusCode::BAD_GATEWAY,
-                    format!("brownout: {}", describe(&e)),
-                )
-            }
+            Err(e) => return Answer::text(502, format!("brownout: {}", describe(&e))),
         };
-        let head = Head {
-            status: resp.status(),
-            headers: resp.headers().clone(),
-        };
-        if !(head.status.is_success() && is_sse(&head.headers)) {
-            return self.pass_answer(head, resp, who.key.unwrap_or_default());
+        let head = head_of(&resp);
+        if !(head.is_success() && head.headers.is_sse()) {
+            return self.pass_answer(head, resp);
         }
         // The server accepted the stream: now the session has a key.
         let key = self.key_for(&who);
@@ -104,33 +103,31 @@ impl UrlBack {
                     .remove(&local);
             }
         }));
-        response(head, st.into_body())
+        Answer::Stream(head, st.into_stream())
     }
 
-    /// Pass a request and its answer on untouched.
+    /// Pass a request and its answer on untouched; whether the server took it (2xx).
     async fn raw(
         &self,
-        method: Method,
+        method: reqwest::Method,
         path: String,
-        headers: HeaderMap,
+        headers: Headers,
         body: Vec<u8>,
-    ) -> Response {
+    ) -> (Answer, bool) {
         match self.upstream.send(method, &path, headers, body).await {
             Ok(resp) => {
-                let head = Head {
-                    status: resp.status(),
-                    headers: resp.headers().clone(),
-                };
-                self.pass_answer(head, resp, String::new())
+                let head = head_of(&resp);
+                let ok = head.is_success();
+                (self.pass_answer(head, resp), ok)
             }
-            Err(e) => plain(
-                StatusCode::BAD_GATEWAY,
-                format!("brownout: {}", describe(&e)),
+            Err(e) => (
+                Answer::text(502, format!("brownout: {}", describe(&e))),
+                false,
             ),
         }
     }
 
-    fn pass_answer(&self, head: Head, mut resp: reqwest::Response, _key: String) -> Response {
+    fn pass_answer(&self, head: Head, mut resp: reqwest::Response) -> Answer {
         let (tx, rx) = mpsc::channel::<Down>(16);
         tokio::spawn(async move {
             while let Ok(Some(c)) = resp.chunk().await {
@@ -139,7 +136,12 @@ impl UrlBack {
                 }
             }
         });
-        response(head, http::body(rx, false, Shape::default()))
+        Answer::Items {
+            head,
+            items: rx,
+            sse: false,
+            permit: None,
+        }
     }
 }
 

@@ -14,15 +14,17 @@
 //! session (DELETE) and brownout.
 
 use super::UrlBack;
+use crate::relay::head::Headers;
 use crate::relay::http::Down;
 use crate::relay::http_back::{describe, Pump, Upstream};
 use crate::relay::layers::{Carrier, Client, ClientEnd, OneSession};
 use crate::relay::stdio::SESSION;
 use crate::relay::upstream_answer;
 use crate::relay::{Pipe, Relay, OUTBOX_DEPTH};
-use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::http::{header, HeaderMap, HeaderValue};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::verdict::Verdict;
+use reqwest::Method;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -44,7 +46,7 @@ struct Link {
 }
 
 impl Link {
-    fn headers(&self) -> HeaderMap {
+    fn headers(&self) -> Headers {
         let mut h = HeaderMap::new();
         h.insert(
             header::CONTENT_TYPE,
@@ -68,7 +70,7 @@ impl Link {
         {
             h.insert("mcp-protocol-version", v);
         }
-        h
+        Headers::from(h)
     }
 
     fn pump(&self, owed: Vec<brownout_core::jsonrpc::Id>) -> Pump {
@@ -128,11 +130,8 @@ impl Link {
             s.stream_opened = true;
         }
         let mut h = self.headers();
-        h.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.remove(header::CONTENT_TYPE);
+        h.set("accept", "text/event-stream");
+        h.remove("content-type");
         let me = Arc::clone(self);
         let task = tokio::spawn(async move {
             if let Ok(resp) = me
@@ -236,7 +235,7 @@ impl OneSession for One {
         }
         // End the session politely.
         let headers = link.headers();
-        if headers.contains_key("mcp-session-id") {
+        if headers.contains("mcp-session-id") {
             let _ = tokio::time::timeout(
                 std::time::Duration::from_secs(2),
                 link.back

@@ -3,16 +3,15 @@
 //! message the POST's pipe forwards is sent; the first answer's head is the client's).
 
 use super::{NewSession, UrlBack};
-use crate::relay::http::{self, is_sse, Down, Head, Pacer, Shape, DOWN_DEPTH};
-use crate::relay::http_answer::{respond, respond_own, response, Streams};
+use crate::relay::answer::{Answer, Streams};
+use crate::relay::head::{Head, Headers};
+use crate::relay::http::{self, Down, Pacer, DOWN_DEPTH};
 use crate::relay::http_back::{describe, Pump, PumpEnd, Upstream};
 use crate::relay::layers::Post;
 use crate::relay::sse_stream::SseRelay;
 use crate::relay::Relay;
-use axum::body::Body;
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::Response;
 use brownout_core::Side;
+use reqwest::Method;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -24,7 +23,7 @@ impl UrlBack {
         streams: &Streams,
         new_session: Option<NewSession>,
         post: Post,
-    ) -> Response {
+    ) -> Answer {
         let Post {
             key,
             path,
@@ -43,20 +42,16 @@ impl UrlBack {
             resumable: false,
             pace: None,
         };
-        let sse_ok = http::accepts_sse(&headers);
-        let anonymous = !headers.contains_key("mcp-session-id");
+        let sse_ok = headers.accepts_sse();
+        let anonymous = !headers.contains("mcp-session-id");
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => return answer_alone(pump, &describe(&e)).await,
         };
-        let head = Head {
-            status: resp.status(),
-            headers: resp.headers().clone(),
-        };
+        let head = head_of(&resp);
         // An `initialize` that opened a session: the connection's key served for it alone,
         // and the session goes on under the id the server gave; nothing stays behind.
-        let opened =
-            anonymous && head.status.is_success() && head.headers.contains_key("mcp-session-id");
+        let opened = anonymous && head.is_success() && head.headers.contains("mcp-session-id");
         let (handed_over, new_session) = if opened {
             (new_session, None)
         } else {
@@ -72,7 +67,7 @@ impl UrlBack {
                 }
             }
         };
-        let json = head.status.is_success() && http::is_json(&head.headers);
+        let json = head.is_success() && head.headers.is_json();
         if json {
             let mut bytes = Vec::new();
             loop {
@@ -91,7 +86,7 @@ impl UrlBack {
             let v = self.relay.handle(Side::Server, &pump.key, &bytes);
             if v.is_pass() {
                 hand_over();
-                return response(head, Body::from(bytes));
+                return Answer::Whole(head, bytes);
             }
             let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
             http::execute_down(v, bytes, None, &tx).await;
@@ -99,11 +94,15 @@ impl UrlBack {
             hand_over();
             let (head_tx, head_rx) = oneshot::channel();
             let _ = head_tx.send(head);
-            let permit = streams.permit().ok();
-            let expects = !pump.owed.is_empty();
-            return respond(head_rx, rx, expects, Shape::default(), permit, sse_ok).await;
+            return Answer::Exchange {
+                head: head_rx,
+                items: rx,
+                expects_answer: !pump.owed.is_empty(),
+                permit: streams.permit().ok(),
+                sse_ok,
+            };
         }
-        if is_sse(&head.headers) && head.status.is_success() {
+        if head.headers.is_sse() && head.is_success() {
             let permit = streams.permit().ok();
             let st = SseRelay::new(
                 Arc::clone(&self.relay),
@@ -114,7 +113,7 @@ impl UrlBack {
                 permit,
             )
             .on_end(Box::new(hand_over));
-            return response(head, st.into_body());
+            return Answer::Stream(head, st.into_stream());
         }
         // Anything else passes as bytes.
         let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
@@ -126,29 +125,42 @@ impl UrlBack {
                 _ => refused(&mut pump, status, new_session),
             }
         });
-        response(head, http::body(rx, false, Shape::default()))
+        Answer::Items {
+            head,
+            items: rx,
+            sse: false,
+            permit: None,
+        }
+    }
+}
+
+/// The head of the server's answer, as the relay speaks of it.
+pub(super) fn head_of(resp: &reqwest::Response) -> Head {
+    Head {
+        status: resp.status().as_u16(),
+        headers: Headers::from(resp.headers().clone()),
     }
 }
 
 /// The server gave no answer brownout can pass on (`why`): brownout answers every call of
 /// the POST itself, each with a clear error.
-async fn answer_alone(mut pump: Pump, why: &str) -> Response {
+async fn answer_alone(mut pump: Pump, why: &str) -> Answer {
     let (tx, rx) = mpsc::channel(DOWN_DEPTH);
     pump.down = tx;
     pump.fail_owed(why).await;
     drop(pump);
-    respond_own(rx, Shape::default()).await
+    Answer::mine(rx)
 }
 
 /// The server answered a POST with a status other than 2xx: calls it did not answer are
 /// recorded as failed, and a session it refuses (4xx) that this POST opened is forgotten,
 /// so ids a client makes up cost nothing.
-fn refused(pump: &mut Pump, status: StatusCode, new_session: Option<NewSession>) {
-    if status.is_success() {
+fn refused(pump: &mut Pump, status: u16, new_session: Option<NewSession>) {
+    if (200..300).contains(&status) {
         return;
     }
     pump.resolve_owed(status);
-    if let Some(new) = new_session.filter(|_| status.is_client_error()) {
+    if let Some(new) = new_session.filter(|_| (400..500).contains(&status)) {
         pump.relay.end_session(&pump.key);
         new.keys.forget(&new.wire);
     }
@@ -161,7 +173,7 @@ pub(super) struct Exchange {
     pub(super) upstream: Arc<Upstream>,
     pub(super) key: String,
     pub(super) path: String,
-    pub(super) headers: HeaderMap,
+    pub(super) headers: Headers,
     pub(super) owed: Vec<brownout_core::jsonrpc::Id>,
     /// How the client's answer is shaped (its pace is the latency the client feels).
     pub(super) pace: Option<brownout_core::verdict::StreamShape>,
@@ -201,24 +213,23 @@ impl Exchange {
                     }
                 }
                 Ok(resp) => {
-                    let status = resp.status();
-                    let sse = is_sse(resp.headers());
+                    let status = resp.status().as_u16();
+                    let sse = http::is_sse(resp.headers());
                     if let Some(h) = head.take() {
-                        let _ = h.send(Head {
-                            status,
-                            headers: resp.headers().clone(),
-                        });
+                        let _ = h.send(head_of(&resp));
                     }
                     let new_session = if first { self.new_session.take() } else { None };
                     let work = async move {
                         match pump.run(resp).await {
                             PumpEnd::Failed(why) => pump.fail_owed(&why).await,
-                            PumpEnd::Done if !status.is_success() => {
+                            PumpEnd::Done if !(200..300).contains(&status) => {
                                 refused(&mut pump, status, new_session)
                             }
                             // A stream that ends before its answer is fine when the client
                             // can resume it (it was given an event id); else it is a failure.
-                            PumpEnd::Done if sse && status.is_success() && !pump.resumable => {
+                            PumpEnd::Done
+                                if sse && (200..300).contains(&status) && !pump.resumable =>
+                            {
                                 pump.fail_owed(
                                     "the upstream MCP server ended the stream before answering",
                                 )
