@@ -220,10 +220,15 @@ pub struct Started {
 }
 
 /// Start every server of `servers` behind one relay on loopback, each at its own port.
-pub async fn start(x: &Loaded, servers: &BTreeMap<String, Server>) -> anyhow::Result<Started> {
+pub async fn start(
+    x: &Loaded,
+    servers: &BTreeMap<String, Server>,
+    otlp: Option<&brownout_relay::otlp::Otlp>,
+) -> anyhow::Result<Started> {
     let opts = RelayOptions {
         idle_session_ttl: Some(Duration::from_secs(60)),
         driver: driver(servers),
+        otlp: otlp.cloned(),
         ..RelayOptions::default()
     };
     let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));

@@ -144,7 +144,7 @@ impl Otlp {
 
     /// Spans exported and dropped so far, and the last export error.
     pub fn status(&self) -> serde_json::Value {
-        status_of(&self.queue.counters())
+        status_of(self.queue.counters())
     }
 
     /// Spans dropped so far (queue full, or not taken by the collector).
