@@ -224,6 +224,7 @@ async fn live(
     status
 }
 
+#[allow(clippy::too_many_arguments)] // the run's parts, each used once; a struct would only rename them
 async fn with_target(
     x: &Loaded,
     j: &mut Journal,
