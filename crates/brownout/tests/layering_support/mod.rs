@@ -286,12 +286,43 @@ impl<'ast> Visit<'ast> for Reader<'_> {
         syn::visit::visit_path(self, p);
     }
 
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        // `#[serde(with = "crate::millis")]` and the like name a module in a string.
+        if let syn::Meta::List(l) = &a.meta {
+            for (text, line) in string_literals(l.tokens.clone()) {
+                let segs: Vec<(String, usize)> =
+                    text.split("::").map(|s| (s.to_string(), line)).collect();
+                if matches!(segs[0].0.as_str(), "crate" | "super" | "self") {
+                    self.record_path(segs);
+                }
+            }
+        }
+    }
+
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         self.visit_path(&m.path);
         for segs in token_paths(m.tokens.clone()) {
             self.record_path(segs);
         }
     }
+}
+
+/// The string literals in `ts`, unquoted, with their lines.
+fn string_literals(ts: TokenStream) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for t in ts {
+        match t {
+            TokenTree::Group(g) => out.extend(string_literals(g.stream())),
+            TokenTree::Literal(l) => {
+                let text = l.to_string();
+                if let Some(s) = text.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+                    out.push((s.to_string(), l.span().start().line));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The `a::b::c` chains in a macro's tokens.
