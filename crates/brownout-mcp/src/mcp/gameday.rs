@@ -206,7 +206,7 @@ impl McpServer {
                 Err(r) if !(i > 0 && r.rule == "ladder_from_history") => return Err(named(r)),
                 _ => {}
             }
-            super::writes::check_target(&self.ctx, x)
+            super::describe::check_target(&self.ctx, x)
                 .await
                 .map_err(named)?;
         }
@@ -296,7 +296,7 @@ fn invalid(
     } else {
         e.to_string().replace(strip, "")
     };
-    let v = json!({"decision": "invalid", "rule": null, "detail": detail, "errors": super::read::errors_json(e)});
+    let v = json!({"decision": "invalid", "rule": null, "detail": detail, "errors": crate::verdicts::errors_json(e)});
     Ok(CallToolResponse::Complete(result(v, true)))
 }
 
