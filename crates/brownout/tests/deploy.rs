@@ -150,7 +150,15 @@ fn admin_only_from_the_runner(deployment: &Value, relay: &Value, admin_at: &str)
         .expect("admin port");
     let admin = relay["ports"]
         .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["containerPort"].to_string() == port))
+        .and_then(|ps| {
+            ps.iter().find(|p| {
+                p["containerPort"]
+                    .as_u64()
+                    .map(|n| n.to_string())
+                    .as_deref()
+                    == Some(port)
+            })
+        })
         .unwrap_or_else(|| panic!("a container port for the admin API {admin_at}"));
     let pods = &deployment["spec"]["template"]["metadata"]["labels"];
     for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
