@@ -16,6 +16,26 @@ pub fn export(otlp: &Otlp, j: &Journal) {
     }
 }
 
+/// The ids of a run's root span, derived from its run id: the load's call spans (and the
+/// relays' spans under them) are sent while the run goes on, the root only at its end.
+pub fn root(run_id: &str) -> Parent {
+    use brownout_core::rng::{hash_str, mix};
+    let h = hash_str(run_id);
+    let (a, b, c) = (
+        mix(h ^ 0x7472_6163),
+        mix(h ^ 0x6964_3238),
+        mix(h ^ 0x7370_616e),
+    );
+    let mut trace_id = [0u8; 16];
+    trace_id[..8].copy_from_slice(&a.to_le_bytes());
+    trace_id[8..].copy_from_slice(&b.to_le_bytes());
+    Parent {
+        trace_id,
+        span_id: c.max(1).to_le_bytes(),
+        sampled: true,
+    }
+}
+
 /// The run's spans, the root first.
 pub fn spans(j: &Journal) -> Vec<Span> {
     let origin = j.started_unix_ms.saturating_mul(1_000_000);
@@ -32,6 +52,9 @@ pub fn spans(j: &Journal) -> Vec<Span> {
         origin,
         end,
     );
+    let ids = self::root(&j.run_id);
+    root.trace_id = ids.trace_id;
+    root.span_id = ids.span_id;
     root.attr("brownout.run.id", j.run_id.as_str())
         .attr("brownout.run.status", status.as_str())
         .attr("brownout.run.reason", clip(&j.reason, 300))

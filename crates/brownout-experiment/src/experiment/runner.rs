@@ -18,6 +18,8 @@ pub use super::run_args::{Outcome, RunArgs};
 use super::run_record::{finish, new_journal, print_plan};
 use super::steady;
 use super::target::Target;
+use crate::load::trace::CallTracer;
+use brownout_relay::otlp::Otlp;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -137,16 +139,22 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = rt.block_on(live(&x, &mut j, progress, &a.watch));
+    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref()));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, a).map(Some)
 }
 
 /// The run from the target's start to its stop.
-async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &super::stop::Watched) -> Status {
+async fn live(
+    x: &Loaded,
+    j: &mut Journal,
+    progress: bool,
+    w: &super::stop::Watched,
+    otlp: Option<&Otlp>,
+) -> Status {
     let origin = Instant::now();
     let mut sig = super::stop::signals(w.stop_on_stdin_eof);
-    let target = match Target::start(x).await {
+    let target = match Target::start(x, otlp).await {
         Ok(t) => t,
         Err(e) => {
             j.reason = format!("cannot reach the target: {e}");
@@ -159,11 +167,24 @@ async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &super::stop::Watc
         s.injections = target.injections_now();
         s
     });
-    let status = with_target(x, j, &target, origin, progress, &mut sig, status_file).await;
+    // The load's calls hang under the run's root span (`super::otel::root`).
+    let trace = otlp.map(|o| CallTracer::new(o.clone(), super::otel::root(&j.run_id)));
+    let status = with_target(
+        x,
+        j,
+        &target,
+        origin,
+        progress,
+        &mut sig,
+        status_file,
+        trace,
+    )
+    .await;
     target.stop().await;
     status
 }
 
+#[allow(clippy::too_many_arguments)] // the run's parts, each used once; a struct would only rename them
 async fn with_target(
     x: &Loaded,
     j: &mut Journal,
@@ -172,6 +193,7 @@ async fn with_target(
     progress: bool,
     sig: &mut watch::Receiver<u32>,
     status_file: Option<super::status::StatusFile>,
+    trace: Option<CallTracer>,
 ) -> Status {
     let before = tokio::select! {
         r = steady::check(&x.spec.steady_state, &target.endpoints) => r,
@@ -202,7 +224,13 @@ async fn with_target(
     let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
     let health_feed = super::health::Source::for_target(&x.spec.target, &x.gates)
         .map(|s| super::health::feed(s, tx.clone()));
-    let load = LoadRun::start(&x.workload, target.endpoints.load_target(), sessions, tx);
+    let load = LoadRun::start(
+        &x.workload,
+        target.endpoints.load_target(),
+        sessions,
+        trace,
+        tx,
+    );
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     live.status = status_file;

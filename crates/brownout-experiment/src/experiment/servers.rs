@@ -49,7 +49,7 @@ impl Endpoints {
         }
     }
 
-    /// A fleet's relays at `urls` (probes go to the first).
+    /// A fleet's relays at `urls` (probes sample every relay in turn).
     pub fn fleet(urls: Vec<String>) -> Endpoints {
         Endpoints {
             url: urls.first().cloned().unwrap_or_default(),
@@ -63,6 +63,15 @@ impl Endpoints {
         let name = p.call.server.as_ref().or(self.routes.get(&p.call.tool));
         name.and_then(|n| self.servers.iter().find(|(s, _)| s == n))
             .map_or(&self.url, |(_, url)| url)
+    }
+
+    /// Every URL a probe samples, in turn: a fleet's relays, else [`Endpoints::for_probe`].
+    pub fn probe_urls(&self, p: &super::spec::Probe) -> Vec<String> {
+        if self.fleet.is_empty() {
+            vec![self.for_probe(p).to_string()]
+        } else {
+            self.fleet.clone()
+        }
     }
 
     /// The load's target: one URL, or every server's (the load routes by tool).
@@ -93,10 +102,15 @@ pub struct Started {
 }
 
 /// Start every server of `servers` behind one relay on loopback, each at its own port.
-pub async fn start(x: &Loaded, servers: &BTreeMap<String, Server>) -> anyhow::Result<Started> {
+pub async fn start(
+    x: &Loaded,
+    servers: &BTreeMap<String, Server>,
+    otlp: Option<&brownout_relay::otlp::Otlp>,
+) -> anyhow::Result<Started> {
     let opts = RelayOptions {
         idle_session_ttl: Some(Duration::from_secs(60)),
         driver: super::load::servers_driver(servers),
+        otlp: otlp.cloned(),
         ..RelayOptions::default()
     };
     let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));

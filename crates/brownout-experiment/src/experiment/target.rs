@@ -9,6 +9,7 @@ use super::load::Loaded;
 use super::program::program_path;
 use super::remote::{Api, Remote};
 use brownout_core::Plan;
+use brownout_relay::otlp::Otlp;
 use brownout_relay::relay::child::ChildSpec;
 use brownout_relay::relay::child_back::ChildBack;
 use brownout_relay::relay::http_back::Upstream;
@@ -55,10 +56,12 @@ fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
 
 impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
-    pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
+    /// Reach the experiment's target (starting its servers and relay when it names
+    /// commands); with `otlp`, an in-process relay exports a span per relayed call.
+    pub async fn start(x: &Loaded, otlp: Option<&Otlp>) -> anyhow::Result<Target> {
         let t = &x.spec.target;
         if let Some(servers) = &t.servers {
-            let started = super::servers::start(x, servers).await?;
+            let started = super::servers::start(x, servers, otlp).await?;
             let endpoints = match super::servers::endpoints(&started.servers).await {
                 Ok(e) => e,
                 Err(e) => {
@@ -114,6 +117,7 @@ impl Target {
         let opts = RelayOptions {
             idle_session_ttl: Some(Duration::from_secs(60)),
             driver,
+            otlp: otlp.cloned(),
             ..RelayOptions::default()
         };
         let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
