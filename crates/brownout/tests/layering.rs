@@ -87,7 +87,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     ("brownout-experiment", &["load::*"]),
     ("brownout-experiment", &["probe::*"]),
     ("brownout-experiment", &["search::*"]),
-    ("brownout-experiment", &["experiment::*"]),
     ("brownout-mcp", &["design::*", "mcp::*"]),
     ("brownout", &["faults_cmd::*"]),
     ("brownout", &["fixture::*"]),

@@ -245,7 +245,7 @@ impl Remote {
         // listed here, so a later removal checks them again and never reports a removal it
         // did not see; the journal says which stayed and until when.
         let left = lapse_at.saturating_duration_since(Instant::now());
-        let until = crate::experiment::runner::unix_ms() + left.as_millis() as u64;
+        let until = super::clock::unix_ms() + left.as_millis() as u64;
         let each: Vec<String> = failures
             .iter()
             .map(|(id, why)| format!("`{id}` ({why})"))

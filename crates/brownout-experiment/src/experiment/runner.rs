@@ -14,51 +14,18 @@ use super::phase::{Collected, End, Live};
 use super::policy::{self, Policy};
 use super::recovery::{recover, Removal};
 use super::rollback;
+pub use super::run_args::{Outcome, RunArgs};
 use super::run_record::{finish, new_journal, print_plan};
 use super::steady;
 use super::target::Target;
 use crate::load::trace::CallTracer;
 use brownout_relay::otlp::Otlp;
 use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 /// The longest wait for the load's first call before the baseline starts.
 const WARM_UP: Duration = Duration::from_secs(60);
-
-/// `brownout run`'s arguments.
-#[derive(Debug, Clone, Default)]
-pub struct RunArgs {
-    pub file: PathBuf,
-    pub policy: Option<PathBuf>,
-    pub journal: Option<PathBuf>,
-    pub json: bool,
-    pub seed: Option<u64>,
-    pub dry_run: bool,
-    /// The store and the reports (`--store`, `--no-store`, `--report`).
-    pub keep: brownout_store::keep::KeepArgs,
-    /// For a program that watches the run (the MCP server): where to keep its live state,
-    /// the run id to use, and whether stdin's end stops the run as a signal would.
-    pub watch: super::stop::Watched,
-    /// A person approved going above the ladder the store's history allows (who).
-    pub ladder_skip_approved_by: Option<String>,
-    /// How long to wait for another run holding the target to end (zero: refuse at once).
-    pub wait_for_target: std::time::Duration,
-    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
-    pub gameday: Option<String>,
-    /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
-    pub quiet: bool,
-    /// `--otlp`: the run's phases as spans (`super::otel`).
-    pub otlp: Option<brownout_relay::otlp::Otlp>,
-}
-
-/// How a run ended: its exit code and its journal (as written).
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub code: i32,
-    pub journal: serde_json::Value,
-}
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
 /// 3 refused, 4 failed or not run, 130 interrupted).
@@ -175,13 +142,6 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
     let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref()));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, a).map(Some)
-}
-
-/// Now, in Unix milliseconds.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The run from the target's start to its stop.

@@ -6,6 +6,7 @@
 //! leaves nothing behind for more than a few seconds.
 
 use super::load::Loaded;
+use super::program::program_path;
 use super::remote::{Api, Remote};
 use brownout_core::Plan;
 use brownout_relay::otlp::Otlp;
@@ -51,25 +52,6 @@ fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
         })?)),
         None => Ok(None),
     }
-}
-
-/// The program a target's command names: on PATH, else beside the experiment file, else —
-/// for `brownout` itself (the examples' `[brownout, fixture]`) — this very executable, so an
-/// example runs from a checkout (`cargo run -- run …`) where brownout is not installed.
-pub(super) fn program_path(program: &str, dir: &std::path::Path) -> Option<String> {
-    if brownout_relay::relay::child::which(program).is_some() {
-        return Some(program.to_string());
-    }
-    let beside = dir.join(program);
-    if beside.exists() {
-        return Some(beside.display().to_string());
-    }
-    if program == "brownout" {
-        return std::env::current_exe()
-            .ok()
-            .map(|p| p.display().to_string());
-    }
-    None
 }
 
 impl Target {
@@ -348,22 +330,5 @@ impl Target {
             let all = futures::future::join_all(l.running.into_iter().map(Running::stop));
             let _ = tokio::time::timeout(Duration::from_secs(15), all).await;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::program_path;
-
-    #[test]
-    fn brownout_itself_runs_even_when_it_is_not_installed() {
-        let dir = std::path::Path::new("/nonexistent");
-        assert_eq!(program_path("no-such-program-xyz", dir), None);
-        let found = program_path("brownout", dir).expect("brownout resolves");
-        if brownout_relay::relay::child::which("brownout").is_none() {
-            let me = std::env::current_exe().expect("current exe");
-            assert_eq!(found, me.display().to_string());
-        }
-        assert_eq!(program_path("sh", dir).as_deref(), Some("sh"));
     }
 }

@@ -198,27 +198,9 @@ impl McpServer {
                         self.as_task(&h.run_id),
                     )));
                 }
-                let mut v = serde_json::to_value(&h).unwrap_or_default();
-                v["decision"] = "started".into();
-                v["detail"] = format!(
-                    "running; renew the lease (renew_lease) within {:.0}s or the run stops; get_experiment shows it live",
-                    h.lease_seconds
-                )
-                .into();
-                Ok(CallToolResponse::Complete(result(v, false)))
+                Ok(super::intake::started(&h, "run", "get_experiment"))
             }
-            Err(super::runs::StartError::Full(n)) => {
-                let r = super::guard::capacity(&ctx.cfg, n)
-                    .err()
-                    .map_or_else(|| format!("{n} run(s) going"), |r| r.detail);
-                decide(&mut entry, "refused", Some("max_concurrent"), r)
-            }
-            Err(super::runs::StartError::Io(e)) => decide(
-                &mut entry,
-                "refused",
-                Some("start"),
-                format!("the run could not start: {e}"),
-            ),
+            Err(e) => super::intake::start_refused(ctx, &mut entry, e, "run"),
         }
     }
 
