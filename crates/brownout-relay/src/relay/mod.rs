@@ -31,7 +31,7 @@ pub mod url_back;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
-use brownout_core::jsonrpc::{self, Id};
+use brownout_core::jsonrpc::Id;
 use brownout_core::stats::Report;
 use brownout_core::verdict::{Forward, ProcessAction, Verdict};
 use brownout_core::{Capabilities, Capability, Engine, EngineConfig, Plan, PlanErrors, Side, Time};
@@ -414,7 +414,7 @@ impl Relay {
 
 /// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
 pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
-    jsonrpc::error_response(id, -32603, message, None)
+    brownout_core::splice::error_response(id, -32603, message, None)
 }
 
 /// The run summary with its per-method and per-tool lines and every fault of the plan.
