@@ -14,7 +14,7 @@
 
 use super::child::ProcessHandle;
 use super::http::{answered_ids, Down};
-use super::{dead_end, Pipe};
+use super::{dead_bytes, Pipe};
 use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::verdict::{Forward, Verdict};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -263,7 +263,7 @@ impl ChildSession {
         }
         // The answer's own pipe: a delay or a duplicate keeps the POST's stream open until
         // the last copy is sent, then the stream ends.
-        Pipe::<Down, Vec<u8>>::new(route.down, dead_end(), None)
+        Pipe::<Down, Vec<u8>>::new(route.down, dead_bytes(), None)
             .execute(v, original)
             .await;
     }

@@ -59,6 +59,10 @@ impl Headers {
     pub(crate) fn into_map(self) -> HeaderMap {
         self.0
     }
+
+    pub(crate) fn map(&self) -> &HeaderMap {
+        &self.0
+    }
 }
 
 impl From<HeaderMap> for Headers {

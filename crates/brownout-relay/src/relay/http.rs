@@ -3,7 +3,7 @@
 //! client (slow events, throttled bytes, a stream cut after N events or bytes, a reset).
 
 use super::sse::Event;
-use super::{dead_end, to_duration};
+use super::{dead_bytes, dead_end, to_duration};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName};
 use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
@@ -32,13 +32,13 @@ pub async fn execute_down(
         Some(t) => t,
         None if several => Event::default(),
         None => {
-            return super::Pipe::new(down.clone(), dead_end::<Vec<u8>>(), None)
+            return super::Pipe::new(down.clone(), dead_bytes(), None)
                 .execute(v, bytes)
                 .await
         }
     };
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(DOWN_DEPTH);
-    super::Pipe::new(tx, dead_end::<Vec<u8>>(), None)
+    super::Pipe::new(tx, dead_bytes(), None)
         .execute(v, bytes)
         .await;
     loop {
@@ -111,36 +111,42 @@ impl Down {
     }
 }
 
+/// [`super::dead_end`] for answer items, made once: a clone costs no allocation (a POST
+/// no fault touched takes one).
+pub fn dead_down() -> mpsc::Sender<Down> {
+    static DEAD: std::sync::OnceLock<mpsc::Sender<Down>> = std::sync::OnceLock::new();
+    DEAD.get_or_init(dead_end).clone()
+}
+
 /// Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus the ones the
 /// proxy recomputes. `accept-encoding` is dropped on the way up so the server answers
 /// uncompressed bytes the engine can read.
 pub fn is_hop_header(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "host"
-            | "content-length"
-            | "accept-encoding"
-    )
+    HOP_HEADERS.contains(&name.as_str())
 }
 
-/// Drop hop-by-hop headers, in place.
+/// The headers [`is_hop_header`] names.
+const HOP_HEADERS: [&str; 12] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+    "accept-encoding",
+];
+
+/// Drop hop-by-hop headers, in place (without a list of them on the heap: it runs twice per
+/// relayed call).
 pub fn strip_hop_headers(headers: &mut HeaderMap) {
-    let hop: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| is_hop_header(k))
-        .cloned()
-        .collect();
-    for k in hop {
-        headers.remove(k);
+    for name in HOP_HEADERS {
+        // Every value of the name goes.
+        headers.remove(name);
     }
 }
 
@@ -199,7 +205,12 @@ fn lists_sse(value: &[u8]) -> bool {
 
 /// The request ids in a client message (one, or several in a batch): the answers owed.
 pub fn request_ids(bytes: &[u8]) -> Vec<Id> {
-    match classify(bytes) {
+    ids_of_requests(classify(bytes))
+}
+
+/// [`request_ids`] of a message already classified.
+pub fn ids_of_requests(message: Message<'_>) -> Vec<Id> {
+    match message {
         Message::Single(v) if v.kind == Kind::Request => v.id.into_iter().collect(),
         Message::Batch(items) => items
             .into_iter()

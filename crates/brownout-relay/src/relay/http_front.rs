@@ -253,5 +253,6 @@ async fn handle<B: Back>(
             return json_error(StatusCode::PAYLOAD_TOO_LARGE, relay_error(None, &msg));
         }
     };
-    front.post(who, path, headers, body.to_vec()).await
+    // The body's own buffer when it is not shared (no copy), else a copy.
+    front.post(who, path, headers, Vec::from(body)).await
 }

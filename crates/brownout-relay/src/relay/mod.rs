@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-pub use pipe::{dead_end, to_duration, Pipe};
+pub use pipe::{dead_bytes, dead_end, to_duration, Pipe};
 
 /// Where the bytes of one direction go: a writer task's queue.
 pub type Outbox = mpsc::Sender<Vec<u8>>;

@@ -178,6 +178,13 @@ pub fn dead_end<T>() -> mpsc::Sender<T> {
     mpsc::channel(1).0
 }
 
+/// [`dead_end`] for raw messages, made once: a clone costs no allocation (it is taken per
+/// message on some paths).
+pub fn dead_bytes() -> mpsc::Sender<Vec<u8>> {
+    static DEAD: std::sync::OnceLock<mpsc::Sender<Vec<u8>>> = std::sync::OnceLock::new();
+    DEAD.get_or_init(dead_end).clone()
+}
+
 pub fn to_duration(t: Time) -> Duration {
     Duration::from_micros(t.as_micros())
 }

@@ -140,10 +140,10 @@ impl UrlBack {
 
     /// Whether a session may be served: `Ok(true)` for one the engine does not know yet,
     /// `Err(503)` when that would be more than `--max-sessions`.
-    fn admit(&self, who: &Who, key: &str) -> Result<bool, Answer> {
+    fn admit(&self, wire: &str, key: &str) -> Result<bool, Answer> {
         let (known, count) = self.relay.session_state(key);
         if !known && count >= self.max_sessions {
-            self.keys.forget(&who.wire);
+            self.keys.forget(wire);
             return Err(Answer::json(
                 503,
                 relay_error(
@@ -208,10 +208,11 @@ impl Back for UrlBack {
         _body: &[u8],
     ) -> Result<Joined<Option<NewSession>>, Answer> {
         let stream = self.legacy_stream(path);
-        let key = self.key_for(&who);
-        let new = self.admit(&who, &key)?.then(|| NewSession {
+        let Who { wire, key } = who;
+        let key = key.unwrap_or_else(|| self.keys.key(&wire, None));
+        let new = self.admit(&wire, &key)?.then(|| NewSession {
             keys: Arc::clone(&self.keys),
-            wire: who.wire,
+            wire,
         });
         Ok(Joined {
             key,

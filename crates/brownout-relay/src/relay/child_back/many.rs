@@ -13,7 +13,7 @@ use crate::relay::child_session::{duplicate_id_error, ChildSession, Route};
 use crate::relay::framing::{spawn_writer, Frame, LineReader};
 use crate::relay::head::Headers;
 use crate::relay::http::{request_ids, Down, Head};
-use crate::relay::{dead_end, relay_error, to_duration, Pipe, OUTBOX_DEPTH};
+use crate::relay::{dead_bytes, relay_error, to_duration, Pipe, OUTBOX_DEPTH};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::Side;
 use std::sync::atomic::Ordering;
@@ -121,7 +121,7 @@ impl ChildBack {
             let relay = Arc::clone(&self.relay);
             let session = Arc::clone(&session);
             let max = self.max_message;
-            let unrouted: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(unrouted_tx, dead_end(), None);
+            let unrouted: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(unrouted_tx, dead_bytes(), None);
             tokio::spawn(async move {
                 let mut reader = LineReader::new(BufReader::new(stdout), max);
                 while let Ok(Some(frame)) = reader.next().await {

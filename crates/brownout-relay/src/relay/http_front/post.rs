@@ -5,7 +5,7 @@
 
 use super::Front;
 use crate::relay::head::{Headers, Method};
-use crate::relay::http::{request_ids, Down, Head, Shape, DOWN_DEPTH};
+use crate::relay::http::{ids_of_requests, Down, Head, Shape, DOWN_DEPTH};
 use crate::relay::http_answer::{abort, into_response, respond, stall, status_response};
 use crate::relay::layers::{Back, Exchange, Joined, Post, Request};
 use crate::relay::Pipe;
@@ -26,7 +26,8 @@ impl<B: Back> Front<B> {
         headers: Headers,
         body: Vec<u8>,
     ) -> Response {
-        if matches!(classify(&body), Message::Invalid(_)) {
+        let message = classify(&body);
+        if matches!(message, Message::Invalid(_)) {
             let req = Request {
                 method: Method::Post,
                 path,
@@ -35,7 +36,7 @@ impl<B: Back> Front<B> {
             };
             return into_response(self.back.request(&self.streams, who, req).await).await;
         }
-        let owed = request_ids(&body);
+        let owed = ids_of_requests(message);
         let sse_ok = headers.accepts_sse();
         let Joined {
             key,

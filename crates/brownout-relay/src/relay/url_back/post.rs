@@ -35,7 +35,7 @@ impl UrlBack {
         let mut pump = Pump {
             relay: Arc::clone(&self.relay),
             key,
-            down: crate::relay::dead_end(),
+            down: http::dead_down(),
             owed,
             max_body: back.max_body,
             on_endpoint: None,
@@ -48,7 +48,7 @@ impl UrlBack {
             Ok(r) => r,
             Err(e) => return answer_alone(pump, &describe(&e)).await,
         };
-        let head = head_of(&resp);
+        let head = take_head(&mut resp);
         // An `initialize` that opened a session: the connection's key served for it alone,
         // and the session goes on under the id the server gave; nothing stays behind.
         let opened = anonymous && head.is_success() && head.headers.contains("mcp-session-id");
@@ -58,10 +58,10 @@ impl UrlBack {
             (None, new_session)
         };
         let hand_over = {
-            let relay = Arc::clone(&self.relay);
-            let key = pump.key.clone();
+            // Owned only when there is a session to hand over (an `initialize`).
+            let over = handed_over.map(|ns| (Arc::clone(&self.relay), pump.key.clone(), ns));
             move || {
-                if let Some(ns) = handed_over {
+                if let Some((relay, key, ns)) = over {
                     relay.end_session(&key);
                     ns.keys.forget(&ns.wire);
                 }
@@ -115,7 +115,8 @@ impl UrlBack {
             .on_end(Box::new(hand_over));
             return Answer::Stream(head, st.into_stream());
         }
-        // Anything else passes as bytes.
+        // Anything else passes as bytes (the pump reads the answer's headers again).
+        *resp.headers_mut() = head.headers.map().clone();
         let (tx, rx) = mpsc::channel::<Down>(DOWN_DEPTH);
         pump.down = tx;
         let status = head.status;
@@ -131,6 +132,15 @@ impl UrlBack {
             sse: false,
             permit: None,
         }
+    }
+}
+
+/// The head of the server's answer, taken out of it (the answer keeps its status and body):
+/// no copy of the headers on the way of every call.
+fn take_head(resp: &mut reqwest::Response) -> Head {
+    Head {
+        status: resp.status().as_u16(),
+        headers: Headers::from(std::mem::take(resp.headers_mut())),
     }
 }
 
