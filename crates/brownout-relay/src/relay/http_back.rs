@@ -55,6 +55,9 @@ impl Upstream {
             .connect_timeout(Duration::from_secs(10))
             .pool_max_idle_per_host(1024)
             .redirect(reqwest::redirect::Policy::none())
+            // A relay passes each request once, as the client sent it: no retry (and no copy
+            // of every request kept for one).
+            .retry(reqwest::retry::never().max_retries_per_request(0))
             .build()
             .map_err(BackError::Client)?;
         Ok(Upstream {
@@ -86,12 +89,19 @@ impl Upstream {
     ) -> Result<reqwest::Response, reqwest::Error> {
         let mut headers = headers.into_map();
         strip_hop_headers(&mut headers);
-        let req = if path_and_query == self.path {
-            self.client.request(method, self.endpoint.clone())
-        } else {
-            self.client.request(method, self.url_for(path_and_query))
-        };
-        let mut req = req.headers(headers);
+        if path_and_query == self.path {
+            // Most requests: the headers move in as they are (no merge into a fresh map).
+            let mut req = reqwest::Request::new(method, self.endpoint.clone());
+            *req.headers_mut() = headers;
+            if !body.is_empty() {
+                *req.body_mut() = Some(body.into());
+            }
+            return self.client.execute(req).await;
+        }
+        let mut req = self
+            .client
+            .request(method, self.url_for(path_and_query))
+            .headers(headers);
         if !body.is_empty() {
             req = req.body(body);
         }
