@@ -174,7 +174,7 @@ impl Back for ChildBack {
         self: &Arc<Self>,
         client: Client,
     ) -> anyhow::Result<(one::ChildGate, one::One)> {
-        self.start_one(client).await
+        one::start(self.spec.clone(), Arc::clone(&self.relay), client).await
     }
 
     /// The client's `Brownout-Session` label: sessions are the back's own, found by their

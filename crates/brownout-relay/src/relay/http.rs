@@ -71,8 +71,6 @@ pub async fn execute_down(
     });
 }
 
-pub use super::head::Head;
-
 /// One piece of an answer on its way to the client.
 #[derive(Debug, Clone)]
 pub enum Down {

@@ -8,7 +8,8 @@
 
 use super::answer::Answer;
 pub use super::answer::Streams;
-use super::http::{self, Down, Head, Shape};
+use super::head::Head;
+use super::http::{self, Down, Shape};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

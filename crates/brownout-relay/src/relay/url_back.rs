@@ -173,7 +173,12 @@ impl Back for UrlBack {
 
     /// The stdio front's one session: brownout's own HTTP session with the server.
     async fn open_one(self: &Arc<Self>, client: Client) -> anyhow::Result<(one::Posts, one::One)> {
-        Ok(self.start_one(client))
+        Ok(one::start(
+            &self.upstream,
+            &self.relay,
+            self.max_in_flight,
+            client,
+        ))
     }
 
     type Who = Who;

@@ -10,7 +10,6 @@
 //! and brownout exits with the server's status; SIGINT/SIGTERM stop the server and brownout
 //! exits 0 once it is gone, as `proxy http` does.
 
-use super::ChildBack;
 use crate::relay::child::{
     describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess,
 };
@@ -141,48 +140,47 @@ impl Supervisor {
     }
 }
 
-impl ChildBack {
-    /// Start the server of a stdio front's one session, wired to `client`.
-    pub(super) async fn start_one(
-        self: &Arc<Self>,
-        client: Client,
-    ) -> anyhow::Result<(ChildGate, One)> {
-        let (gate, mut gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
-        let sup = Supervisor {
-            spec: self.spec.clone(),
-            relay: Arc::clone(&self.relay),
-            to_client: client.outbox.clone(),
-            client_lane: client.lane,
-            process: ProcessHandle::default(),
-            gate,
-            handshake: Arc::new(Handshake::default()),
-            max: client.max,
-        };
-        let first = sup.start(0).await?;
-        let pid = first
-            .process
-            .pid
-            .map_or_else(|| "?".to_string(), |p| p.to_string());
-        eprintln!(
-            "brownout: relaying stdio -> `{}` (pid {pid})",
-            command_line(&sup.spec)
-        );
-        let current = gate_rx.borrow_and_update().clone();
-        let carrier = ChildGate {
-            relay: Arc::clone(&self.relay),
-            current,
-            gate: gate_rx,
-            handshake: Arc::clone(&sup.handshake),
-            to_client: client.outbox,
-        };
-        Ok((
-            carrier,
-            One {
-                sup,
-                gen: Some(first),
-            },
-        ))
-    }
+/// Start the server of a stdio front's one session (`spec`), wired to `client`.
+pub(super) async fn start(
+    spec: ChildSpec,
+    relay: Arc<Relay>,
+    client: Client,
+) -> anyhow::Result<(ChildGate, One)> {
+    let (gate, mut gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
+    let sup = Supervisor {
+        spec,
+        relay: Arc::clone(&relay),
+        to_client: client.outbox.clone(),
+        client_lane: client.lane,
+        process: ProcessHandle::default(),
+        gate,
+        handshake: Arc::new(Handshake::default()),
+        max: client.max,
+    };
+    let first = sup.start(0).await?;
+    let pid = first
+        .process
+        .pid
+        .map_or_else(|| "?".to_string(), |p| p.to_string());
+    eprintln!(
+        "brownout: relaying stdio -> `{}` (pid {pid})",
+        command_line(&sup.spec)
+    );
+    let current = gate_rx.borrow_and_update().clone();
+    let carrier = ChildGate {
+        relay: Arc::clone(&relay),
+        current,
+        gate: gate_rx,
+        handshake: Arc::clone(&sup.handshake),
+        to_client: client.outbox,
+    };
+    Ok((
+        carrier,
+        One {
+            sup,
+            gen: Some(first),
+        },
+    ))
 }
 
 /// The stdio front's one session: its server, started again as the plan's restart policy

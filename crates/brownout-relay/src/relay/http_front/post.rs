@@ -4,8 +4,8 @@
 //! the faults.
 
 use super::Front;
-use crate::relay::head::{Headers, Method};
-use crate::relay::http::{ids_of_requests, Down, Head, Shape, DOWN_DEPTH};
+use crate::relay::head::{Head, Headers, Method};
+use crate::relay::http::{ids_of_requests, Down, Shape, DOWN_DEPTH};
 use crate::relay::http_answer::{abort, into_response, respond, stall, status_response};
 use crate::relay::layers::{Back, Exchange, Joined, Post, Request};
 use crate::relay::Pipe;

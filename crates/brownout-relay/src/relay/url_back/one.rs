@@ -5,7 +5,7 @@
 //! Each message from stdin passes the engine and is POSTed on its own (so a slow call never
 //! holds up the others), with the session id the server gave at `initialize` and the
 //! negotiated `MCP-Protocol-Version`. Answers (JSON or SSE) pass the engine message by
-//! message to stdout (see [`super::upstream_answer`]: every call is answered, a stream
+//! message to stdout (see [`crate::relay::upstream_answer`]: every call is answered, a stream
 //! that ends early is resumed); after `notifications/initialized` the server's GET stream
 //! is opened for server-initiated messages. A failed or non-2xx answer gives the caller a
 //! clear JSON-RPC error. At most `max_in_flight` POSTs are in flight at once (then stdin
@@ -13,7 +13,6 @@
 //! keeps going (each call gets an error until the server answers). EOF on stdin ends the
 //! session (DELETE) and brownout.
 
-use super::UrlBack;
 use crate::relay::head::Headers;
 use crate::relay::http::Down;
 use crate::relay::http_back::{describe, Pump, Upstream};
@@ -151,55 +150,58 @@ impl Link {
     }
 }
 
-impl UrlBack {
-    /// Open the stdio front's one session: each message the carrier forwards is POSTed (at
-    /// most `max_in_flight` at once), its answers go to `client`.
-    pub(super) fn start_one(&self, client: Client) -> (Posts, One) {
-        crate::relay::http_back::warn_if_unreachable(&self.upstream);
-        let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
-        let link = Arc::new(Link {
-            back: Arc::clone(&self.upstream),
-            relay: Arc::clone(&self.relay),
-            session: Mutex::new(Session::default()),
-            down: down_tx,
+/// Open the stdio front's one session with the server at `upstream`: each message the
+/// carrier forwards is POSTed (at most `max_in_flight` at once), its answers go to `client`.
+pub(super) fn start(
+    upstream: &Arc<Upstream>,
+    relay: &Arc<Relay>,
+    max_in_flight: usize,
+    client: Client,
+) -> (Posts, One) {
+    crate::relay::http_back::warn_if_unreachable(upstream);
+    let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
+    let link = Arc::new(Link {
+        back: Arc::clone(upstream),
+        relay: Arc::clone(relay),
+        session: Mutex::new(Session::default()),
+        down: down_tx,
+    });
+    let to_client = client.outbox;
+    // Answers to stdout; the negotiated protocol version is noted on the way.
+    {
+        let link = Arc::clone(&link);
+        let to_client = to_client.clone();
+        tokio::spawn(async move {
+            while let Some(item) = down_rx.recv().await {
+                let Some(m) = item.message().map(<[u8]>::to_vec) else {
+                    continue;
+                };
+                note_protocol(&link, &m);
+                if to_client.send(m).await.is_err() {
+                    break;
+                }
+            }
         });
-        let to_client = client.outbox;
-        // Answers to stdout; the negotiated protocol version is noted on the way.
-        {
-            let link = Arc::clone(&link);
-            let to_client = to_client.clone();
-            tokio::spawn(async move {
-                while let Some(item) = down_rx.recv().await {
-                    let Some(m) = item.message().map(<[u8]>::to_vec) else {
-                        continue;
-                    };
-                    note_protocol(&link, &m);
-                    if to_client.send(m).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-        {
-            let link = Arc::clone(&link);
-            let in_flight = Arc::new(Semaphore::new(self.max_in_flight.max(1)));
-            tokio::spawn(async move {
-                while let Some(m) = up_rx.recv().await {
-                    let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
-                        break;
-                    };
-                    let post = Arc::clone(&link).post(m);
-                    tokio::spawn(async move {
-                        post.await;
-                        drop(permit);
-                    });
-                }
-            });
-        }
-        let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client, None);
-        (Posts(pipe), One { link })
     }
+    let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    {
+        let link = Arc::clone(&link);
+        let in_flight = Arc::new(Semaphore::new(max_in_flight.max(1)));
+        tokio::spawn(async move {
+            while let Some(m) = up_rx.recv().await {
+                let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                    break;
+                };
+                let post = Arc::clone(&link).post(m);
+                tokio::spawn(async move {
+                    post.await;
+                    drop(permit);
+                });
+            }
+        });
+    }
+    let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client, None);
+    (Posts(pipe), One { link })
 }
 
 /// The stdio front's one session with a server at a URL.
