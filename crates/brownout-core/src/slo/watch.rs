@@ -27,6 +27,11 @@ struct Watched {
     stepped_ms: f64,
 }
 
+/// Which gates of a [`GateWatch`] count a call of one method and tool
+/// ([`GateWatch::call_scope`]).
+#[derive(Debug, Clone)]
+pub struct CallScope(Box<[usize]>);
+
 /// Watches gates over the calls and tasks it is shown. Deterministic: the same
 /// observations and evaluation times give the same states.
 #[derive(Debug, Clone)]
@@ -81,8 +86,29 @@ impl GateWatch {
     pub fn observe_call(&mut self, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
         for w in &mut self.gates {
-            let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint() && !w.gate.sli.is_reading();
-            if calls && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
+            if w.counts_call(&c.method, c.tool.as_deref()) {
+                w.settled = false;
+                w.window.push(c.at_ms, sample);
+            }
+        }
+    }
+
+    /// The gates that count a call of `method` on `tool`, resolved once for a driver that
+    /// shows the watch many calls of a few (method, tool) pairs (the simulator's tools).
+    pub fn call_scope(&self, method: &str, tool: Option<&str>) -> CallScope {
+        CallScope(
+            (0..self.gates.len())
+                .filter(|&i| self.gates[i].counts_call(method, tool))
+                .collect(),
+        )
+    }
+
+    /// [`observe_call`](GateWatch::observe_call) for a call whose method and tool `scope`
+    /// was resolved for (`c.method` and `c.tool` are not read again).
+    pub fn observe_call_in(&mut self, scope: &CallScope, c: &CallObservation) {
+        let sample = call_sample(c, self.histogram);
+        for &i in scope.0.iter() {
+            if let Some(w) = self.gates.get_mut(i) {
                 w.settled = false;
                 w.window.push(c.at_ms, sample);
             }
@@ -263,6 +289,15 @@ struct Step {
 }
 
 impl Watched {
+    /// A call gate whose scope takes `method` on `tool`.
+    fn counts_call(&self, method: &str, tool: Option<&str>) -> bool {
+        let sli = self.gate.sli;
+        !sli.is_task()
+            && !sli.is_taint()
+            && !sli.is_reading()
+            && self.gate.scope.matches(method, tool)
+    }
+
     fn evaluate(&mut self, index: usize, now_ms: f64) -> GateState {
         let s = self.step(now_ms);
         GateState {

@@ -12,7 +12,7 @@
 use super::{CallEnd, Sim};
 use brownout_core::event::Outcome;
 use brownout_core::slo::{
-    CallObservation, Gate, GateSummary, GateWatch, TaintMark, TaskObservation,
+    CallObservation, CallScope, Gate, GateSummary, GateWatch, TaintMark, TaskObservation,
 };
 
 // The simulator's hooks, out of line: a run without gates pays one branch per event.
@@ -68,14 +68,21 @@ pub(super) struct SimGates {
     next_tick_us: u64,
     /// One observation per tool, reused call after call (no allocation per call).
     calls: Vec<CallObservation>,
+    /// Per tool, the gates that count its calls (scopes matched once, not per call).
+    scopes: Vec<CallScope>,
     /// Some gate has breached.
     pub(super) breached: bool,
 }
 
 impl SimGates {
     pub(super) fn new(gates: Vec<Gate>, tools: &[String]) -> SimGates {
+        let watch = GateWatch::new(gates);
         SimGates {
-            watch: GateWatch::new(gates),
+            scopes: tools
+                .iter()
+                .map(|t| watch.call_scope("tools/call", Some(t)))
+                .collect(),
+            watch,
             next_tick_us: 0,
             breached: false,
             calls: tools
@@ -111,7 +118,7 @@ impl SimGates {
         latency_us: u64,
         attempts: u32,
     ) {
-        let Some(c) = self.calls.get_mut(tool) else {
+        let (Some(c), Some(scope)) = (self.calls.get_mut(tool), self.scopes.get(tool)) else {
             return;
         };
         c.at_ms = now_us as f64 / 1000.0;
@@ -123,7 +130,7 @@ impl SimGates {
             CallEnd::Fail if timed_out => (Outcome::Unanswered, false, true),
             CallEnd::Fail | CallEnd::Skipped => (Outcome::Error, false, false),
         };
-        self.watch.observe_call(c);
+        self.watch.observe_call_in(scope, c);
         self.breached |= self.watch.tick(c.at_ms);
     }
 
