@@ -245,7 +245,7 @@ fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
 }
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).
-pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
+pub(crate) fn value_of(sli: Sli, t: &Totals, window: &mut Sliding) -> Option<f64> {
     let frac = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
     match sli {
         Sli::ErrorRate | Sli::BlastRadius => frac(t.n - t.ok, t.n),
@@ -317,7 +317,7 @@ impl Watched {
         self.settled = true;
         self.stepped_ms = now_ms;
         let totals = *self.window.totals();
-        let value = value_of(self.gate.sli, &totals, &self.window);
+        let value = value_of(self.gate.sli, &totals, &mut self.window);
         let limit = self.gate.limit();
         let enough = totals.n >= u64::from(self.gate.min_samples());
         let status = match value {

@@ -309,10 +309,10 @@ impl Sliding {
     }
 
     /// The nearest-rank percentile, in milliseconds (within 0.4 %).
-    pub(crate) fn quantile(&self, ppm: u32) -> Option<f64> {
+    pub(crate) fn quantile(&mut self, ppm: u32) -> Option<f64> {
         match self {
             Sliding::Time { hist, .. } | Sliding::Count { hist, .. } => {
-                hist.as_ref().and_then(|h| h.quantile(ppm))
+                hist.as_mut().and_then(|h| h.quantile(ppm))
             }
         }
     }

@@ -17,10 +17,14 @@ use brownout_core::slo::{
 
 // The simulator's hooks, out of line: a run without gates pays one branch per event.
 impl Sim<'_> {
-    #[inline(never)]
+    /// Evaluate the gates at every tick boundary up to `at` (a compare per event; the
+    /// evaluations themselves out of line).
+    #[inline]
     pub(super) fn gates_until(&mut self, at: u64) {
         if let Some(g) = self.gates.as_mut() {
-            g.until(at);
+            if g.next_tick_us <= at {
+                g.until(at);
+            }
         }
     }
 
@@ -102,6 +106,7 @@ impl SimGates {
     }
 
     /// Evaluate at every tick boundary up to `now_us`.
+    #[inline(never)]
     fn until(&mut self, now_us: u64) {
         while self.next_tick_us <= now_us {
             self.breached |= self.watch.tick(self.next_tick_us as f64 / 1000.0);
