@@ -74,6 +74,7 @@ pub struct Totals {
 }
 
 impl Totals {
+    #[inline]
     pub(crate) fn add(&mut self, s: &Sample) {
         self.n += 1;
         self.ok += u64::from(s.flags & OK != 0);
@@ -192,17 +193,34 @@ impl Sliding {
     }
 
     /// Move a time window's head to `at_ms` (never backwards); count windows ignore time.
+    /// Inline for the common case, a time within the head's slot; sliding is out of line.
+    #[inline]
     pub(crate) fn advance(&mut self, at_ms: f64) {
         if let Sliding::Time {
             width_ms,
             memo,
             head,
-            slots,
-            totals,
-            hist,
+            ..
         } = self
         {
             let s = slot_at(memo, at_ms, *width_ms);
+            if head.is_none_or(|h| s > h) {
+                self.slide_to(s);
+            }
+        }
+    }
+
+    /// Move a time window's head to slot `s`, past its current head.
+    #[inline(never)]
+    fn slide_to(&mut self, s: i64) {
+        if let Sliding::Time {
+            head,
+            slots,
+            totals,
+            hist,
+            ..
+        } = self
+        {
             let from = match *head {
                 Some(h) if s <= h => return,
                 Some(h) => h,
@@ -356,6 +374,7 @@ pub fn slot_index(at_ms: f64, width_ms: f64) -> i64 {
 }
 
 /// [`slot_index`], remembered for the last time asked (NaN is never remembered).
+#[inline]
 fn slot_at(memo: &mut (f64, i64), at_ms: f64, width_ms: f64) -> i64 {
     if memo.0 == at_ms {
         return memo.1;
