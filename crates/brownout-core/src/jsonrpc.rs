@@ -275,38 +275,10 @@ fn parse_id(raw: &RawValue) -> Result<Option<Id>, String> {
     }
 }
 
-/// Build a JSON-RPC error response (used for short-circuits and relay errors).
-pub fn error_response(
-    id: Option<&Id>,
-    code: i64,
-    message: &str,
-    data: Option<&serde_json::Value>,
-) -> Vec<u8> {
-    let mut err = serde_json::json!({ "code": code, "message": message });
-    if let Some(d) = data {
-        err["data"] = d.clone();
-    }
-    let msg = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id.map_or(serde_json::Value::Null, Id::to_json),
-        "error": err,
-    });
-    crate::splice::to_vec_with_id(&msg, id)
-}
-
-/// Build a JSON-RPC success response around a result value.
-pub fn result_response(id: Option<&Id>, result: serde_json::Value) -> Vec<u8> {
-    let msg = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id.map_or(serde_json::Value::Null, Id::to_json),
-        "result": result,
-    });
-    crate::splice::to_vec_with_id(&msg, id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::splice::error_response;
 
     fn single(s: &str) -> View<'_> {
         match classify(s.as_bytes()) {

@@ -17,6 +17,7 @@ pub mod human;
 pub mod jsonrpc;
 pub mod millis;
 pub mod plan;
+pub mod plan_spec;
 pub mod rng;
 pub mod select;
 pub mod session_key;

@@ -101,6 +101,8 @@ pub fn pointer_error(p: &str) -> Option<String> {
 
 /// What a chained workload needs to know about every call, repeats expanded in the order
 /// the steps list them: whether a later step takes a value from its result, and which.
+/// Built from a workload's steps by `Chain::of` (in [`crate::workload`], beside the steps it
+/// reads: the workload's own checks use this module, so this module does not use it).
 #[derive(Debug, Clone, Default)]
 pub struct Chain {
     /// Per step, per expanded call: the pointers later steps read from its result (empty:
@@ -111,58 +113,10 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// Work out who consumes what. A reference reads the latest call of its tool in an
-    /// earlier step (the last one a step lists, when it calls the tool more than once).
-    pub fn of(steps: &[crate::workload::Step]) -> Chain {
-        let mut consumed: Vec<Vec<Vec<String>>> = steps
-            .iter()
-            .map(|s| {
-                s.calls
-                    .iter()
-                    .flat_map(|c| std::iter::repeat_n(Vec::new(), c.repeat.unwrap_or(1) as usize))
-                    .collect()
-            })
-            .collect();
-        let mut takes = Vec::with_capacity(steps.len());
-        for (k, step) in steps.iter().enumerate() {
-            let mut tools: Vec<String> = Vec::new();
-            for r in step.calls.iter().flat_map(|c| refs(c.arguments.as_ref())) {
-                if let Some((i, j)) = source(steps, k, &r.tool) {
-                    let paths = &mut consumed[i][j];
-                    if !paths.contains(&r.path) {
-                        paths.push(r.path.clone());
-                    }
-                }
-                if !tools.contains(&r.tool) {
-                    tools.push(r.tool);
-                }
-            }
-            takes.push(tools);
-        }
-        Chain { consumed, takes }
-    }
-
     /// Does any step take a value from an earlier result?
     pub fn is_chained(&self) -> bool {
         self.takes.iter().any(|t| !t.is_empty())
     }
-}
-
-/// The call (step, expanded index) whose result a reference to `tool` in step `k` reads.
-fn source(steps: &[crate::workload::Step], k: usize, tool: &str) -> Option<(usize, usize)> {
-    (0..k).rev().find_map(|i| {
-        let mut last = None;
-        let mut j = 0;
-        for c in &steps[i].calls {
-            for _ in 0..c.repeat.unwrap_or(1) {
-                if c.tool == tool {
-                    last = Some((i, j));
-                }
-                j += 1;
-            }
-        }
-        last
-    })
 }
 
 /// The value a tool's result offers to later steps: its `structuredContent`, else the JSON

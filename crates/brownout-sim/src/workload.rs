@@ -3,6 +3,7 @@
 //! A workload file is YAML, JSON or TOML, checked like a plan: every unknown key or bad value
 //! is reported with `file:line:column`. See `docs/simulator.md` for every key.
 
+use crate::chain::{refs, Chain};
 use brownout_core::faults::latency::Latency;
 use brownout_core::plan::source::{parse, Format};
 use brownout_core::plan::{display_path, load_document, PlanError, PlanErrors};
@@ -404,4 +405,56 @@ fn check_ref(
             "missing `path`: a chained argument is `{from: TOOL, path: /POINTER}` (`\"\"` for the whole result)".into(),
         ),
     }
+}
+
+/// Who consumes what in a workload's steps ([`Chain`] is the simulator's and live load's
+/// shared view of chained arguments).
+impl Chain {
+    /// Work out who consumes what. A reference reads the latest call of its tool in an
+    /// earlier step (the last one a step lists, when it calls the tool more than once).
+    pub fn of(steps: &[Step]) -> Chain {
+        let mut consumed: Vec<Vec<Vec<String>>> = steps
+            .iter()
+            .map(|s| {
+                s.calls
+                    .iter()
+                    .flat_map(|c| std::iter::repeat_n(Vec::new(), c.repeat.unwrap_or(1) as usize))
+                    .collect()
+            })
+            .collect();
+        let mut takes = Vec::with_capacity(steps.len());
+        for (k, step) in steps.iter().enumerate() {
+            let mut tools: Vec<String> = Vec::new();
+            for r in step.calls.iter().flat_map(|c| refs(c.arguments.as_ref())) {
+                if let Some((i, j)) = source(steps, k, &r.tool) {
+                    let paths = &mut consumed[i][j];
+                    if !paths.contains(&r.path) {
+                        paths.push(r.path.clone());
+                    }
+                }
+                if !tools.contains(&r.tool) {
+                    tools.push(r.tool);
+                }
+            }
+            takes.push(tools);
+        }
+        Chain { consumed, takes }
+    }
+}
+
+/// The call (step, expanded index) whose result a reference to `tool` in step `k` reads.
+fn source(steps: &[Step], k: usize, tool: &str) -> Option<(usize, usize)> {
+    (0..k).rev().find_map(|i| {
+        let mut last = None;
+        let mut j = 0;
+        for c in &steps[i].calls {
+            for _ in 0..c.repeat.unwrap_or(1) {
+                if c.tool == tool {
+                    last = Some((i, j));
+                }
+                j += 1;
+            }
+        }
+        last
+    })
 }

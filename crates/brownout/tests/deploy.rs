@@ -26,6 +26,25 @@ fn manifests() -> Vec<PathBuf> {
     v
 }
 
+/// A YAML text as JSON (PyYAML from the test venv).
+fn serde_yaml_value(text: &str) -> Value {
+    let out = Command::new(python())
+        .args([
+            "-c",
+            "import sys, json, yaml; print(json.dumps(yaml.safe_load(sys.stdin.read())))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().expect("stdin").write_all(text.as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("python");
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
 fn venv_tool(name: &str) -> PathBuf {
     let py = PathBuf::from(python());
     py.parent().expect("venv bin").join(name)
@@ -75,6 +94,7 @@ fn the_manifests_are_valid_kubernetes_objects_and_a_broken_one_is_not() {
         "secret.yaml",
         "runner-job.yaml",
         "experiment-configmap.yaml",
+        "networkpolicy.yaml",
     ] {
         assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
     }
@@ -119,6 +139,75 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// An admin API beyond loopback: the NetworkPolicy selects the Deployment's pods and lets
+/// only pods with the runner Job's labels reach the admin port; the MCP port stays open.
+fn admin_only_from_the_runner(deployment: &Value, relay: &Value, admin_at: &str) {
+    let policy = &docs("networkpolicy.yaml")[0];
+    let job = &docs("runner-job.yaml")[0];
+    let port = admin_at
+        .rsplit_once(':')
+        .map(|(_, p)| p)
+        .expect("admin port");
+    let admin = relay["ports"]
+        .as_array()
+        .and_then(|ps| {
+            ps.iter().find(|p| {
+                p["containerPort"]
+                    .as_u64()
+                    .map(|n| n.to_string())
+                    .as_deref()
+                    == Some(port)
+            })
+        })
+        .unwrap_or_else(|| panic!("a container port for the admin API {admin_at}"));
+    let pods = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .expect("podSelector")
+    {
+        assert_eq!(&pods[k], v, "the policy selects the relay's pods: {k}");
+    }
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    let runner = &job["spec"]["template"]["metadata"]["labels"];
+    let rules = policy["spec"]["ingress"].as_array().expect("ingress");
+    let mut admin_rules = 0;
+    for rule in rules {
+        let names: Vec<&Value> = rule["ports"]
+            .as_array()
+            .map(|ps| ps.iter().map(|p| &p["port"]).collect())
+            .unwrap_or_default();
+        assert!(
+            !names.is_empty(),
+            "a rule without ports opens every port: {rule}"
+        );
+        if names.contains(&&admin["name"]) {
+            admin_rules += 1;
+            let from = rule["from"].as_array().expect("admin: from whom");
+            assert_eq!(from.len(), 1, "{rule}");
+            let sel = from[0]["podSelector"]["matchLabels"]
+                .as_object()
+                .expect("admin: a pod selector");
+            assert!(
+                !sel.is_empty() && from[0]["namespaceSelector"].is_null(),
+                "{rule}"
+            );
+            for (k, v) in sel {
+                assert_eq!(&runner[k], v, "the runner Job's pods match: {k}");
+            }
+            let others: Vec<&Value> = pods
+                .as_object()
+                .map(|m| m.values().collect())
+                .unwrap_or_default();
+            assert!(
+                sel.iter()
+                    .any(|(k, v)| pods[k] != *v || !others.contains(&v)),
+                "the relay's own pods are not the ones let in: {rule}"
+            );
+        }
+    }
+    assert_eq!(admin_rules, 1, "one rule for the admin port: {rules:?}");
+}
+
 /// The manifests' ports, remapped to free ones (and 0.0.0.0 to loopback: the test sends
 /// traffic only there); every other argument exactly as written.
 struct Ports(Vec<(String, String)>);
@@ -126,10 +215,13 @@ struct Ports(Vec<(String, String)>);
 impl Ports {
     fn new() -> Ports {
         let p = |from: &str, to: String| (from.to_string(), to);
+        let admin = free_port();
         Ports(vec![
             p("127.0.0.1:3001", format!("127.0.0.1:{}", free_port())),
             p("0.0.0.0:8900", format!("127.0.0.1:{}", free_port())),
-            p("127.0.0.1:9901", format!("127.0.0.1:{}", free_port())),
+            p("0.0.0.0:9901", format!("127.0.0.1:{admin}")),
+            // The probes reach the same admin API on the pod's loopback.
+            p("127.0.0.1:9901", format!("127.0.0.1:{admin}")),
         ])
     }
     fn map(&self, args: &[String]) -> Vec<String> {
@@ -172,13 +264,16 @@ fn the_sidecar_runs_with_the_manifests_args_probe_and_secret_and_the_job_runs_ag
     let relay = container(pod, "brownout-relay");
     let relay_args = strings(&relay["args"]);
 
-    // The admin API is on loopback and behind the Secret's token.
+    // The admin API is behind the Secret's token and, beyond the pod's loopback, reachable
+    // only from the runner Jobs' pods (the NetworkPolicy).
     let admin_at = relay_args
         .iter()
         .position(|a| a == "--admin")
         .and_then(|k| relay_args.get(k + 1))
         .expect("--admin");
-    assert!(admin_at.starts_with("127.0.0.1:"), "{admin_at}");
+    if !admin_at.starts_with("127.0.0.1:") {
+        admin_only_from_the_runner(deployment, relay, admin_at);
+    }
     let token_env = relay["env"]
         .as_array()
         .expect("env")
@@ -312,6 +407,42 @@ fn the_sidecar_runs_with_the_manifests_args_probe_and_secret_and_the_job_runs_ag
         "--report md:… written"
     );
     assert!(store.exists(), "kept in BROWNOUT_STORE");
+
+    // The fleet experiment: valid, its relays found through the headless Service at the
+    // sidecar's ports, its admin token the Job's from the same Secret key as the relays'.
+    let fleet = cm["data"]["fleet.yaml"].as_str().expect("fleet.yaml");
+    std::fs::write(dir.path().join("fleet.yaml"), fleet).expect("write");
+    let out = exe(&["experiment".into(), "check".into(), "fleet.yaml".into()])
+        .current_dir(dir.path())
+        .output()
+        .expect("experiment check");
+    assert!(out.status.success(), "{}", text(&out));
+    let f: Value = serde_yaml_value(fleet);
+    let t = &f["target"]["fleet"];
+    assert!(
+        t["dns"].as_str().is_some_and(|d| d.starts_with(&format!(
+            "{}.",
+            headless["metadata"]["name"].as_str().unwrap_or("?")
+        ))),
+        "{t}"
+    );
+    let port_of = |name: &str| {
+        relay["ports"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+            .map(|p| p["containerPort"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(t["admin_port"], port_of("admin"));
+    assert_eq!(t["mcp_port"], port_of("mcp"));
+    let env_name = f["target"]["admin_token_env"]
+        .as_str()
+        .expect("admin_token_env");
+    let job_env = runner["env"]
+        .as_array()
+        .and_then(|e| e.iter().find(|v| v["name"] == env_name))
+        .unwrap_or_else(|| panic!("the Job sets {env_name}"));
+    assert_eq!(job_env["valueFrom"]["secretKeyRef"], *key);
     drop(rel);
     drop(srv);
 }

@@ -132,7 +132,7 @@ fn a_fault_whose_id_holds_url_characters_is_removed() {
         "{listed}"
     );
     let left = f["expires_in_s"].as_f64().unwrap_or(f64::MAX);
-    assert!(left <= 5.0, "a lease of {left} s");
+    assert!(left <= 3.0, "a lease of {left} s");
     signal(&child, nix::sys::signal::Signal::SIGINT);
     assert_eq!(wait_exit(&mut child, 60), 130);
     assert_eq!(

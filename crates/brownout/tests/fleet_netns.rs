@@ -108,17 +108,42 @@ fn run_err(dir: &std::path::Path) -> String {
     format!("{}{}", read("run.out"), read("run.err"))
 }
 
+/// A lab of three relays (one lab at a time) and a folder for the run; `None`, and the test
+/// skips (the lab says why on stderr), where network namespaces cannot be made.
+fn lab_of_three() -> Option<(std::sync::MutexGuard<'static, ()>, Lab, tempfile::TempDir)> {
+    let one = one_lab();
+    let lab = Lab::new(3, brownout())?;
+    Some((one, lab, common::tmp()))
+}
+
+/// `brownout run` of an experiment with `method` against the fleet `target` (`None`: the
+/// lab's relays, listed), started in the runner's namespace.
+fn start(lab: &Lab, dir: &std::path::Path, target: Option<String>, method: &str) -> Child {
+    let target = target.unwrap_or_else(|| format!("[{}]", listed(lab)));
+    let file = write_experiment(dir, &target, method);
+    spawn_run(lab, dir, &file)
+}
+
+/// A run whose one long stage puts faults on every relay of the lab: started, and waited
+/// for until every relay lists them.
+fn faults_on_every_relay(lab: &Lab, dir: &std::path::Path) -> Child {
+    let run = start(
+        lab,
+        dir,
+        None,
+        "[{stage: all, duration: 120s, sessions: 100%}]",
+    );
+    wait_faults(lab, dir, "faults on every relay", 60, |f| f.iter().all(has));
+    run
+}
+
 #[test]
 fn a_stage_at_34_percent_reaches_exactly_the_chosen_relay() {
-    let _one = one_lab();
-    let Some(lab) = Lab::new(3, brownout()) else {
+    let Some((_one, lab, dir)) = lab_of_three() else {
         return;
     };
-    let dir = common::tmp();
-    let target = format!("[{}]", listed(&lab));
     let method = "[{stage: one-third, duration: 5s, sessions: 100%, relays: 34%}]";
-    let file = write_experiment(dir.path(), &target, method);
-    let mut run = spawn_run(&lab, dir.path(), &file);
+    let mut run = start(&lab, dir.path(), None, method);
     let admins: Vec<String> = lab.hosts.iter().map(netns::Host::admin).collect();
     let refs: Vec<&str> = admins.iter().map(String::as_str).collect();
     let expected = brownout::experiment::fleet::chosen(11, 0.34, &refs);
@@ -161,21 +186,10 @@ fn a_stage_at_34_percent_reaches_exactly_the_chosen_relay() {
 
 #[test]
 fn a_host_cut_off_does_not_stop_the_abort_on_the_others() {
-    let _one = one_lab();
-    let Some(lab) = Lab::new(3, brownout()) else {
+    let Some((_one, lab, dir)) = lab_of_three() else {
         return;
     };
-    let dir = common::tmp();
-    let target = format!("[{}]", listed(&lab));
-    let file = write_experiment(
-        dir.path(),
-        &target,
-        "[{stage: all, duration: 120s, sessions: 100%}]",
-    );
-    let mut run = spawn_run(&lab, dir.path(), &file);
-    wait_faults(&lab, dir.path(), "faults on every relay", 60, |f| {
-        f.iter().all(has)
-    });
+    let mut run = faults_on_every_relay(&lab, dir.path());
     lab.link(1, false);
     support::signal(&run, nix::sys::signal::Signal::SIGINT);
     // The reachable relays lose their faults while the runner still retries the cut one.
@@ -238,21 +252,10 @@ fn a_host_cut_off_does_not_stop_the_abort_on_the_others() {
 
 #[test]
 fn a_runner_killed_with_sigkill_leaves_no_fault_after_one_lease() {
-    let _one = one_lab();
-    let Some(lab) = Lab::new(3, brownout()) else {
+    let Some((_one, lab, dir)) = lab_of_three() else {
         return;
     };
-    let dir = common::tmp();
-    let target = format!("[{}]", listed(&lab));
-    let file = write_experiment(
-        dir.path(),
-        &target,
-        "[{stage: all, duration: 120s, sessions: 100%}]",
-    );
-    let mut run = spawn_run(&lab, dir.path(), &file);
-    wait_faults(&lab, dir.path(), "faults on every relay", 60, |f| {
-        f.iter().all(has)
-    });
+    let mut run = faults_on_every_relay(&lab, dir.path());
     run.kill().expect("SIGKILL");
     let _ = run.wait();
     let killed = Instant::now();
@@ -273,21 +276,18 @@ fn a_runner_killed_with_sigkill_leaves_no_fault_after_one_lease() {
 
 #[test]
 fn dns_discovery_finds_every_relay_and_follows_the_name() {
-    let _one = one_lab();
-    let Some(lab) = Lab::new(3, brownout()) else {
+    let Some((_one, lab, dir)) = lab_of_three() else {
         return;
     };
     let a = |i: usize| lab.hosts[i].addr.clone();
     lab.hosts_file(&format!("{} relays.lab\n{} relays.lab\n", a(0), a(1)));
-    let dir = common::tmp();
     let target = format!(
         "{{dns: relays.lab, admin_port: {}, mcp_port: {}, every: 200ms}}",
         netns::ADMIN_PORT,
         netns::MCP_PORT
     );
     let method = "[{stage: first, duration: 4s, sessions: 100%}, {stage: second, duration: 4s, sessions: 100%}]";
-    let file = write_experiment(dir.path(), &target, method);
-    let mut run = spawn_run(&lab, dir.path(), &file);
+    let mut run = start(&lab, dir.path(), Some(target), method);
     let seen = wait_faults(
         &lab,
         dir.path(),

@@ -465,6 +465,41 @@ fn an_experiment_exports_its_run_and_phases_as_one_trace() {
         &j["stages"][0]["slis"]["calls"]
     );
     assert!(log.contains(", 0 dropped"), "{log}");
+
+    // The load's calls hang under the run's root (sent while the run went on, before the
+    // root), and the in-process relay's span for each call under the load's.
+    let load_calls: Vec<&Value> = children
+        .iter()
+        .copied()
+        .filter(|s| s["kind"] == 3 && attr(s, "gen_ai.tool.name").is_string())
+        .collect();
+    let relayed: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["kind"] == 2 && attr(s, "mcp.method.name") == "tools/call")
+        .collect();
+    let all_calls: u64 = std::iter::once(&j["baseline"])
+        .chain(j["stages"].as_array().into_iter().flatten())
+        .chain(std::iter::once(&j["recovery"]))
+        .filter_map(|p| p["slis"]["calls"].as_u64())
+        .sum();
+    assert!(
+        load_calls.len() as u64 >= all_calls && all_calls > 0,
+        "{} load call spans for {all_calls} calls the journal counts",
+        load_calls.len()
+    );
+    // Each load call has exactly one relay span under it (no retries in this workload);
+    // the relay also saw the steady-state probes' calls and calls the stop cut short,
+    // which the load does not report.
+    let mut under: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &relayed {
+        if r["parent_span_id"] != "" {
+            assert_eq!(r["trace_id"], root["trace_id"], "{r:#}");
+            *under.entry(r["parent_span_id"].to_string()).or_insert(0) += 1;
+        }
+    }
+    for c in &load_calls {
+        assert_eq!(under.get(&c["span_id"].to_string()), Some(&1), "{c:#}");
+    }
 }
 
 #[test]
@@ -473,11 +508,13 @@ fn load_and_probe_calls_become_client_spans() {
     let receiver = Receiver::start(dir.path());
     let workload = dir.path().join("w.yaml");
     std::fs::write(&workload, support::FIXTURE_WORKLOAD).expect("workload");
+    // The load goes through a relay that exports to the same collector: the relay's span
+    // for each call continues the load's span for it (`params._meta.traceparent`).
     let out = Command::new(brownout())
         .arg("load")
         .arg(&workload)
         .args(["--tasks", "6", "--json", "--otlp", &receiver.url, "--"])
-        .args(fixture())
+        .args(relay(dir.path(), "faults: []\n", &receiver.url, &fixture()))
         .output()
         .expect("load");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -498,6 +535,23 @@ fn load_and_probe_calls_become_client_spans() {
         .iter()
         .all(|s| s["kind"] == 3 && attr(s, "brownout.outcome") == "ok"));
     assert_eq!(attr(root, "brownout.calls"), 12);
+    let relayed: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["kind"] == 2 && attr(s, "mcp.method.name") == "tools/call")
+        .collect();
+    assert_eq!(relayed.len(), 12, "{relayed:#?}");
+    let mut children = std::collections::BTreeMap::new();
+    for r in &relayed {
+        assert_eq!(r["trace_id"], root["trace_id"], "{r:#}");
+        *children.entry(r["parent_span_id"].to_string()).or_insert(0) += 1;
+    }
+    for c in &calls {
+        assert_eq!(
+            children.get(&c["span_id"].to_string()),
+            Some(&1),
+            "one relay span under load call {c:#}"
+        );
+    }
 
     let out = Command::new(brownout())
         .args([

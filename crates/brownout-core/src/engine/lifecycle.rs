@@ -5,9 +5,9 @@ use super::{Engine, FailedCall, RELAY_ERROR};
 use crate::event::Outcome;
 use crate::faults::simulated::SimulatedCall;
 use crate::faults::{Ctx, KindState, Phase, Shaping};
-use crate::jsonrpc;
 use crate::rng::StreamKey;
 use crate::select::Direction;
+use crate::splice;
 use crate::time::Time;
 use crate::verdict::ProcessAction;
 use std::sync::Arc;
@@ -103,7 +103,7 @@ impl Engine {
         for u in gone {
             let msg = format!("brownout: {reason}");
             let data = serde_json::json!({"brownout": true, "method": u.entry.method});
-            let reply = jsonrpc::error_response(Some(&u.id), RELAY_ERROR, &msg, Some(&data));
+            let reply = splice::error_response(Some(&u.id), RELAY_ERROR, &msg, Some(&data));
             self.call_event(
                 session,
                 &u.id,

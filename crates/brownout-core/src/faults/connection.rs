@@ -8,8 +8,8 @@ use super::simulated::{SimOutcome, SimulatedCall};
 use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
 use crate::capability::{Capability, Need};
-use crate::jsonrpc;
 use crate::select::Direction;
+use crate::splice;
 use crate::verdict::{HttpAction, StreamShape};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -65,7 +65,7 @@ impl Connection {
         match self.mode {
             Mode::Refuse => {
                 s.http = Some(HttpAction::Refuse);
-                s.reply = Some(jsonrpc::error_response(
+                s.reply = Some(splice::error_response(
                     c.id,
                     -32000,
                     "brownout: connection refused",
@@ -185,7 +185,7 @@ mod tests {
     /// Apply `f` to the request of a call with id 4.
     fn on_request(f: &Connection) -> Shaping<'static> {
         let mut state = KindState::default();
-        let id = jsonrpc::Id::Num("4".into());
+        let id = crate::jsonrpc::Id::Num("4".into());
         let c = Ctx {
             key: StreamKey::new(1, 2, 3),
             seq: 0,

@@ -5,8 +5,8 @@
 use super::simulated::{SimOutcome, SimulatedCall};
 use super::{AddedDelay, FaultKind, Invalid, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use crate::jsonrpc;
 use crate::select::Direction;
+use crate::splice;
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -85,7 +85,7 @@ impl HttpStatus {
         let message = format!("brownout: HTTP {} {}", self.status, reason(self.status))
             .trim_end()
             .to_string();
-        let error = jsonrpc::error_response(
+        let error = splice::error_response(
             c.id,
             -32000,
             &message,
@@ -173,7 +173,7 @@ mod tests {
     /// Apply `f` to a `tools/call` with id 9.
     fn hit(f: &HttpStatus) -> Shaping<'static> {
         let mut state = KindState::default();
-        let id = jsonrpc::Id::Num("9".into());
+        let id = crate::jsonrpc::Id::Num("9".into());
         let c = Ctx {
             key: StreamKey::new(1, 2, 3),
             seq: 0,

@@ -5,8 +5,8 @@
 use super::simulated::{SimOutcome, SimulatedCall};
 use super::{AddedDelay, FaultKind, KindInfo, Phase, CALLS};
 use super::{Ctx, Shaping};
-use crate::jsonrpc;
 use crate::select::Direction;
+use crate::splice;
 use crate::time::Time;
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
@@ -87,7 +87,7 @@ impl RateLimit {
             .as_deref()
             .unwrap_or("brownout: rate limit exceeded");
         let data = json!({"retry_after_ms": retry_after_ms});
-        let reply = jsonrpc::error_response(c.id, self.code.unwrap_or(-32000), msg, Some(&data));
+        let reply = splice::error_response(c.id, self.code.unwrap_or(-32000), msg, Some(&data));
         // Over HTTP: 429 with Retry-After in whole seconds, at least 1.
         let retry_after_s = retry_after_ms.div_ceil(1000).max(1);
         s.http = Some(HttpAction::Status {

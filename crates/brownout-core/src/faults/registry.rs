@@ -13,10 +13,10 @@ use super::simulated::{SimOutcome, SimulatedCall};
 use super::{AddedDelay, FaultKind, KindInfo, Phase, Targets, LISTS};
 use super::{Ctx, Shaping};
 use crate::capability::{Capability, Need};
-use crate::jsonrpc;
 use crate::rng::SplitMix;
 use crate::select::Direction;
 use crate::select::Globs;
+use crate::splice;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -83,7 +83,7 @@ impl Registry {
         }
         let tool = c.tool.unwrap_or_default();
         let msg = format!("Unknown tool: {tool}");
-        s.reply = Some(jsonrpc::error_response(c.id, UNKNOWN_TOOL, &msg, None));
+        s.reply = Some(splice::error_response(c.id, UNKNOWN_TOOL, &msg, None));
         Some(
             format!(
                 "registry {:?}: call of `{tool}` answered \"{msg}\"",

@@ -9,8 +9,9 @@
 use super::simulated::{SimOutcome, SimulatedCall};
 use super::{AddedDelay, FaultKind, KindInfo, Phase, Targets, EVERY};
 use super::{Ctx, Shaping};
-use crate::jsonrpc::{self, Id};
+use crate::jsonrpc::Id;
 use crate::select::{Direction, Globs};
+use crate::splice;
 use crate::verdict::HttpAction;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,7 +24,7 @@ pub struct SessionExpiry {}
 
 /// The answer to anything sent on an expired session.
 pub fn expired(id: Option<&Id>, s: &mut Shaping<'_>) {
-    let error = jsonrpc::error_response(id, EXPIRED, "brownout: session expired", None);
+    let error = splice::error_response(id, EXPIRED, "brownout: session expired", None);
     s.http = Some(HttpAction::Status {
         code: 404,
         headers: vec![("Content-Type".into(), "application/json".into())],

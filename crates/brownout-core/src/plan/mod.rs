@@ -12,7 +12,7 @@ mod explain;
 pub mod ids;
 mod schema;
 pub mod source;
-pub mod spec;
+pub use crate::plan_spec as spec;
 
 use crate::faults::correlation::Correlation;
 use crate::faults::process::{Process, RestartPolicy};

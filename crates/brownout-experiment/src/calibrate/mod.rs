@@ -119,6 +119,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
             duration: Some(duration),
             seed: a.load.seed,
             cancel: CancellationToken::new(),
+            trace: None,
         };
         let summary = crate::load::run(&workload, tgt, opts, tx).await;
         let mut calls: Vec<CallObservation> = Vec::new();

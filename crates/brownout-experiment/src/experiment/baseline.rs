@@ -7,10 +7,9 @@
 //! [`resolve`] reads the store and writes the bound into the loaded experiment.
 
 use super::load::Loaded;
+pub use super::records::BaselineRecord;
 use super::spec::{BaselineStat, Tolerance};
 use brownout_store::store::{ListFilter, Store};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
 
@@ -20,27 +19,6 @@ pub const DEFAULT_RUNS: u32 = 10;
 pub const DEFAULT_MIN_RUNS: u32 = 3;
 /// Default number of standard deviations.
 pub const DEFAULT_SIGMA: f64 = 3.0;
-
-/// Where a probe's bound came from.
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct BaselineRecord {
-    /// The probe's position in `steady_state` (0-based).
-    pub probe: usize,
-    pub tool: String,
-    /// `p50`, `p95`, `p99` or `success`.
-    pub stat: String,
-    /// How the bound was derived, e.g. `mean + 3σ` or `p99 of history`.
-    pub rule: String,
-    /// The runs learnt from, newest first.
-    pub runs: Vec<String>,
-    /// The statistic in each of those runs (milliseconds, or percent for `success`).
-    pub values: Vec<f64>,
-    /// The bound applied, as a tolerance (`<= 123.4ms`, `>= 97.5%`); `null` when history
-    /// was too short and the tolerance had no bound of its own for the statistic.
-    pub bound: Option<String>,
-    /// Why the history did not give the bound, when it did not.
-    pub note: Option<String>,
-}
 
 /// The bound from history: `mean ± sigma·sd` (upward for latency, downward for success),
 /// or the `percentile`-th percentile of the values (the lower tail for success). The
@@ -104,40 +82,6 @@ pub fn value_in(journal: &Value, idx: usize, tool: &str, stat: BaselineStat) -> 
         s => p.pointer(&format!("/latency/{}_ms", s.name())),
     };
     v.and_then(Value::as_f64).filter(|v| v.is_finite())
-}
-
-/// What a schema cannot say about a tolerance's history keys: (key, why) for each misuse.
-pub fn check(t: &Tolerance) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    if t.from_baseline.is_none() {
-        for (key, set) in [
-            ("sigma", t.sigma.is_some()),
-            ("percentile", t.percentile.is_some()),
-            ("runs", t.runs.is_some()),
-            ("min_runs", t.min_runs.is_some()),
-        ] {
-            if set {
-                out.push((
-                    key,
-                    format!("`{key}` goes with `from_baseline: p95` (or p50, p99, success)"),
-                ));
-            }
-        }
-    } else if t.sigma.is_some() && t.percentile.is_some() {
-        out.push((
-            "percentile",
-            "give `sigma` or `percentile`, not both".to_string(),
-        ));
-    }
-    if let (Some(r), Some(m)) = (t.runs, t.min_runs) {
-        if m > r {
-            out.push((
-                "min_runs",
-                format!("`min_runs: {m}` is more than `runs: {r}`: no history could satisfy it"),
-            ));
-        }
-    }
-    out
 }
 
 fn set_bound(t: &mut Tolerance, stat: BaselineStat, text: String) {

@@ -5,45 +5,7 @@
 //! times (run-clock milliseconds).
 
 use super::journal::Sample;
-use schemars::JsonSchema;
-use serde::Serialize;
-use std::collections::BTreeMap;
-
-/// Detection and recovery, over an experiment or one stage.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-pub struct Detection {
-    /// When the faults were applied.
-    pub faults_applied_ms: f64,
-    /// When they were removed (`null`: still applied at the end of the span).
-    pub faults_removed_ms: Option<f64>,
-    /// Samples taken from the faults' application on, and how many were bad.
-    pub samples: u64,
-    pub failures: u64,
-    /// The first bad sample at or after the faults were applied: one that failed, or one
-    /// taken while an alert was open (a slow P95: each sample answered, only too slowly).
-    pub first_failure_ms: Option<f64>,
-    /// Time to detect: first_failure_ms − faults_applied_ms.
-    pub ttd_ms: Option<f64>,
-    /// The first alert (N failures in a row, or the rolling P95 broken).
-    pub first_alert_ms: Option<f64>,
-    /// Time to alert: first_alert_ms − faults_applied_ms.
-    pub tta_ms: Option<f64>,
-    /// What recovery is measured from: the faults' removal when the failures lasted until
-    /// then, else the start of the last failing run of samples (the target came back while
-    /// the faults were still applied, e.g. a restarted server).
-    pub recovery_from_ms: Option<f64>,
-    /// The first passing sample after the last failing one.
-    pub first_pass_ms: Option<f64>,
-    /// Time to recover: first_pass_ms − recovery_from_ms.
-    pub ttr_ms: Option<f64>,
-    /// The recovery notice that closed the last incident.
-    pub recovery_notice_ms: Option<f64>,
-    /// Time to the recovery notice: recovery_notice_ms − recovery_from_ms.
-    pub ttrn_ms: Option<f64>,
-    /// Failure reasons seen, with how many samples had each (`latency`: answered, inside an
-    /// open P95 incident).
-    pub reasons: BTreeMap<String, u64>,
-}
+pub use super::records::Detection;
 
 /// Detection over `samples` (every probe's, in any order) for faults applied at `applied`
 /// and removed at `removed`.

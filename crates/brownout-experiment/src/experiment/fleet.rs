@@ -13,10 +13,9 @@
 
 use super::fleet_dns::Member;
 use super::fleet_spec::FleetSpec;
+pub use super::records::RelayRecord;
 use super::remote::{Api, Remote, LEASE};
 use brownout_core::rng::{hash_str, mix};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,23 +26,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a connection may take: a host cut off is retried (within its lease) rather
 /// than waited for.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// The fleet in one line, for `--dry-run` and messages.
-pub fn describe(f: &FleetSpec) -> String {
-    match f {
-        FleetSpec::List(l) => format!(
-            "a fleet of {} relays already running, faults through each one's admin API",
-            l.len()
-        ),
-        FleetSpec::Dns(d) => format!(
-            "a fleet of relays at every address of `{}` (MCP :{}, admin :{}), resolved again every {}",
-            d.dns,
-            d.mcp_port,
-            d.admin_port,
-            brownout_core::human::duration(d.every())
-        ),
-    }
-}
 
 /// The URLs a fleet sends load and faults to, for an allowlist (`brownout mcp`): each
 /// listed relay's `url` and `admin`; a DNS fleet's name on its two ports (what it resolves
@@ -60,35 +42,6 @@ pub fn urls_to_allow(f: Option<&FleetSpec>) -> Vec<String> {
             format!("{}://{}:{}", d.scheme(), d.dns, d.admin_port),
         ],
     }
-}
-
-/// One relay of the fleet, as the journal keeps it (times in run-clock milliseconds).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RelayRecord {
-    /// The relay's admin API (its identity).
-    pub admin: String,
-    /// Its MCP endpoint.
-    pub url: String,
-    /// When the runner first saw it (the start, or when DNS first listed it).
-    pub joined_ms: f64,
-    /// When DNS stopped listing it (`null`: listed to the end).
-    pub left_ms: Option<f64>,
-    /// The stages whose faults it carried (chosen by the seed).
-    pub stages: Vec<String>,
-    /// When its faults last went on.
-    pub faults_on_ms: Option<f64>,
-    /// When it confirmed every fault of this run removed (`null`: never confirmed, or it
-    /// never had any).
-    pub removed_ms: Option<f64>,
-    /// It could not be reached to remove its faults: its last sign of life (the last lease
-    /// it renewed).
-    pub unreachable_since_ms: Option<f64>,
-    /// When its faults' lease ran out (they lapse by themselves there), if it was not
-    /// reached.
-    pub lease_lapsed_ms: Option<f64>,
-    /// What went wrong with it, if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
 }
 
 /// What the runner knows of one relay.

@@ -2,7 +2,7 @@
 //! address of which is a relay (`{dns, admin_port, mcp_port}`, a Kubernetes headless
 //! Service) — and what a schema cannot say about it, or about a stage's `relays:` share.
 
-use super::spec::{Dur, Experiment};
+use super::spec::Dur;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -74,13 +74,13 @@ impl FleetDns {
     }
 }
 
-fn is_http(u: &str) -> bool {
+pub fn is_http(u: &str) -> bool {
     u.starts_with("http://") || u.starts_with("https://")
 }
 
 /// Whether `name` can be a DNS name: 1–253 bytes of labels of `a-z 0-9 -` (and `_`, which
 /// Kubernetes SRV-style names use), none empty or over 63 bytes.
-fn is_dns_name(name: &str) -> bool {
+pub fn is_dns_name(name: &str) -> bool {
     let name = name.strip_suffix('.').unwrap_or(name);
     !name.is_empty()
         && name.len() <= 253
@@ -93,107 +93,21 @@ fn is_dns_name(name: &str) -> bool {
         })
 }
 
-/// What a schema cannot say about `target.fleet` and the stages' `relays`: (JSON pointer,
-/// message) per mistake.
-pub fn check(spec: &Experiment) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let t = &spec.target;
-    let Some(fleet) = &t.fleet else {
-        for (i, s) in spec.method.iter().enumerate() {
-            if s.relays.is_some() {
-                out.push((
-                    format!("/method/{i}/relays"),
-                    "`relays` is a share of a fleet's relays: it goes with `target.fleet` \
-                     (for one target, `sessions` is the blast radius)"
-                        .into(),
-                ));
-            }
-        }
-        return out;
-    };
-    let others = [
-        ("command", t.command.is_some()),
-        ("url", t.url.is_some()),
-        ("admin", t.admin.is_some()),
-        ("servers", t.servers.is_some()),
-    ];
-    for (key, set) in others {
-        if set {
-            out.push((
-                format!("/target/{key}"),
-                format!("give `fleet` or `{key}`, not both: each relay of the fleet has its own `url` and `admin`"),
-            ));
-        }
+/// The fleet in one line, for `--dry-run` and messages.
+pub fn describe(f: &FleetSpec) -> String {
+    match f {
+        FleetSpec::List(l) => format!(
+            "a fleet of {} relays already running, faults through each one's admin API",
+            l.len()
+        ),
+        FleetSpec::Dns(d) => format!(
+            "a fleet of relays at every address of `{}` (MCP :{}, admin :{}), resolved again every {}",
+            d.dns,
+            d.mcp_port,
+            d.admin_port,
+            brownout_core::human::duration(d.every())
+        ),
     }
-    match fleet {
-        FleetSpec::List(relays) => {
-            let mut seen = std::collections::BTreeMap::new();
-            for (i, r) in relays.iter().enumerate() {
-                for (key, u) in [("url", &r.url), ("admin", &r.admin)] {
-                    if !is_http(u) {
-                        out.push((
-                            format!("/target/fleet/{i}/{key}"),
-                            format!("`{u}` is not an http:// or https:// URL"),
-                        ));
-                    }
-                }
-                let admin = r.admin.trim_end_matches('/');
-                if let Some(first) = seen.insert(admin.to_string(), i) {
-                    out.push((
-                        format!("/target/fleet/{i}/admin"),
-                        format!("`{admin}` is listed twice (also relay {first}): each relay once"),
-                    ));
-                }
-            }
-        }
-        FleetSpec::Dns(d) => {
-            if !is_dns_name(&d.dns) {
-                out.push((
-                    "/target/fleet/dns".into(),
-                    format!(
-                        "`{}` is not a DNS name (e.g. `mcp-relay.shop.svc.cluster.local`)",
-                        d.dns
-                    ),
-                ));
-            }
-            if !matches!(d.scheme(), "http" | "https") {
-                let hint = brownout_core::plan::suggest(d.scheme(), ["http", "https"])
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                out.push((
-                    "/target/fleet/scheme".into(),
-                    format!("`{}` is not `http` or `https`{hint}", d.scheme()),
-                ));
-            }
-            if !d.path().starts_with('/') {
-                out.push((
-                    "/target/fleet/path".into(),
-                    format!(
-                        "`{}` is not a path: it starts with `/`, e.g. `/mcp`",
-                        d.path()
-                    ),
-                ));
-            }
-            if d.admin_port == d.mcp_port {
-                out.push((
-                    "/target/fleet/admin_port".into(),
-                    "the admin API and the MCP endpoint listen on two ports".into(),
-                ));
-            }
-        }
-    }
-    for (i, s) in spec.method.iter().enumerate() {
-        if let Some(r) = &s.relays {
-            match r.fraction() {
-                Some(f) if f > 0.0 && f <= 1.0 => {}
-                _ => out.push((
-                    format!("/method/{i}/relays"),
-                    format!("`{}` is not a share above 0 % and at most 100 %", r.0),
-                )),
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

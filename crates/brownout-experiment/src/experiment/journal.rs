@@ -2,7 +2,8 @@
 //! (its schema is `docs/journal.schema.json`, generated from these types).
 
 use super::gates::GateView;
-use super::policy::Refusal;
+use super::records::Refusal;
+pub use super::records::Slis;
 use super::spec::Tolerance;
 use brownout_core::slo::GateSummary;
 use schemars::JsonSchema;
@@ -82,17 +83,17 @@ pub struct Journal {
     /// MTTD/MTTR over the run, from the `during: true` probes: the first stage's faults to
     /// the first failing sample and alert; the faults' removal (or the target coming back)
     /// to the first passing sample and recovery notice (`null` without such probes).
-    pub detection: Option<super::detect::Detection>,
+    pub detection: Option<super::records::Detection>,
     /// Robustness ρ over the whole run (docs/gates.md#robustness).
     pub robustness: Option<f64>,
     /// The simulator's model of the target, fitted to the baseline's calls (the stages'
     /// predictions run on it); `null` without a baseline.
-    pub calibration: Option<super::predict::Calibration>,
+    pub calibration: Option<super::records::Calibration>,
     /// Results the faults changed and what the agent did with them, over the run
     /// (docs/silent.md); `null` when the relay could not say.
     pub silent: Option<brownout_core::stats::Silent>,
     /// Tolerances taken from history (`from_baseline`), with the runs they came from.
-    pub baselines: Vec<super::baseline::BaselineRecord>,
+    pub baselines: Vec<super::records::BaselineRecord>,
     /// `tools/call` requests of each tool the relay carried over the run — load, probes
     /// and calls brownout answered in the target's place alike, so an upper bound on the
     /// calls that reached the target: a tool it does not list reached the target 0 times.
@@ -102,7 +103,7 @@ pub struct Journal {
     /// With several servers (`target.servers`): each server's calls, and the results a fault
     /// changed there and what the agents did with them — on this server or another.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub servers: Option<Vec<super::servers::ServerRecord>>,
+    pub servers: Option<Vec<super::records::ServerRecord>>,
     /// The GameDay this run was part of (`brownout gameday`; docs/gameday.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gameday_id: Option<String>,
@@ -114,7 +115,7 @@ pub struct Journal {
     /// they went on, when it confirmed their removal, or since when it could not be reached
     /// and when its lease ran out.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<Vec<super::fleet::RelayRecord>>,
+    pub fleet: Option<Vec<super::records::RelayRecord>>,
 }
 
 /// A ladder rung skipped with a person's approval (docs/experiments.md#guardrails).
@@ -168,18 +169,6 @@ pub struct Sample {
     pub notice: Option<String>,
 }
 
-/// SLIs over some calls.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-pub struct Slis {
-    pub calls: u64,
-    pub errors: u64,
-    /// errors / calls (0 when there were none).
-    pub error_rate: f64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-}
-
 /// A span of the run (the baseline), with its SLIs.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Phase {
@@ -206,13 +195,13 @@ pub struct StageRecord {
     pub probes: Vec<ProbeRecord>,
     /// When those samples saw this stage's faults, and recovery within the stage
     /// (`null` without `during: true` probes).
-    pub detection: Option<super::detect::Detection>,
+    pub detection: Option<super::records::Detection>,
     /// Robustness ρ over the stage: the gates' smallest normalised margin (> 0 held with
     /// room, < 0 breached; docs/gates.md); `null` before any window had enough samples.
     pub robustness: Option<f64>,
     /// The simulator's estimate of the stage, made before it ran, with its error after
     /// (`null` when none could be made: see the journal's `calibration.note`).
-    pub prediction: Option<super::predict::Prediction>,
+    pub prediction: Option<super::records::Prediction>,
     /// Results this stage's faults changed and what the agent did with them (counted when
     /// classified: a result changed near the stage's end may be classified in the next).
     pub silent: Option<brownout_core::stats::Silent>,

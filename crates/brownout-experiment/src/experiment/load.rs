@@ -4,16 +4,17 @@
 //! runner needs.
 
 use super::gates::{self, ParsedGate};
-use super::spec::{Experiment, Faults};
+use super::spec::{Experiment, Faults, Server};
 use brownout_core::plan::source::{parse, Format, Node};
 use brownout_core::plan::{display_path, load_document, PlanError, PlanErrors};
-use brownout_core::Plan;
+use brownout_core::{Capabilities, Capability, Plan};
 use brownout_relay::relay::child_back::ChildBack;
 use brownout_relay::relay::http_front;
 use brownout_relay::relay::url_back::UrlBack;
 use brownout_relay::relay::Driver;
 use brownout_sim::Workload;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// An experiment, checked and resolved.
@@ -60,7 +61,7 @@ impl Loaded {
     pub fn driver(&self) -> Option<Driver> {
         let t = &self.spec.target;
         if let Some(servers) = &t.servers {
-            return Some(super::servers::driver(servers));
+            return Some(servers_driver(servers));
         }
         if t.fleet.is_some() {
             return None;
@@ -163,7 +164,7 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
         }
     }
     for (i, p) in spec.steady_state.iter().enumerate() {
-        for (key, why) in super::baseline::check(&p.tolerance) {
+        for (key, why) in super::checks::tolerance(&p.tolerance) {
             errors.push(at(&format!("/steady_state/{i}/tolerance/{key}"), why));
         }
         for (key, why) in during_keys(p) {
@@ -190,8 +191,8 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
             (Value::Null, Plan::empty())
         }
     };
-    let fleet = super::fleet_spec::check(&spec).into_iter();
-    for (pointer, message) in super::servers::check(&spec, &plan_doc)
+    let fleet = super::checks::fleet(&spec).into_iter();
+    for (pointer, message) in super::checks::servers(&spec, &plan_doc)
         .into_iter()
         .chain(fleet)
     {
@@ -399,6 +400,27 @@ fn faults_doc(
             }
             Ok((doc, plan))
         }
+    }
+}
+
+/// What the relay in front of these servers can carry out: what every one of their backs
+/// can (a fault must be possible on whichever server it lands).
+pub(super) fn servers_driver(servers: &BTreeMap<String, Server>) -> Driver {
+    let child = http_front::driver::<ChildBack>();
+    let url = http_front::driver::<UrlBack>();
+    let all_child = servers.values().all(|s| s.command.is_some());
+    let all_url = servers.values().all(|s| s.command.is_none());
+    match (all_child, all_url) {
+        (true, _) => child,
+        (_, true) => url,
+        _ => Driver {
+            front: child.front,
+            back: "(several servers)",
+            can: Capability::ALL
+                .iter()
+                .filter(|c| child.can.has(**c) && url.can.has(**c))
+                .fold(Capabilities::NONE, |acc, c| acc.with(*c)),
+        },
     }
 }
 

@@ -44,6 +44,7 @@ impl LoadRun {
         workload: &Workload,
         target: LoadTarget,
         sessions: u32,
+        trace: Option<crate::load::trace::CallTracer>,
         tx: mpsc::UnboundedSender<Event>,
     ) -> LoadRun {
         let cancel = CancellationToken::new();
@@ -52,6 +53,7 @@ impl LoadRun {
             duration: Some(FOREVER),
             seed: None,
             cancel: cancel.clone(),
+            trace,
         };
         let workload = workload.clone();
         let task = tokio::spawn(async move {

@@ -13,9 +13,12 @@
 //! - [`journal`]: the record of a run, and [`summary`]: its printed form.
 
 pub mod baseline;
+pub mod checks;
 pub mod cli;
+pub mod clock;
 pub mod cmd;
 pub mod detect;
+pub mod dur;
 pub mod fleet;
 pub mod fleet_dns;
 pub mod fleet_spec;
@@ -32,9 +35,12 @@ pub mod phase;
 pub mod policy;
 pub mod predict;
 pub mod production;
+pub mod program;
+pub mod records;
 pub mod recovery;
 pub mod remote;
 pub mod rollback;
+pub mod run_args;
 pub mod run_record;
 pub mod runner;
 pub mod servers;
@@ -48,29 +54,6 @@ pub mod target;
 
 pub use load::{load_file, Loaded};
 pub use policy::{Policy, Refusal};
-pub use runner::{run, RunArgs};
-pub use spec::Experiment;
-
-/// The target in one line, for `--dry-run` and messages.
-pub fn describe_target(t: &spec::Target) -> String {
-    if let Some(f) = &t.fleet {
-        return fleet::describe(f);
-    }
-    if let Some(servers) = &t.servers {
-        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
-        return format!(
-            "{} servers ({}) behind one brownout relay",
-            names.len(),
-            names.join(", ")
-        );
-    }
-    match (&t.command, &t.url, &t.admin) {
-        (Some(c), _, _) => format!(
-            "`{}` behind brownout's relay (one process per session)",
-            c.join(" ")
-        ),
-        (None, Some(u), Some(a)) => format!("the relay at {u}, faults through its admin API {a}"),
-        (None, Some(u), None) => format!("{u} behind brownout's relay"),
-        _ => "none".into(),
-    }
-}
+pub use run_args::RunArgs;
+pub use runner::run;
+pub use spec::{describe_target, Experiment};

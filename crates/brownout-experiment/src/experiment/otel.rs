@@ -6,6 +6,7 @@
 //! hold a secret.
 
 use super::journal::{Journal, Slis};
+use brownout_relay::otlp::span::millis_to_nanos;
 use brownout_relay::otlp::span::Event;
 use brownout_relay::otlp::{Otlp, Parent, Span, Value};
 
@@ -16,10 +17,30 @@ pub fn export(otlp: &Otlp, j: &Journal) {
     }
 }
 
+/// The ids of a run's root span, derived from its run id: the load's call spans (and the
+/// relays' spans under them) are sent while the run goes on, the root only at its end.
+pub fn root(run_id: &str) -> Parent {
+    use brownout_core::rng::{hash_str, mix};
+    let h = hash_str(run_id);
+    let (a, b, c) = (
+        mix(h ^ 0x7472_6163),
+        mix(h ^ 0x6964_3238),
+        mix(h ^ 0x7370_616e),
+    );
+    let mut trace_id = [0u8; 16];
+    trace_id[..8].copy_from_slice(&a.to_le_bytes());
+    trace_id[8..].copy_from_slice(&b.to_le_bytes());
+    Parent {
+        trace_id,
+        span_id: c.max(1).to_le_bytes(),
+        sampled: true,
+    }
+}
+
 /// The run's spans, the root first.
 pub fn spans(j: &Journal) -> Vec<Span> {
     let origin = j.started_unix_ms.saturating_mul(1_000_000);
-    let at = |ms: f64| origin.saturating_add(nanos(ms));
+    let at = |ms: f64| origin.saturating_add(millis_to_nanos(ms));
     let end = j.ended_unix_ms.saturating_mul(1_000_000).max(origin);
     let title = j.experiment["title"].as_str().unwrap_or("experiment");
     let status = serde_json::to_value(j.status)
@@ -32,6 +53,9 @@ pub fn spans(j: &Journal) -> Vec<Span> {
         origin,
         end,
     );
+    let ids = self::root(&j.run_id);
+    root.trace_id = ids.trace_id;
+    root.span_id = ids.span_id;
     root.attr("brownout.run.id", j.run_id.as_str())
         .attr("brownout.run.status", status.as_str())
         .attr("brownout.run.reason", clip(&j.reason, 300))
@@ -135,14 +159,6 @@ fn slis(s: &mut Span, x: &Slis) {
         if let Some(v) = v {
             s.attr(&format!("brownout.latency.{k}"), v);
         }
-    }
-}
-
-fn nanos(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6) as u64
-    } else {
-        0
     }
 }
 

@@ -8,6 +8,7 @@
 
 use super::gates;
 use super::load::Loaded;
+pub use super::records::Refusal;
 use super::spec::{Dur, Share};
 use brownout_core::faults::AddedDelay;
 use brownout_core::plan::{load_document, PlanErrors};
@@ -145,14 +146,6 @@ impl Policy {
     pub fn from_str_named(text: &str, file: &str) -> Result<Policy, PlanErrors> {
         load_document(text, file)
     }
-}
-
-/// Why the guardrails refuse an experiment: the rule and the offending value.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema, thiserror::Error)]
-#[error("refused by guardrail `{rule}`: {detail}")]
-pub struct Refusal {
-    pub rule: String,
-    pub detail: String,
 }
 
 fn refuse(rule: &str, detail: String) -> Result<(), Refusal> {

@@ -7,47 +7,11 @@
 
 use super::journal::{Slis, StageRecord};
 use super::load::Loaded;
+pub use super::records::{Calibration, PredictedGate, Prediction, PredictionError};
 use crate::calibrate::fit::{fit, servers_json, Fit};
 use brownout_core::slo::CallObservation;
 use brownout_sim::{simulate, SimOptions, Workload};
-use schemars::JsonSchema;
-use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// A stage as the simulator predicted it.
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct Prediction {
-    /// The SLIs predicted over the stage.
-    pub slis: Slis,
-    /// Each gate: breached or not in the simulation, and its worst window.
-    pub gates: Vec<PredictedGate>,
-    /// `holds` (every gate held) or `breaches`.
-    pub verdict: String,
-    /// ρ in the simulation.
-    pub robustness: Option<f64>,
-    /// After the stage: actual − predicted (error rate as a fraction, latencies in ms),
-    /// and whether the verdict was right (`null` until the stage ran).
-    pub error: Option<PredictionError>,
-}
-
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct PredictedGate {
-    pub gate: String,
-    pub breached: bool,
-    pub worst: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct PredictionError {
-    pub error_rate: f64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    /// The predicted verdict matched the stage's.
-    pub verdict_right: bool,
-    /// The predicted error rate was near the actual one ([`rates_agree`]).
-    pub error_rate_right: bool,
-}
 
 impl PredictionError {
     /// The one definition of a right prediction: the verdict matched *and* the error rate
@@ -62,21 +26,6 @@ impl PredictionError {
 pub fn rates_agree(predicted: f64, actual: f64) -> bool {
     let (lo, hi) = (predicted.min(actual), predicted.max(actual));
     hi - lo <= 0.02 || hi <= 1.5 * lo
-}
-
-/// What the runner learnt from the baseline.
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct Calibration {
-    /// Calls of the baseline the model was fitted to.
-    pub calls: u64,
-    /// Tasks per second during the baseline (the simulated stages run as many per second).
-    pub tasks_per_s: f64,
-    /// The server's effective concurrency (the most calls in flight).
-    pub concurrency: u32,
-    /// Per tool: the fitted latency model and error rate.
-    pub tools: serde_json::Value,
-    /// Why there are no predictions, when there are none.
-    pub note: Option<String>,
 }
 
 /// The calibrated model and one prediction per stage (`None` where none could be made).

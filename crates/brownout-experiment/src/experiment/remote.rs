@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a posted fault lives without renewal.
-pub const LEASE: Duration = Duration::from_secs(5);
+pub const LEASE: Duration = Duration::from_secs(3);
 /// How often the runner renews its faults' leases.
-pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
+pub const RENEW_EVERY: Duration = Duration::from_millis(1000);
 /// The pause between two attempts at removing a fault the relay did not confirm gone.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
 
@@ -245,7 +245,7 @@ impl Remote {
         // listed here, so a later removal checks them again and never reports a removal it
         // did not see; the journal says which stayed and until when.
         let left = lapse_at.saturating_duration_since(Instant::now());
-        let until = crate::experiment::runner::unix_ms() + left.as_millis() as u64;
+        let until = super::clock::unix_ms() + left.as_millis() as u64;
         let each: Vec<String> = failures
             .iter()
             .map(|(id, why)| format!("`{id}` ({why})"))

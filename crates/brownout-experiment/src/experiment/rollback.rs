@@ -28,7 +28,7 @@ pub async fn run_one(
             // As a target's command: on PATH, else beside the experiment, else — `brownout`
             // itself — this executable.
             let program =
-                super::target::program_path(program, dir).unwrap_or_else(|| program.clone());
+                super::program::program_path(program, dir).unwrap_or_else(|| program.clone());
             let mut cmd = tokio::process::Command::new(&program);
             cmd.args(args)
                 .current_dir(if dir.as_os_str().is_empty() {

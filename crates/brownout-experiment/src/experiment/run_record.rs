@@ -1,9 +1,10 @@
 //! A run's journal at its two ends: the journal a run starts with, the plan a dry run prints,
 //! and writing, printing and storing the journal when the run ends ([`finish`]).
 
+use super::clock::unix_ms;
 use super::journal::{Journal, Status, TargetRecord};
 use super::load::Loaded;
-use super::runner::{unix_ms, Outcome, RunArgs};
+use super::run_args::{Outcome, RunArgs};
 
 pub(super) fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
     let started_unix_ms = unix_ms();
@@ -57,7 +58,7 @@ pub(super) fn new_journal(x: &Loaded, dry_run: bool) -> Journal {
 pub(super) fn print_plan(x: &Loaded) {
     let s = &x.spec;
     println!("experiment: {}", s.title);
-    println!("target: {}", super::describe_target(&s.target));
+    println!("target: {}", super::spec::describe_target(&s.target));
     if let Some(b) = &s.baseline {
         println!("baseline: {} of load without faults", b.0);
     }

@@ -14,49 +14,18 @@ use super::phase::{Collected, End, Live};
 use super::policy::{self, Policy};
 use super::recovery::{recover, Removal};
 use super::rollback;
+pub use super::run_args::{Outcome, RunArgs};
 use super::run_record::{finish, new_journal, print_plan};
 use super::steady;
 use super::target::Target;
+use crate::load::trace::CallTracer;
+use brownout_relay::otlp::Otlp;
 use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 /// The longest wait for the load's first call before the baseline starts.
 const WARM_UP: Duration = Duration::from_secs(60);
-
-/// `brownout run`'s arguments.
-#[derive(Debug, Clone, Default)]
-pub struct RunArgs {
-    pub file: PathBuf,
-    pub policy: Option<PathBuf>,
-    pub journal: Option<PathBuf>,
-    pub json: bool,
-    pub seed: Option<u64>,
-    pub dry_run: bool,
-    /// The store and the reports (`--store`, `--no-store`, `--report`).
-    pub keep: brownout_store::keep::KeepArgs,
-    /// For a program that watches the run (the MCP server): where to keep its live state,
-    /// the run id to use, and whether stdin's end stops the run as a signal would.
-    pub watch: super::stop::Watched,
-    /// A person approved going above the ladder the store's history allows (who).
-    pub ladder_skip_approved_by: Option<String>,
-    /// How long to wait for another run holding the target to end (zero: refuse at once).
-    pub wait_for_target: std::time::Duration,
-    /// Part of a GameDay (`brownout gameday`): its id, kept in the journal.
-    pub gameday: Option<String>,
-    /// Nothing on stdout (a GameDay with `--json` prints its own record alone).
-    pub quiet: bool,
-    /// `--otlp`: the run's phases as spans (`super::otel`).
-    pub otlp: Option<brownout_relay::otlp::Otlp>,
-}
-
-/// How a run ended: its exit code and its journal (as written).
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub code: i32,
-    pub journal: serde_json::Value,
-}
 
 /// Run an experiment; the exit code (0 completed, 1 deviated or aborted, 2 bad input,
 /// 3 refused, 4 failed or not run, 130 interrupted).
@@ -170,23 +139,22 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = rt.block_on(live(&x, &mut j, progress, &a.watch));
+    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref()));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, a).map(Some)
 }
 
-/// Now, in Unix milliseconds.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// The run from the target's start to its stop.
-async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &super::stop::Watched) -> Status {
+async fn live(
+    x: &Loaded,
+    j: &mut Journal,
+    progress: bool,
+    w: &super::stop::Watched,
+    otlp: Option<&Otlp>,
+) -> Status {
     let origin = Instant::now();
     let mut sig = super::stop::signals(w.stop_on_stdin_eof);
-    let target = match Target::start(x).await {
+    let target = match Target::start(x, otlp).await {
         Ok(t) => t,
         Err(e) => {
             j.reason = format!("cannot reach the target: {e}");
@@ -199,11 +167,24 @@ async fn live(x: &Loaded, j: &mut Journal, progress: bool, w: &super::stop::Watc
         s.injections = target.injections_now();
         s
     });
-    let status = with_target(x, j, &target, origin, progress, &mut sig, status_file).await;
+    // The load's calls hang under the run's root span (`super::otel::root`).
+    let trace = otlp.map(|o| CallTracer::new(o.clone(), super::otel::root(&j.run_id)));
+    let status = with_target(
+        x,
+        j,
+        &target,
+        origin,
+        progress,
+        &mut sig,
+        status_file,
+        trace,
+    )
+    .await;
     target.stop().await;
     status
 }
 
+#[allow(clippy::too_many_arguments)] // the run's parts, each used once; a struct would only rename them
 async fn with_target(
     x: &Loaded,
     j: &mut Journal,
@@ -212,6 +193,7 @@ async fn with_target(
     progress: bool,
     sig: &mut watch::Receiver<u32>,
     status_file: Option<super::status::StatusFile>,
+    trace: Option<CallTracer>,
 ) -> Status {
     let before = tokio::select! {
         r = steady::check(&x.spec.steady_state, &target.endpoints) => r,
@@ -242,7 +224,13 @@ async fn with_target(
     let silent_feed = super::silent::feed(silent_source.clone(), tx.clone());
     let health_feed = super::health::Source::for_target(&x.spec.target, &x.gates)
         .map(|s| super::health::feed(s, tx.clone()));
-    let load = LoadRun::start(&x.workload, target.endpoints.load_target(), sessions, tx);
+    let load = LoadRun::start(
+        &x.workload,
+        target.endpoints.load_target(),
+        sessions,
+        trace,
+        tx,
+    );
     let watch = Watch::new(x.gates.clone());
     let mut live = Live::new(origin, watch, rx, sig.clone(), progress);
     live.status = status_file;

@@ -9,148 +9,21 @@
 //! (docs/silent.md). The load routes each call to the server whose `tools/list` has its tool
 //! ([`crate::load::LoadTarget::Servers`]).
 
-use super::spec::{Experiment, Server};
-use super::target::program_path;
+use super::program::program_path;
+pub use super::records::ServerRecord;
+use super::spec::Server;
 use super::Loaded;
-use brownout_core::{Capabilities, Capability, Plan};
+use brownout_core::Plan;
 use brownout_relay::relay::child::ChildSpec;
 use brownout_relay::relay::child_back::ChildBack;
 use brownout_relay::relay::http_back::Upstream;
 use brownout_relay::relay::http_front::{self, Front, FrontOptions, Running};
 use brownout_relay::relay::url_back::UrlBack;
-use brownout_relay::relay::{Driver, Relay, RelayOptions};
+use brownout_relay::relay::{Relay, RelayOptions};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The longest server name (it is part of every session key and of tool names in taints).
-const MAX_NAME: usize = 32;
-
-/// What a schema cannot say about `target.servers`, the faults' `servers` and the probes'
-/// `server`: (JSON pointer, message) per mistake.
-pub fn check(spec: &Experiment, plan_doc: &Value) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let t = &spec.target;
-    let faults = plan_doc["faults"].as_array().cloned().unwrap_or_default();
-    let Some(servers) = &t.servers else {
-        for (i, f) in faults.iter().enumerate() {
-            if f.get("servers").is_some() {
-                out.push((
-                    format!("/faults/{i}/servers"),
-                    "the target is one server: `servers` picks among the servers of \
-                     `target.servers: {NAME: {command | url}}`"
-                        .into(),
-                ));
-            }
-        }
-        for (i, p) in spec.steady_state.iter().enumerate() {
-            if p.call.server.is_some() {
-                out.push((
-                    format!("/steady_state/{i}/call/server"),
-                    "the target is one server: `server` names one of `target.servers`".into(),
-                ));
-            }
-        }
-        return out;
-    };
-    for key in ["command", "url", "admin", "admin_token_env"] {
-        let set = match key {
-            "command" => t.command.is_some(),
-            "url" => t.url.is_some(),
-            "admin" => t.admin.is_some(),
-            _ => t.admin_token_env.is_some(),
-        };
-        if set {
-            out.push((
-                format!("/target/{key}"),
-                format!("give `servers` or `{key}`, not both: with `servers`, each server has its own `command` or `url`"),
-            ));
-        }
-    }
-    for (name, s) in servers {
-        let at = |key: &str| format!("/target/servers/{}{key}", pointer_escape(name));
-        let good = !name.is_empty()
-            && name.len() <= MAX_NAME
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !good {
-            out.push((
-                at(""),
-                format!("`{name}` is not a server name: 1 to {MAX_NAME} of a-z, 0-9, `-`, `_`"),
-            ));
-        }
-        match (&s.command, &s.url) {
-            (Some(_), Some(_)) => {
-                out.push((at("/url"), "give `command` or `url`, not both".into()))
-            }
-            (None, None) => out.push((
-                at(""),
-                "give `command: [PROGRAM, ARGS…]` (a stdio server) or `url:` (an HTTP server)"
-                    .into(),
-            )),
-            (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => out
-                .push((
-                    at("/url"),
-                    format!("`{u}` is not an http:// or https:// URL"),
-                )),
-            _ => {}
-        }
-    }
-    let names: Vec<&str> = servers.keys().map(String::as_str).collect();
-    let unknown = |n: &str| {
-        let hint = brownout_core::plan::suggest(n, names.iter().copied())
-            .map(|s| format!(" (did you mean `{s}`?)"))
-            .unwrap_or_default();
-        format!(
-            "no server `{n}`{hint}; the target's servers: {}",
-            names.join(", ")
-        )
-    };
-    for (i, f) in faults.iter().enumerate() {
-        for (j, n) in f["servers"].as_array().into_iter().flatten().enumerate() {
-            let Some(n) = n.as_str() else { continue };
-            let glob = n.contains(['*', '?', '[', '{']);
-            if !glob && !servers.contains_key(n) {
-                out.push((format!("/faults/{i}/servers/{j}"), unknown(n)));
-            }
-        }
-    }
-    for (i, p) in spec.steady_state.iter().enumerate() {
-        if let Some(n) = &p.call.server {
-            if !servers.contains_key(n) {
-                out.push((format!("/steady_state/{i}/call/server"), unknown(n)));
-            }
-        }
-    }
-    out
-}
-
-fn pointer_escape(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
-}
-
-/// What the relay in front of these servers can carry out: what every one of their backs
-/// can (a fault must be possible on whichever server it lands).
-pub fn driver(servers: &BTreeMap<String, Server>) -> Driver {
-    let child = http_front::driver::<ChildBack>();
-    let url = http_front::driver::<UrlBack>();
-    let all_child = servers.values().all(|s| s.command.is_some());
-    let all_url = servers.values().all(|s| s.command.is_none());
-    match (all_child, all_url) {
-        (true, _) => child,
-        (_, true) => url,
-        _ => Driver {
-            front: child.front,
-            back: "(several servers)",
-            can: Capability::ALL
-                .iter()
-                .filter(|c| child.can.has(**c) && url.can.has(**c))
-                .fold(Capabilities::NONE, |acc, c| acc.with(*c)),
-        },
-    }
-}
 
 /// Where the load and the probes go: the target's one MCP URL, or with several servers
 /// each server's, and which server has which tool.
@@ -176,7 +49,7 @@ impl Endpoints {
         }
     }
 
-    /// A fleet's relays at `urls` (probes go to the first).
+    /// A fleet's relays at `urls` (probes sample every relay in turn).
     pub fn fleet(urls: Vec<String>) -> Endpoints {
         Endpoints {
             url: urls.first().cloned().unwrap_or_default(),
@@ -190,6 +63,15 @@ impl Endpoints {
         let name = p.call.server.as_ref().or(self.routes.get(&p.call.tool));
         name.and_then(|n| self.servers.iter().find(|(s, _)| s == n))
             .map_or(&self.url, |(_, url)| url)
+    }
+
+    /// Every URL a probe samples, in turn: a fleet's relays, else [`Endpoints::for_probe`].
+    pub fn probe_urls(&self, p: &super::spec::Probe) -> Vec<String> {
+        if self.fleet.is_empty() {
+            vec![self.for_probe(p).to_string()]
+        } else {
+            self.fleet.clone()
+        }
     }
 
     /// The load's target: one URL, or every server's (the load routes by tool).
@@ -220,10 +102,15 @@ pub struct Started {
 }
 
 /// Start every server of `servers` behind one relay on loopback, each at its own port.
-pub async fn start(x: &Loaded, servers: &BTreeMap<String, Server>) -> anyhow::Result<Started> {
+pub async fn start(
+    x: &Loaded,
+    servers: &BTreeMap<String, Server>,
+    otlp: Option<&brownout_relay::otlp::Otlp>,
+) -> anyhow::Result<Started> {
     let opts = RelayOptions {
         idle_session_ttl: Some(Duration::from_secs(60)),
-        driver: driver(servers),
+        driver: super::load::servers_driver(servers),
+        otlp: otlp.cloned(),
         ..RelayOptions::default()
     };
     let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
@@ -358,20 +245,6 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
         routes,
         fleet: Vec::new(),
     })
-}
-
-/// One server of a run, in its journal: its calls and the silent failures it started.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct ServerRecord {
-    pub name: String,
-    /// Where its calls went (brownout's relay in front of it).
-    pub url: String,
-    /// `tools/call` requests the relay carried to it, and how many did not end `ok`.
-    pub calls: u64,
-    pub errors: u64,
-    /// Results of its tools a fault changed, and what became of them (acted on — here or on
-    /// another server —, noticed, unobserved).
-    pub silent: brownout_core::stats::Silent,
 }
 
 /// Each server's record from the relay's per-tool figures (`SERVER/TOOL` keys) and its

@@ -5,10 +5,10 @@
 //! and the checks cannot disagree. Durations are `"500ms"`, `"30s"`, `"2m"`, `"1h"`; shares
 //! are `"10%"`.
 
+pub use super::dur::{parse_duration, Dur};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// One experiment: a hypothesis about a target, checked under staged faults.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -331,22 +331,6 @@ pub struct Recovery {
     pub tolerance: Option<Share>,
 }
 
-/// A duration: `"500ms"`, `"30s"`, `"2m"`, `"1h"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(transparent)]
-pub struct Dur(
-    #[schemars(regex(pattern = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h)\s*$"))]
-    #[schemars(extend("examples" = ["500ms", "30s", "2m"]))]
-    pub String,
-);
-
-impl Dur {
-    /// The duration (the schema has checked the syntax; a bad one reads as zero).
-    pub fn get(&self) -> Duration {
-        parse_duration(&self.0).unwrap_or_default()
-    }
-}
-
 /// A share of sessions: `"10%"` (0–100 %).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(transparent)]
@@ -362,12 +346,6 @@ impl Share {
         let n: f64 = self.0.trim().trim_end_matches('%').trim().parse().ok()?;
         Some(n / 100.0)
     }
-}
-
-/// `"30s"` → 30 s (a unit written, at most a year: `brownout_core::duration::Rules::KEY`);
-/// `None` for anything else.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    brownout_core::duration::parse(s, brownout_core::duration::Rules::KEY).ok()
 }
 
 /// A comparison from a tolerance: `">= 99%"` → (`>=`, 99.0); `"< 500ms"` → (`<`, 500.0 ms).
@@ -394,9 +372,34 @@ pub fn holds(op: &str, value: f64, bound: f64) -> bool {
     }
 }
 
+/// The target in one line, for `--dry-run` and messages.
+pub fn describe_target(t: &Target) -> String {
+    if let Some(f) = &t.fleet {
+        return super::fleet_spec::describe(f);
+    }
+    if let Some(servers) = &t.servers {
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        return format!(
+            "{} servers ({}) behind one brownout relay",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    match (&t.command, &t.url, &t.admin) {
+        (Some(c), _, _) => format!(
+            "`{}` behind brownout's relay (one process per session)",
+            c.join(" ")
+        ),
+        (None, Some(u), Some(a)) => format!("the relay at {u}, faults through its admin API {a}"),
+        (None, Some(u), None) => format!("{u} behind brownout's relay"),
+        _ => "none".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations_shares_and_bounds_read() {

@@ -91,7 +91,7 @@ impl StatusFile {
                 .filter_map(|g| serde_json::to_value(g).ok())
                 .collect(),
             injections: self.injections.as_ref().map(|f| f()).unwrap_or_default(),
-            updated_unix_ms: super::runner::unix_ms(),
+            updated_unix_ms: super::clock::unix_ms(),
         };
         let Ok(text) = serde_json::to_vec(&s) else {
             return;

@@ -51,7 +51,7 @@ fn timeout(p: &Probe) -> Duration {
 pub async fn check(probes: &[Probe], urls: &Endpoints) -> Result<SteadyState, String> {
     let mut records = Vec::new();
     for (i, p) in probes.iter().enumerate() {
-        records.push(probe(p, i, urls.for_probe(p)).await?);
+        records.push(probe(p, i, &urls.probe_urls(p)).await?);
     }
     Ok(SteadyState {
         met: records.iter().all(|r| r.met),
@@ -59,41 +59,49 @@ pub async fn check(probes: &[Probe], urls: &Endpoints) -> Result<SteadyState, St
     })
 }
 
-/// A probe's kept session, opened on first use and again after a failure that ends it.
+/// A probe's kept sessions, one per URL it samples (a fleet's relays, in turn), each
+/// opened on first use and again after a failure that ends it.
 struct Sampler {
-    m: McpProbe,
+    targets: Vec<(McpProbe, Option<Session>)>,
     limit: Duration,
-    session: Option<Session>,
+    /// The target of the next sample.
+    next: usize,
 }
 
 impl Sampler {
-    fn new(p: &Probe, i: usize, url: &str) -> Sampler {
+    fn new(p: &Probe, i: usize, urls: &[String]) -> Sampler {
         Sampler {
-            m: mcp_probe(p, i, url),
+            targets: urls.iter().map(|u| (mcp_probe(p, i, u), None)).collect(),
             limit: timeout(p),
-            session: None,
+            next: 0,
         }
     }
 
-    /// One sample: (latency of the call, or why it failed).
+    /// One sample, from the next target in turn: (latency of the call, or why it failed).
     async fn sample(&mut self) -> (f64, Result<(), crate::probe::Failure>) {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + self.limit;
         let client = crate::probe::client();
-        if self.session.is_none() {
-            match Session::open(&self.m, client, deadline).await {
-                Ok(s) => self.session = Some(s),
+        let n = self.targets.len().max(1);
+        let at = self.next % n;
+        self.next = (at + 1) % n;
+        let Some((m, session)) = self.targets.get_mut(at) else {
+            return (ms(started), Ok(()));
+        };
+        if session.is_none() {
+            match Session::open(m, client, deadline).await {
+                Ok(s) => *session = Some(s),
                 Err(f) => return (ms(started), Err(f)),
             }
         }
-        let Some(s) = self.session.as_mut() else {
+        let Some(s) = session.as_mut() else {
             return (ms(started), Ok(()));
         };
         let call_start = Instant::now();
-        let r = s.sample(&self.m, deadline).await;
+        let r = s.sample(m, deadline).await;
         if let Err(f) = &r {
             if ends_session(&f.reason) {
-                if let Some(s) = self.session.take() {
+                if let Some(s) = session.take() {
                     s.close().await;
                 }
             }
@@ -101,9 +109,11 @@ impl Sampler {
         (ms(call_start), r)
     }
 
-    async fn close(mut self) {
-        if let Some(s) = self.session.take() {
-            s.close().await;
+    async fn close(self) {
+        for (_, s) in self.targets {
+            if let Some(s) = s {
+                s.close().await;
+            }
         }
     }
 }
@@ -123,14 +133,16 @@ fn to_sample(r: &Result<(), crate::probe::Failure>, latency_ms: f64) -> Sample {
     }
 }
 
-async fn probe(p: &Probe, i: usize, url: &str) -> Result<ProbeRecord, String> {
-    let mut sampler = Sampler::new(p, i, url);
+async fn probe(p: &Probe, i: usize, urls: &[String]) -> Result<ProbeRecord, String> {
+    let mut sampler = Sampler::new(p, i, urls);
     let mut samples = Vec::new();
-    for n in 0..p.samples.unwrap_or(20) {
+    // With a fleet, at least one sample per relay.
+    let count = p.samples.unwrap_or(20).max(urls.len() as u32);
+    for n in 0..count {
         let (latency, r) = sampler.sample().await;
-        // The first sample opens the session: a target that cannot be reached at all is
-        // brownout unable to check, not a steady state missed.
-        if n == 0 {
+        // The first sample of each target opens its session: a target that cannot be
+        // reached at all is brownout unable to check, not a steady state missed.
+        if (n as usize) < urls.len() {
             if let Err(f) = &r {
                 if matches!(
                     f.reason,
@@ -175,7 +187,7 @@ pub fn continuous(
         .enumerate()
         .filter(|(_, p)| p.during)
         .map(|(i, p)| {
-            let (p, url, tx) = (p.clone(), urls.for_probe(p).to_string(), tx.clone());
+            let (p, urls, tx) = (p.clone(), urls.probe_urls(p), tx.clone());
             let (origin, seed) = (during.origin, during.seed);
             tokio::spawn(async move {
                 let opts = MonitorOptions {
@@ -196,7 +208,7 @@ pub fn continuous(
                     stagger: false,
                 };
                 let mut tracker = Tracker::new(i, p.call.tool.clone(), &opts);
-                let mut sampler = Sampler::new(&p, i, &url);
+                let mut sampler = Sampler::new(&p, i, &urls);
                 let start = tokio::time::Instant::now();
                 for (n, offset) in Schedule::new(&opts, &p.call.tool, i).enumerate() {
                     let at = start + offset;

@@ -6,8 +6,10 @@
 //! leaves nothing behind for more than a few seconds.
 
 use super::load::Loaded;
+use super::program::program_path;
 use super::remote::{Api, Remote};
 use brownout_core::Plan;
+use brownout_relay::otlp::Otlp;
 use brownout_relay::relay::child::ChildSpec;
 use brownout_relay::relay::child_back::ChildBack;
 use brownout_relay::relay::http_back::Upstream;
@@ -52,31 +54,14 @@ fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
     }
 }
 
-/// The program a target's command names: on PATH, else beside the experiment file, else —
-/// for `brownout` itself (the examples' `[brownout, fixture]`) — this very executable, so an
-/// example runs from a checkout (`cargo run -- run …`) where brownout is not installed.
-pub(super) fn program_path(program: &str, dir: &std::path::Path) -> Option<String> {
-    if brownout_relay::relay::child::which(program).is_some() {
-        return Some(program.to_string());
-    }
-    let beside = dir.join(program);
-    if beside.exists() {
-        return Some(beside.display().to_string());
-    }
-    if program == "brownout" {
-        return std::env::current_exe()
-            .ok()
-            .map(|p| p.display().to_string());
-    }
-    None
-}
-
 impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
-    pub async fn start(x: &Loaded) -> anyhow::Result<Target> {
+    /// Reach the experiment's target (starting its servers and relay when it names
+    /// commands); with `otlp`, an in-process relay exports a span per relayed call.
+    pub async fn start(x: &Loaded, otlp: Option<&Otlp>) -> anyhow::Result<Target> {
         let t = &x.spec.target;
         if let Some(servers) = &t.servers {
-            let started = super::servers::start(x, servers).await?;
+            let started = super::servers::start(x, servers, otlp).await?;
             let endpoints = match super::servers::endpoints(&started.servers).await {
                 Ok(e) => e,
                 Err(e) => {
@@ -132,6 +117,7 @@ impl Target {
         let opts = RelayOptions {
             idle_session_ttl: Some(Duration::from_secs(60)),
             driver,
+            otlp: otlp.cloned(),
             ..RelayOptions::default()
         };
         let relay = Arc::new(Relay::new(Plan::empty(), &opts, None));
@@ -344,22 +330,5 @@ impl Target {
             let all = futures::future::join_all(l.running.into_iter().map(Running::stop));
             let _ = tokio::time::timeout(Duration::from_secs(15), all).await;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::program_path;
-
-    #[test]
-    fn brownout_itself_runs_even_when_it_is_not_installed() {
-        let dir = std::path::Path::new("/nonexistent");
-        assert_eq!(program_path("no-such-program-xyz", dir), None);
-        let found = program_path("brownout", dir).expect("brownout resolves");
-        if brownout_relay::relay::child::which("brownout").is_none() {
-            let me = std::env::current_exe().expect("current exe");
-            assert_eq!(found, me.display().to_string());
-        }
-        assert_eq!(program_path("sh", dir).as_deref(), Some("sh"));
     }
 }

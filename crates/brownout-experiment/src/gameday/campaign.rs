@@ -93,7 +93,7 @@ fn stopped() -> bool {
 /// did not, 3 refused, 4 failed, 130 interrupted; a dry run: 0, or 3 when refused).
 pub fn run(g: &LoadedGameDay, o: &Options) -> anyhow::Result<(Record, i32)> {
     watch_signals(o.stop_on_stdin_eof);
-    let started = runner::unix_ms();
+    let started = crate::experiment::clock::unix_ms();
     let mut rec = Record {
         gameday_version: 1,
         gameday_id: o.gameday_id.clone().unwrap_or_else(|| {
@@ -329,7 +329,7 @@ fn finish(rec: &mut Record, o: &Options, interrupted: bool) {
     if let Some(at) = &rec.stopped_at {
         rec.reason.push_str(&format!("; stopped at `{at}`"));
     }
-    rec.ended_unix_ms = runner::unix_ms();
+    rec.ended_unix_ms = crate::experiment::clock::unix_ms();
     if !o.dry_run {
         match brownout_store::store::open(o.store.as_deref()) {
             Ok(mut s) => {

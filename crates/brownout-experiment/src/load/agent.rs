@@ -69,6 +69,7 @@ pub(super) struct Shared {
     start: Instant,
     stop: CancellationToken,
     events: UnboundedSender<LoadEvent>,
+    trace: Option<super::trace::CallTracer>,
     limiter: Option<Mutex<TokenBucket>>,
     breakers: Option<Mutex<HashMap<Arc<str>, Breaker>>>,
     tally: Mutex<Tally>,
@@ -169,6 +170,7 @@ pub(super) async fn run(
         start: Instant::now(),
         stop: stop.clone(),
         events,
+        trace: opts.trace.clone(),
         limiter: c
             .rate_limiter
             .as_ref()
@@ -398,6 +400,12 @@ pub(super) async fn call(
     keep: bool,
 ) -> Option<Called> {
     let mut rng = call_rng(shared.seed, task, ordinal);
+    let span = shared.trace.as_ref().map(|t| t.span_id(task, ordinal));
+    let params = match (&shared.trace, span) {
+        (Some(t), Some(span)) => t.params(params, span),
+        _ => std::borrow::Cow::Borrowed(params),
+    };
+    let params = params.as_ref();
     let calls_so_far = shared.calls_made.fetch_add(1, Ordering::Relaxed) + 1;
     let mut attempts = 0u32;
     let mut last: Answer;
@@ -500,6 +508,9 @@ pub(super) async fn call(
         attempts,
     };
     lock(&shared.tally).call(&obs);
+    if let (Some(t), Some(span)) = (&shared.trace, span) {
+        t.call(&obs, span);
+    }
     let _ = shared.events.send(LoadEvent::Call(obs));
     Some(Called {
         good: outcome == Outcome::Ok,

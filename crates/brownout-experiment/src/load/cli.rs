@@ -139,12 +139,14 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
         let interrupted = spawn_signals(cancel.clone());
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let show = !a.json && std::io::stderr().is_terminal();
+        let trace = spans.as_ref().map(super::otel::LoadSpans::tracer);
         let progress = tokio::spawn(progress(rx, show, spans));
         let opts = LoadOptions {
             sessions: a.sessions.max(1),
             duration: a.duration,
             seed: a.seed,
             cancel,
+            trace,
         };
         let result = super::run(&workload, target, opts, tx).await;
         let _ = progress.await;
@@ -196,7 +198,7 @@ fn spawn_signals(cancel: CancellationToken) -> CancellationToken {
 }
 
 /// Drain the events; on a terminal, print a line per second.
-/// With `--otlp`, every call is a span too.
+/// With `--otlp`, the load's root span ends with its totals.
 async fn progress(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<LoadEvent>,
     show: bool,
@@ -216,9 +218,6 @@ async fn progress(
                     if !c.outcome.is_success() {
                         errors += 1;
                         failed += 1;
-                    }
-                    if let Some(s) = &spans {
-                        s.call(&c);
                     }
                     if show {
                         hist.record(c.latency_ms);

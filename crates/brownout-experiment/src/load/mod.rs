@@ -24,6 +24,7 @@ pub mod schedule;
 pub mod session;
 pub mod stats;
 pub mod stdio;
+pub mod trace;
 pub mod wire;
 
 pub use brownout_core::slo::{CallObservation, TaskObservation};
@@ -72,6 +73,9 @@ pub struct LoadOptions {
     /// short grace (at most [`STOP_GRACE`]) to finish. A call or task cut short (one that
     /// would still have retried, or whose steps had not all run) is not reported.
     pub cancel: CancellationToken,
+    /// With `--otlp`: each logical call is a client span, its attempts carry its
+    /// `traceparent` (see [`trace`]).
+    pub trace: Option<trace::CallTracer>,
 }
 
 impl Default for LoadOptions {
@@ -81,6 +85,7 @@ impl Default for LoadOptions {
             duration: None,
             seed: None,
             cancel: CancellationToken::new(),
+            trace: None,
         }
     }
 }

@@ -50,7 +50,7 @@ impl Designed {
             "step": self.step,
             "steps": self.steps,
             "title": self.title,
-            "tool": self.tool.as_deref().map(|t| crate::mcp::untrusted::text(t, crate::mcp::untrusted::NAME_CAP)),
+            "tool": self.tool.as_deref().map(|t| crate::target::untrusted::text(t, crate::target::untrusted::NAME_CAP)),
             "fault": self.kinds.first(),
             "faults": self.kinds,
             "rationale": self.rationale,
@@ -180,17 +180,17 @@ pub fn series(
     let loaded = load_of(g, s);
     let calls: Vec<String> = loaded
         .iter()
-        .map(|t| match crate::mcp::writes::may_write(t) {
-            None => crate::mcp::untrusted::quote(&t.name, 60),
+        .map(|t| match crate::target::writes::may_write(t) {
+            None => crate::target::untrusted::quote(&t.name, 60),
             Some(w) => format!(
                 "{} (it may write ({w}), but the operator's policy names it in `load_tools`)",
-                crate::mcp::untrusted::quote(&t.name, 60)
+                crate::target::untrusted::quote(&t.name, 60)
             ),
         })
         .collect();
     let all_read_only = loaded
         .iter()
-        .all(|t| crate::mcp::writes::may_write(t).is_none());
+        .all(|t| crate::target::writes::may_write(t).is_none());
     // One seed for the series: every rung its widest step climbs reaches its share.
     let widest: Vec<f64> = ladder
         .iter()
@@ -256,11 +256,11 @@ pub fn series(
                     true,
                     Value::Null,
                     estimate(&x, step_measured(g, &loaded)),
-                    crate::mcp::read::verdict_json((env.verdict)(&x)),
+                    crate::verdicts::verdict_json((env.verdict)(&x)),
                 ),
                 Err(e) => (
                     false,
-                    json!(crate::mcp::read::errors_json(&e)),
+                    json!(crate::verdicts::errors_json(&e)),
                     Value::Null,
                     Value::Null,
                 ),

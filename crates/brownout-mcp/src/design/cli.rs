@@ -88,7 +88,7 @@ pub fn run(a: DesignArgs) -> anyhow::Result<i32> {
         .build()?;
     let timeout = Duration::from_millis(a.timeout_ms.clamp(100, 600_000));
     let described = rt
-        .block_on(crate::mcp::describe::connect(&target, timeout, &workdir))
+        .block_on(crate::target::connect::connect(&target, timeout, &workdir))
         .map_err(|e| anyhow::anyhow!("cannot describe the target: {e}"))?;
     let keep = brownout_store::keep::KeepArgs {
         store: a.store.clone(),

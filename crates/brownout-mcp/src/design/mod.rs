@@ -143,7 +143,7 @@ pub fn design_with(
     tools: &[Tool],
     progress: &(dyn Fn(f64, Option<f64>, String) + Sync),
 ) -> Result<(Value, Vec<build::Designed>), String> {
-    let history = crate::mcp::history::of(env.store, target);
+    let history = crate::target::history::of(env.store, target);
     let (timeout_ms, timeout_from) = match &history.timeout_ms {
         Some((ms, run)) => (*ms, format!("the client timeout run {run} set")),
         None => (
@@ -231,7 +231,7 @@ pub fn design_with(
         scenarios.push(json!({
             "scenario": s.name(),
             "summary": s.summary(),
-            "tool": series.tool.as_deref().map(|t| crate::mcp::untrusted::text(t, crate::mcp::untrusted::NAME_CAP)),
+            "tool": series.tool.as_deref().map(|t| crate::target::untrusted::text(t, crate::target::untrusted::NAME_CAP)),
             "parameters": untrusted_tool(&series.parameters),
             "steps": made.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
         }));
@@ -255,7 +255,7 @@ pub fn design_with(
 fn untrusted_tool(p: &Value) -> Value {
     let mut p = p.clone();
     if let Some(t) = p.get("tool").and_then(Value::as_str).map(String::from) {
-        p["tool"] = crate::mcp::untrusted::text(&t, crate::mcp::untrusted::NAME_CAP).into();
+        p["tool"] = crate::target::untrusted::text(&t, crate::target::untrusted::NAME_CAP).into();
     }
     p
 }
@@ -264,13 +264,13 @@ fn untrusted_tool(p: &Value) -> Value {
 fn not_designed(tools: &[Tool], policy: &Policy) -> Vec<Value> {
     tools
         .iter()
-        .filter(|t| !crate::mcp::writes::callable(t, policy))
+        .filter(|t| !crate::target::writes::callable(t, policy))
         .map(|t| {
             json!({
-                "tool": crate::mcp::untrusted::text(&t.name, crate::mcp::untrusted::NAME_CAP),
+                "tool": crate::target::untrusted::text(&t.name, crate::target::untrusted::NAME_CAP),
                 "why": format!(
                     "it may write ({}): a designed load never sends it a real call; name it in the policy's `load_tools` if calling it is safe",
-                    crate::mcp::writes::may_write(t).unwrap_or_default()
+                    crate::target::writes::may_write(t).unwrap_or_default()
                 ),
             })
         })

@@ -4,7 +4,7 @@
 //! arguments from their input schemas, and which one a scenario should aim at — a tool the
 //! goal names first.
 
-use crate::mcp::writes::{callable, may_write, words};
+use crate::target::writes::{callable, may_write, words};
 use brownout_experiment::experiment::policy::Policy;
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};

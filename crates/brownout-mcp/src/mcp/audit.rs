@@ -65,7 +65,7 @@ impl Audit {
     /// Append an entry (its time set now). A write that fails is reported on stderr: the
     /// decision stands, and the operator learns the log is incomplete.
     pub fn write(&self, mut e: Entry) {
-        e.at_unix_ms = brownout_experiment::experiment::runner::unix_ms();
+        e.at_unix_ms = brownout_experiment::experiment::clock::unix_ms();
         e.detail = redact(&e.detail);
         e.experiment = e.experiment.map(|t| redact(&t));
         e.approver = e.approver.map(|t| redact(&t));

@@ -30,7 +30,7 @@ pub async fn design(ctx: &Ctx, args: &Value, progress: &super::progress::Progres
         let mut out = crate::design::design(&env, &req, &args["target"], &d.tools, &report)?;
         out["target"] = d.json;
         if let Some(notes) = out["notes"].as_array_mut() {
-            notes.push(super::untrusted::NOTICE.into());
+            notes.push(crate::target::untrusted::NOTICE.into());
         }
         Ok(out)
     })
@@ -46,7 +46,7 @@ fn request(args: &Value) -> Result<Request, String> {
         let x = Scenario::from_name(name).ok_or_else(|| {
             format!(
                 "`{}` is not a scenario; known: {}",
-                super::untrusted::text(name, 60),
+                crate::target::untrusted::text(name, 60),
                 Scenario::names().join(", ")
             )
         })?;

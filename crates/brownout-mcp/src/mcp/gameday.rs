@@ -164,27 +164,9 @@ impl McpServer {
                 entry.detail =
                     format!("approved by {}", entry.approver.clone().unwrap_or_default());
                 ctx.audit.write(entry);
-                let mut v = serde_json::to_value(&h).unwrap_or_default();
-                v["decision"] = "started".into();
-                v["detail"] = format!(
-                    "running; renew the lease (renew_lease) within {:.0}s or the GameDay stops; get_gameday shows it live",
-                    h.lease_seconds
-                )
-                .into();
-                Ok(CallToolResponse::Complete(result(v, false)))
+                Ok(super::intake::started(&h, "GameDay", "get_gameday"))
             }
-            Err(super::runs::StartError::Full(n)) => {
-                let r = super::guard::capacity(&ctx.cfg, n)
-                    .err()
-                    .map_or_else(|| format!("{n} run(s) going"), |r| r.detail);
-                decide(&mut entry, "refused", Some("max_concurrent"), r)
-            }
-            Err(super::runs::StartError::Io(e)) => decide(
-                &mut entry,
-                "refused",
-                Some("start"),
-                format!("the GameDay could not start: {e}"),
-            ),
+            Err(e) => super::intake::start_refused(ctx, &mut entry, e, "GameDay"),
         }
     }
 
@@ -206,7 +188,7 @@ impl McpServer {
                 Err(r) if !(i > 0 && r.rule == "ladder_from_history") => return Err(named(r)),
                 _ => {}
             }
-            super::writes::check_target(&self.ctx, x)
+            super::describe::check_target(&self.ctx, x)
                 .await
                 .map_err(named)?;
         }
@@ -296,7 +278,7 @@ fn invalid(
     } else {
         e.to_string().replace(strip, "")
     };
-    let v = json!({"decision": "invalid", "rule": null, "detail": detail, "errors": super::read::errors_json(e)});
+    let v = json!({"decision": "invalid", "rule": null, "detail": detail, "errors": crate::verdicts::errors_json(e)});
     Ok(CallToolResponse::Complete(result(v, true)))
 }
 

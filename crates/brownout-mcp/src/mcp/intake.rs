@@ -3,6 +3,7 @@
 //! and answer each decision the same way, written to the audit log before it is sent.
 
 use super::audit::Entry;
+use super::runs::{Handle, StartError};
 use super::server::result;
 use super::Ctx;
 use rmcp::model::CallToolResponse;
@@ -84,4 +85,42 @@ pub(super) fn text_of<'a>(
         )));
     }
     Ok(text)
+}
+
+/// The answer to a start the runs table took: the run's handle, `started`, and how to keep
+/// it going (`what`: `run` or `GameDay`; `get`: the tool that shows it live).
+pub(super) fn started(h: &Handle, what: &str, get: &str) -> CallToolResponse {
+    let mut v = serde_json::to_value(h).unwrap_or_default();
+    v["decision"] = "started".into();
+    v["detail"] = format!(
+        "running; renew the lease (renew_lease) within {:.0}s or the {what} stops; {get} shows it live",
+        h.lease_seconds
+    )
+    .into();
+    CallToolResponse::Complete(result(v, false))
+}
+
+/// The answer to a start the runs table refused: the concurrency cap (`max_concurrent`), or
+/// the `what` (`run`, `GameDay`) could not start; audited like every decision.
+pub(super) fn start_refused(
+    ctx: &Ctx,
+    entry: &mut Entry,
+    e: StartError,
+    what: &str,
+) -> Result<CallToolResponse, McpError> {
+    match e {
+        StartError::Full(n) => {
+            let r = super::guard::capacity(&ctx.cfg, n)
+                .err()
+                .map_or_else(|| format!("{n} run(s) going"), |r| r.detail);
+            decide(ctx, entry, "refused", Some("max_concurrent"), r)
+        }
+        StartError::Io(e) => decide(
+            ctx,
+            entry,
+            "refused",
+            Some("start"),
+            format!("the {what} could not start: {e}"),
+        ),
+    }
 }

@@ -23,7 +23,6 @@ pub mod describe;
 pub mod design;
 pub mod gameday;
 pub mod guard;
-pub mod history;
 pub mod http;
 pub mod http_limits;
 pub mod intake;
@@ -35,10 +34,7 @@ pub mod resources;
 pub mod runs;
 pub mod server;
 pub mod start;
-pub mod tool_pages;
-pub mod untrusted;
 pub mod work_bounds;
-pub mod writes;
 
 use brownout_experiment::experiment::policy::Policy;
 use clap::Args;

@@ -4,9 +4,9 @@
 //! structured result, or a message for the agent (a tool error).
 
 use super::Ctx;
+use crate::verdicts::{errors_json, verdict_json};
 use brownout_core::faults::KINDS;
 use brownout_core::plan::source::Format;
-use brownout_core::plan::PlanErrors;
 use brownout_core::Plan;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -43,21 +43,6 @@ fn too_long(key: &str, t: &str) -> Result<(), String> {
 /// The file name errors are reported under, carrying the format.
 fn named(base: &str, args: &Value) -> String {
     format!("{base}.{}", args["format"].as_str().unwrap_or("yaml"))
-}
-
-pub fn errors_json(e: &PlanErrors) -> Vec<Value> {
-    e.errors
-        .iter()
-        .map(|x| json!({"line": x.pos.line, "column": x.pos.column, "key": x.key, "message": x.message}))
-        .collect()
-}
-
-/// The policy's verdict on an experiment, as `policy_check` shows it.
-pub fn verdict_json(v: Result<(), brownout_experiment::experiment::Refusal>) -> Value {
-    match v {
-        Ok(()) => json!({"allowed": true}),
-        Err(r) => json!({"allowed": false, "rule": r.rule, "detail": r.detail}),
-    }
 }
 
 pub fn list_fault_kinds() -> Out {

@@ -12,8 +12,8 @@
 //! `why` sentences quote them escaped and cut, never spliced in bare.
 
 use super::read::Out;
-use super::untrusted::{quote, text, NAME_CAP, TEXT_CAP};
 use super::Ctx;
+use crate::target::untrusted::{quote, text, NAME_CAP, TEXT_CAP};
 use brownout_core::faults::KINDS;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -152,7 +152,7 @@ impl Runs {
         if active >= s.cap {
             return Err(StartError::Full(active));
         }
-        let now = brownout_experiment::experiment::runner::unix_ms();
+        let now = brownout_experiment::experiment::clock::unix_ms();
         let run_id = brownout_store::store::ingest::fresh_run_id(now);
         let ext = if s.text.trim_start().starts_with('{') {
             "json"
@@ -349,7 +349,7 @@ impl Runs {
             run_id: run_id.to_string(),
             state: "running".into(),
             lease_seconds: r.lease.as_secs_f64(),
-            lease_expires_unix_ms: brownout_experiment::experiment::runner::unix_ms()
+            lease_expires_unix_ms: brownout_experiment::experiment::clock::unix_ms()
                 + r.lease.as_millis() as u64,
         })
     }

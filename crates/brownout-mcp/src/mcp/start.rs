@@ -11,7 +11,6 @@
 
 use super::audit::Entry;
 use super::binding::{self, Resolved};
-use super::read;
 use super::server::{client_name, result, McpServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationSchema,
@@ -104,7 +103,7 @@ impl McpServer {
                 entry.detail = format!("{} error(s)", e.errors.len());
                 ctx.audit.write(entry);
                 let at = format!("{}/", copy.path().display());
-                let v = json!({"decision": "invalid", "rule": null, "detail": e.to_string().replace(&at, ""), "errors": read::errors_json(&e)});
+                let v = json!({"decision": "invalid", "rule": null, "detail": e.to_string().replace(&at, ""), "errors": crate::verdicts::errors_json(&e)});
                 return Ok(CallToolResponse::Complete(result(v, true)));
             }
         };
@@ -118,7 +117,7 @@ impl McpServer {
             Err(r) => return decide(&mut entry, "refused", Some(&r.rule), r.detail),
         };
         // No real call to a tool that may write: judged against the target's own list.
-        if let Err(r) = super::writes::check_target(ctx, &x).await {
+        if let Err(r) = super::describe::check_target(ctx, &x).await {
             return decide(&mut entry, "refused", Some(&r.rule), r.detail);
         }
         // A person approves: the code the operator read, a form in the client, or a form
@@ -199,27 +198,9 @@ impl McpServer {
                         self.as_task(&h.run_id),
                     )));
                 }
-                let mut v = serde_json::to_value(&h).unwrap_or_default();
-                v["decision"] = "started".into();
-                v["detail"] = format!(
-                    "running; renew the lease (renew_lease) within {:.0}s or the run stops; get_experiment shows it live",
-                    h.lease_seconds
-                )
-                .into();
-                Ok(CallToolResponse::Complete(result(v, false)))
+                Ok(super::intake::started(&h, "run", "get_experiment"))
             }
-            Err(super::runs::StartError::Full(n)) => {
-                let r = super::guard::capacity(&ctx.cfg, n)
-                    .err()
-                    .map_or_else(|| format!("{n} run(s) going"), |r| r.detail);
-                decide(&mut entry, "refused", Some("max_concurrent"), r)
-            }
-            Err(super::runs::StartError::Io(e)) => decide(
-                &mut entry,
-                "refused",
-                Some("start"),
-                format!("the run could not start: {e}"),
-            ),
+            Err(e) => super::intake::start_refused(ctx, &mut entry, e, "run"),
         }
     }
 

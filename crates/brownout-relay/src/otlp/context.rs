@@ -40,6 +40,17 @@ pub fn parse_traceparent(text: &str) -> Option<Parent> {
     })
 }
 
+/// The `traceparent` value that makes a callee's span a child of `p`
+/// (`00-<trace>-<span>-01`).
+pub fn traceparent(p: &Parent) -> String {
+    format!(
+        "00-{}-{}-{:02x}",
+        to_hex(&p.trace_id),
+        to_hex(&p.span_id),
+        u8::from(p.sampled)
+    )
+}
+
 /// `N` bytes from exactly `2N` lower-case hex digits.
 fn hex<const N: usize>(text: &str) -> Option<[u8; N]> {
     let b = text.as_bytes();

@@ -11,10 +11,14 @@
 //! (`opentelemetry-proto`, encoded with prost); the HTTP client is the reqwest brownout
 //! already uses.
 //!
-//! What the caller pays: a `try_send` on a bounded channel. Everything else — matching
-//! events, building spans, encoding, HTTP — happens on the exporter's own thread, so a slow
-//! or dead collector never slows the relay: when the queue is full, or an export fails,
-//! the spans are dropped and counted, never held without bound.
+//! What the caller pays: a push onto a bounded buffer under an uncontended lock — no
+//! channel wake-up per call. The exporter's thread collects the buffer every [`TICK`]
+//! (sooner when it is half full, or for a flush or metrics), so a relayed call never makes
+//! the relay wake another thread: a wake-up (a futex call and a context switch) cost more
+//! than the whole rest of the span's path (BENCHMARKS.md, `--otlp`). Everything else —
+//! matching events, building spans, encoding, HTTP — happens on the exporter's own thread,
+//! so a slow or dead collector never slows the relay: when the buffer is full, or an export
+//! fails, the spans are dropped and counted, never held without bound.
 
 use super::calls::CallSpans;
 use super::context::Parent;
@@ -24,10 +28,13 @@ use prost::Message;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 /// Items queued for the exporter at most; beyond, new spans are dropped (and counted).
 pub const QUEUE_ITEMS: usize = 4096;
+/// How often the exporter collects what the relay queued (sooner when the buffer is half
+/// full).
+pub const TICK: Duration = Duration::from_millis(50);
 /// Spans per export request at most.
 pub const MAX_BATCH: usize = 512;
 /// A batch smaller than [`MAX_BATCH`] leaves at least this often.
@@ -71,26 +78,77 @@ pub struct Counters {
     pub last_error: Mutex<Option<String>>,
 }
 
-/// The producer side of the queue.
-pub(super) struct Queue {
-    pub tx: mpsc::Sender<Item>,
+/// What the producers and the exporter thread share: the buffer and how to wake the
+/// exporter early.
+pub(super) struct Shared {
+    held: Mutex<Vec<Item>>,
+    wake: Notify,
+    /// Set when the last producer is gone: export what is left, then stop.
+    closed: std::sync::atomic::AtomicBool,
     pub counters: Arc<Counters>,
 }
 
+/// The producer side of the queue; dropping the last one stops the exporter (after it has
+/// exported what was queued).
+pub(super) struct Queue {
+    shared: Arc<Shared>,
+}
+
 impl Queue {
-    /// Queue `item`, or count the `spans` it would have made as dropped.
+    /// Queue `item`, or count the `spans` it would have made as dropped. Never wakes the
+    /// exporter for a span or events unless the buffer is half full.
     pub fn offer(&self, item: Item, spans: u64) {
-        if self.tx.try_send(item).is_err() {
-            self.counters.dropped.fetch_add(spans, Ordering::Relaxed);
+        if let Err(item) = self.push(item) {
+            match item {
+                Item::Metrics(_) => self
+                    .counters()
+                    .metrics_dropped
+                    .fetch_add(1, Ordering::Relaxed),
+                _ => self.counters().dropped.fetch_add(spans, Ordering::Relaxed),
+            };
         }
+    }
+
+    /// Queue `item` unless the buffer is full (then it is handed back). Flushes and metrics
+    /// wake the exporter at once.
+    pub fn push(&self, item: Item) -> Result<(), Item> {
+        let urgent = matches!(item, Item::Flush(_) | Item::Metrics(_));
+        let len = {
+            let mut held = self.shared.held.lock().unwrap_or_else(|p| p.into_inner());
+            if held.len() >= QUEUE_ITEMS {
+                return Err(item);
+            }
+            held.push(item);
+            held.len()
+        };
+        if urgent || len == QUEUE_ITEMS / 2 {
+            self.shared.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.shared.counters
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
     }
 }
 
 /// Start the exporter thread for `url` (the collector's `/v1/traces`; metrics go to its
 /// sibling `/v1/metrics`).
 pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Result<Queue> {
-    let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
     let counters = Arc::new(Counters::default());
+    let shared = Arc::new(Shared {
+        held: Mutex::new(Vec::new()),
+        wake: Notify::new(),
+        closed: std::sync::atomic::AtomicBool::new(false),
+        counters: Arc::clone(&counters),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -111,15 +169,16 @@ pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Resu
         metrics_url,
         service,
         client,
-        counters: Arc::clone(&counters),
+        counters,
         batch: Vec::new(),
         calls: CallSpans::default(),
         quiet_until: None,
     };
+    let theirs = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("brownout-otlp".into())
-        .spawn(move || runtime.block_on(worker.run(rx)))?;
-    Ok(Queue { tx, counters })
+        .spawn(move || runtime.block_on(worker.run(theirs)))?;
+    Ok(Queue { shared })
 }
 
 struct Worker {
@@ -135,25 +194,36 @@ struct Worker {
 }
 
 impl Worker {
-    async fn run(mut self, mut rx: mpsc::Receiver<Item>) {
+    async fn run(mut self, shared: Arc<Shared>) {
         let mut last = Instant::now();
+        let mut taken = Vec::new();
         loop {
-            let wait = FLUSH_EVERY.saturating_sub(last.elapsed());
-            match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(Item::Metrics(m))) => self.send_metrics(&m).await,
-                Ok(Some(item)) => {
-                    if let Some(done) = self.take(item) {
-                        self.export().await;
-                        last = Instant::now();
-                        let _ = done.send(());
-                        continue;
-                    }
+            let closed = shared.closed.load(Ordering::Acquire);
+            if !closed {
+                // Woken early by a flush, metrics, a half-full buffer or the last producer.
+                let _ = tokio::time::timeout(TICK, shared.wake.notified()).await;
+            }
+            std::mem::swap(
+                &mut taken,
+                &mut *shared.held.lock().unwrap_or_else(|p| p.into_inner()),
+            );
+            let mut done = Vec::new();
+            for item in taken.drain(..) {
+                match item {
+                    Item::Metrics(m) => self.send_metrics(&m).await,
+                    item => done.extend(self.take(item)),
                 }
-                Ok(None) => {
-                    self.export().await;
+            }
+            if !done.is_empty() || closed {
+                self.export().await;
+                last = Instant::now();
+                for d in done {
+                    let _ = d.send(());
+                }
+                if closed {
                     return;
                 }
-                Err(_) => {}
+                continue;
             }
             if self.batch.len() >= MAX_BATCH || last.elapsed() >= FLUSH_EVERY {
                 self.export().await;

@@ -139,27 +139,22 @@ impl Otlp {
 
     /// Queue a snapshot of metrics (dropped and counted when the queue is full).
     pub fn send_metrics(&self, m: metrics::Snapshot) {
-        if self.queue.tx.try_send(Item::Metrics(Box::new(m))).is_err() {
-            self.queue
-                .counters
-                .metrics_dropped
-                .fetch_add(1, Ordering::Relaxed);
-        }
+        self.queue.offer(Item::Metrics(Box::new(m)), 0);
     }
 
     /// Spans exported and dropped so far, and the last export error.
     pub fn status(&self) -> serde_json::Value {
-        status_of(&self.queue.counters)
+        status_of(self.queue.counters())
     }
 
     /// Spans dropped so far (queue full, or not taken by the collector).
     pub fn dropped(&self) -> u64 {
-        self.queue.counters.dropped.load(Ordering::Relaxed)
+        self.queue.counters().dropped.load(Ordering::Relaxed)
     }
 
     /// Spans the collector took so far.
     pub fn exported(&self) -> u64 {
-        self.queue.counters.exported.load(Ordering::Relaxed)
+        self.queue.counters().exported.load(Ordering::Relaxed)
     }
 
     /// Export what is queued (waiting [`CLOSE_WAIT`] at most) and say on stderr how many
@@ -170,15 +165,14 @@ impl Otlp {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let mut item = Item::Flush(done_tx);
         loop {
-            match self.queue.tx.try_send(item) {
+            match self.queue.push(item) {
                 Ok(()) => {
                     let _ =
                         done_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
                     break;
                 }
-                Err(tokio::sync::mpsc::error::TrySendError::Full(back))
-                    if Instant::now() < deadline =>
-                {
+                // The buffer is full: the exporter is taking it (it was woken at half).
+                Err(back) if Instant::now() < deadline => {
                     item = back;
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -190,7 +184,7 @@ impl Otlp {
 
     /// `otlp: 120 span(s) exported to URL, 3 dropped (last error: …)`.
     pub fn summary(&self) -> String {
-        let c = &self.queue.counters;
+        let c = &self.queue.counters();
         let exported = c.exported.load(Ordering::Relaxed);
         let dropped = c.dropped.load(Ordering::Relaxed);
         let mut line = format!(

@@ -15,7 +15,7 @@
 use super::child::ProcessHandle;
 use super::http::{answered_ids, Down};
 use super::{dead_end, Pipe};
-use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
+use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::verdict::{Forward, Verdict};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,7 +64,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The refusal of a request whose id is already in flight in the session.
 pub fn duplicate_id_error(id: &Id) -> Vec<u8> {
-    jsonrpc::error_response(
+    brownout_core::splice::error_response(
         Some(id),
         -32600,
         &format!(

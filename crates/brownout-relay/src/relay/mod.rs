@@ -24,14 +24,12 @@ mod pipe;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
-pub mod stdio_child;
-pub mod stdio_http;
 pub mod upstream_answer;
 pub mod url_back;
 
 use crate::events::EventSink;
 use brownout_core::engine::FailedCall;
-use brownout_core::jsonrpc::{self, Id};
+use brownout_core::jsonrpc::Id;
 use brownout_core::stats::Report;
 use brownout_core::verdict::{Forward, ProcessAction, Verdict};
 use brownout_core::{Capabilities, Capability, Engine, EngineConfig, Plan, PlanErrors, Side, Time};
@@ -414,7 +412,7 @@ impl Relay {
 
 /// A JSON-RPC error from brownout itself (the server failed, a limit was hit).
 pub fn relay_error(id: Option<&Id>, message: &str) -> Vec<u8> {
-    jsonrpc::error_response(id, -32603, message, None)
+    brownout_core::splice::error_response(id, -32603, message, None)
 }
 
 /// The run summary with its per-method and per-tool lines and every fault of the plan.
@@ -432,5 +430,7 @@ fn report(engine: &Engine) -> Report {
         )
 }
 
+#[cfg(test)]
+mod both_fronts;
 #[cfg(test)]
 mod tests;

@@ -335,7 +335,8 @@ impl Lab {
     }
 
     /// One relay's `/status` `summary`, asked from the lab.
-    pub fn calls(&self, i: usize, brownout: &str) -> u64 {
+    /// Relay `i`'s status (`brownout faults status --json`, from the lab's namespace).
+    fn status(&self, i: usize, brownout: &str) -> serde_json::Value {
         let out = Command::new("ip")
             .args([
                 "netns", "exec", &self.lab, brownout, "faults", "status", "--json",
@@ -343,8 +344,19 @@ impl Lab {
             .args(["--admin", &self.hosts[i].admin(), "--token", TOKEN])
             .output()
             .expect("faults status");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        v["summary"]["tools"]
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    }
+
+    /// The calls of `tool` relay `i` carried, as its status counts them.
+    pub fn tool_calls(&self, i: usize, brownout: &str, tool: &str) -> u64 {
+        self.status(i, brownout)["summary"]["tools"][tool]["calls"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Every call relay `i` carried.
+    pub fn calls(&self, i: usize, brownout: &str) -> u64 {
+        self.status(i, brownout)["summary"]["tools"]
             .as_object()
             .map_or(0, |t| t.values().filter_map(|x| x["calls"].as_u64()).sum())
     }

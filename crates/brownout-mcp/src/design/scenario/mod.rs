@@ -160,5 +160,5 @@ fn bounded_retries() -> Value {
 
 /// A tool's name quoted for brownout's own sentences (it is the target's text).
 fn q(t: &Tool) -> String {
-    crate::mcp::untrusted::quote(&t.name, 60)
+    crate::target::untrusted::quote(&t.name, 60)
 }

@@ -4,6 +4,10 @@
 //! These types derive `JsonSchema`; `brownout plan schema` prints the schema built from them
 //! and the validator checks every plan against the same schema, so the reference and the
 //! checks cannot disagree.
+//!
+//! A module of its own beside [`crate::plan`] (which re-exports it as `plan::spec`): the
+//! selectors and the fault kinds read these shapes, and the plan compiles them with the
+//! kinds and selectors, so the shapes sit below all three.
 
 use crate::time::Time;
 use schemars::JsonSchema;

@@ -7,6 +7,8 @@
 //! still counts as a write. The load and the steady-state probes of an MCP-started
 //! experiment call only tools that do not, unless the operator's policy names the tool in
 //! `load_tools`; a tool the target does not list counts as one that may write.
+//! (`mcp::describe::check_target` runs [`check_load`] against the target as it describes
+//! itself when the experiment starts.)
 
 use brownout_experiment::experiment::load::Loaded;
 use brownout_experiment::experiment::policy::{Policy, Refusal};
@@ -199,28 +201,6 @@ pub fn check_load(x: &Loaded, tools: &[rmcp::model::Tool], policy: &Policy) -> R
         });
     }
     Ok(())
-}
-
-/// [`check_load`] against the target as it describes itself now (`describe_target`); a
-/// target that cannot be described is refused, unless every tool called is in `load_tools`.
-pub async fn check_target(ctx: &super::Ctx, x: &Loaded) -> Result<(), Refusal> {
-    let policy = &ctx.cfg.policy;
-    if called(x).iter().all(|t| policy.load_tools.contains(t)) {
-        return Ok(());
-    }
-    let t = &x.spec.target;
-    let target = match (&t.command, &t.url) {
-        (Some(c), _) => serde_json::json!({"command": c}),
-        (None, Some(u)) => serde_json::json!({"url": u}),
-        _ => serde_json::json!({}),
-    };
-    let d = super::describe::describe_target(ctx, &serde_json::json!({"target": target}))
-        .await
-        .map_err(|e| Refusal {
-            rule: "load_tools".into(),
-            detail: format!("the target could not be described, so nothing says the tools its load calls are read-only: {e}"),
-        })?;
-    check_load(x, &d.tools, policy)
 }
 
 #[cfg(test)]
