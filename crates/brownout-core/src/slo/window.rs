@@ -4,8 +4,8 @@
 //! counts, a latency sum, its largest latency and — when a percentile gate needs them — its
 //! latency buckets (a small map: at most one entry per distinct latency bucket). The window's
 //! aggregate is updated as samples come in and as whole slots fall off the back, so memory
-//! is O(slots × distinct buckets) at any rate, and an evaluation is O(log buckets) (O(slots)
-//! for `max`). The price: membership is decided per slot, so the window spans between 99 %
+//! is O(slots × distinct buckets) at any rate, and an evaluation is O(1) (a percentile: a
+//! walk from the last one, see `hist`; O(slots) for `max`). The price: membership is decided per slot, so the window spans between 99 %
 //! and 100 % of its length. Precisely: with slot width `w = length / 100` and slot index
 //! `s(t) = ⌊t / w⌋`, the *head* is the largest slot index of every evaluation time and every
 //! sample seen so far, and the window holds the samples whose slot is in `(head − 100, head]`.
