@@ -245,8 +245,12 @@ fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
 }
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).
-pub(crate) fn value_of(sli: Sli, t: &Totals, window: &mut Sliding) -> Option<f64> {
+pub(crate) fn value_of(sli: Sli, window: &mut Sliding) -> Option<f64> {
     let frac = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    if let Sli::Percentile(ppm) = sli {
+        return window.quantile(ppm);
+    }
+    let t: &Totals = window.totals();
     match sli {
         Sli::ErrorRate | Sli::BlastRadius => frac(t.n - t.ok, t.n),
         Sli::TaskSuccess => frac(t.ok, t.n),
@@ -261,7 +265,7 @@ pub(crate) fn value_of(sli: Sli, t: &Totals, window: &mut Sliding) -> Option<f64
         Sli::Amplification => frac(t.attempts, t.n),
         Sli::Mean => (t.n > 0).then(|| t.latency_ns as f64 / t.n as f64 / 1e6),
         Sli::Max => window.max_ms(),
-        Sli::Percentile(ppm) => window.quantile(ppm),
+        Sli::Percentile(_) => None, // answered above
         // A propagation whose changed result has already left the window still counts
         // against the results in it (capped at 1): the window errs toward failing.
         Sli::SilentRate => taint_frac(t.propagated, t.altered),
@@ -316,10 +320,10 @@ impl Watched {
         self.window.advance(now_ms);
         self.settled = true;
         self.stepped_ms = now_ms;
-        let totals = *self.window.totals();
-        let value = value_of(self.gate.sli, &totals, &mut self.window);
+        let samples = self.window.totals().n;
+        let value = value_of(self.gate.sli, &mut self.window);
         let limit = self.gate.limit();
-        let enough = totals.n >= u64::from(self.gate.min_samples());
+        let enough = samples >= u64::from(self.gate.min_samples());
         let status = match value {
             Some(v) if enough => {
                 self.worst = Some(match self.worst {
@@ -356,7 +360,7 @@ impl Watched {
         }
         Step {
             value,
-            samples: totals.n,
+            samples,
             status,
             changed,
         }
