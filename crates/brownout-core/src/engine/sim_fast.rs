@@ -125,7 +125,13 @@ impl Engine {
         let n = self.plan.faults.len();
         s.generation = self.generation;
         s.hash = hash_str(key);
-        s.radius_hash = hash_str(crate::session_key::split(key).1);
+        let base = crate::session_key::split(key).1;
+        // Most keys have no server part: their base is the key itself, hashed just above.
+        s.radius_hash = if base.len() == key.len() {
+            s.hash
+        } else {
+            hash_str(base)
+        };
         s.next_seq = 0;
         s.counters.clear();
         s.counters.resize_with(n, Counters::default);

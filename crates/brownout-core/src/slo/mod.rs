@@ -28,7 +28,7 @@ pub use grammar::{
     Gate, GateError, Scope, Window, DEFAULT_MIN_SAMPLES, MAX_COUNT_WINDOW, MAX_SPAN_MS,
 };
 pub use measure::{Cmp, Kind, Sli, SLI_NAMES};
-pub use watch::GateWatch;
+pub use watch::{CallScope, GateWatch};
 
 use crate::event::Outcome;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

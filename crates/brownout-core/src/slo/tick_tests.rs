@@ -1,6 +1,8 @@
 //! [`GateWatch::tick`] skips gates whose window neither took a sample nor slid since their
 //! last evaluation: it must come to exactly what evaluating every gate every time does,
-//! even when an evaluation comes at an earlier time than the one before.
+//! even when an evaluation comes at an earlier time than the one before. Calls go to the
+//! ticked watch through scopes resolved once per tool ([`GateWatch::call_scope`]), to the
+//! other through [`GateWatch::observe_call`]'s own matching.
 
 use super::*;
 use crate::event::Outcome;
@@ -33,6 +35,10 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
         let mut rng = SplitMix::new(seed);
         let (mut ticked, mut evaluated) = (watch(), watch());
         let tools = ["get_logs", "get_metrics", "get_traces"];
+        let scopes: Vec<CallScope> = tools
+            .iter()
+            .map(|t| ticked.call_scope("tools/call", Some(t)))
+            .collect();
         let mut now = 0.0;
         // Calm, then a burst of slow failures, then calm again, with gaps long enough for
         // windows to empty out.
@@ -66,10 +72,11 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
                 }
                 2..=3 => {} // an evaluation between calls (the 100 ms tick)
                 _ => {
+                    let k = rng.below(3);
                     let c = CallObservation {
                         at_ms: now,
                         method: "tools/call".into(),
-                        tool: Some(tools[rng.below(3)].into()),
+                        tool: Some(tools[k].into()),
                         outcome: if failing { Outcome::Error } else { Outcome::Ok },
                         latency_ms: if storm {
                             900.0 * rng.unit()
@@ -80,7 +87,7 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
                         timed_out: failing && rng.below(2) == 0,
                         attempts: 1 + rng.below(3) as u32,
                     };
-                    t.observe_call(&c);
+                    t.observe_call_in(&scopes[k], &c);
                     b.observe_call(&c);
                 }
             }

@@ -27,6 +27,11 @@ struct Watched {
     stepped_ms: f64,
 }
 
+/// Which gates of a [`GateWatch`] count a call of one method and tool
+/// ([`GateWatch::call_scope`]).
+#[derive(Debug, Clone)]
+pub struct CallScope(Box<[usize]>);
+
 /// Watches gates over the calls and tasks it is shown. Deterministic: the same
 /// observations and evaluation times give the same states.
 #[derive(Debug, Clone)]
@@ -81,8 +86,29 @@ impl GateWatch {
     pub fn observe_call(&mut self, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
         for w in &mut self.gates {
-            let calls = !w.gate.sli.is_task() && !w.gate.sli.is_taint() && !w.gate.sli.is_reading();
-            if calls && w.gate.scope.matches(&c.method, c.tool.as_deref()) {
+            if w.counts_call(&c.method, c.tool.as_deref()) {
+                w.settled = false;
+                w.window.push(c.at_ms, sample);
+            }
+        }
+    }
+
+    /// The gates that count a call of `method` on `tool`, resolved once for a driver that
+    /// shows the watch many calls of a few (method, tool) pairs (the simulator's tools).
+    pub fn call_scope(&self, method: &str, tool: Option<&str>) -> CallScope {
+        CallScope(
+            (0..self.gates.len())
+                .filter(|&i| self.gates[i].counts_call(method, tool))
+                .collect(),
+        )
+    }
+
+    /// [`observe_call`](GateWatch::observe_call) for a call whose method and tool `scope`
+    /// was resolved for (`c.method` and `c.tool` are not read again).
+    pub fn observe_call_in(&mut self, scope: &CallScope, c: &CallObservation) {
+        let sample = call_sample(c, self.histogram);
+        for &i in scope.0.iter() {
+            if let Some(w) = self.gates.get_mut(i) {
                 w.settled = false;
                 w.window.push(c.at_ms, sample);
             }
@@ -219,8 +245,12 @@ fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
 }
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).
-pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
+pub(crate) fn value_of(sli: Sli, window: &mut Sliding) -> Option<f64> {
     let frac = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    if let Sli::Percentile(ppm) = sli {
+        return window.quantile(ppm);
+    }
+    let t: &Totals = window.totals();
     match sli {
         Sli::ErrorRate | Sli::BlastRadius => frac(t.n - t.ok, t.n),
         Sli::TaskSuccess => frac(t.ok, t.n),
@@ -235,7 +265,7 @@ pub(crate) fn value_of(sli: Sli, t: &Totals, window: &Sliding) -> Option<f64> {
         Sli::Amplification => frac(t.attempts, t.n),
         Sli::Mean => (t.n > 0).then(|| t.latency_ns as f64 / t.n as f64 / 1e6),
         Sli::Max => window.max_ms(),
-        Sli::Percentile(ppm) => window.quantile(ppm),
+        Sli::Percentile(_) => None, // answered above
         // A propagation whose changed result has already left the window still counts
         // against the results in it (capped at 1): the window errs toward failing.
         Sli::SilentRate => taint_frac(t.propagated, t.altered),
@@ -263,6 +293,15 @@ struct Step {
 }
 
 impl Watched {
+    /// A call gate whose scope takes `method` on `tool`.
+    fn counts_call(&self, method: &str, tool: Option<&str>) -> bool {
+        let sli = self.gate.sli;
+        !sli.is_task()
+            && !sli.is_taint()
+            && !sli.is_reading()
+            && self.gate.scope.matches(method, tool)
+    }
+
     fn evaluate(&mut self, index: usize, now_ms: f64) -> GateState {
         let s = self.step(now_ms);
         GateState {
@@ -281,10 +320,10 @@ impl Watched {
         self.window.advance(now_ms);
         self.settled = true;
         self.stepped_ms = now_ms;
-        let totals = *self.window.totals();
-        let value = value_of(self.gate.sli, &totals, &self.window);
+        let samples = self.window.totals().n;
+        let value = value_of(self.gate.sli, &mut self.window);
         let limit = self.gate.limit();
-        let enough = totals.n >= u64::from(self.gate.min_samples());
+        let enough = samples >= u64::from(self.gate.min_samples());
         let status = match value {
             Some(v) if enough => {
                 self.worst = Some(match self.worst {
@@ -321,7 +360,7 @@ impl Watched {
         }
         Step {
             value,
-            samples: totals.n,
+            samples,
             status,
             changed,
         }

@@ -14,11 +14,15 @@ use super::context::{id_key, request_context, Parent};
 use super::export::Item;
 use super::span::{millis_to_nanos, Event as SpanEvent, Kind, Span, Value};
 use super::Otlp;
-use brownout_core::event::{CallEvent, Event, FaultEvent, Outcome};
+use brownout_core::event::{CallEvent, Event, Outcome};
 use std::collections::{HashMap, VecDeque};
 
 /// Trace contexts and fault events held for calls not yet completed, at most (each table).
 pub const MAX_OPEN: usize = 16_384;
+/// Longest session label whose calls' trace contexts are held (a label is the client's).
+pub const MAX_SESSION: usize = 256;
+/// Longest request id written into a span (`jsonrpc.request.id`), in characters.
+pub const MAX_ID_ATTRIBUTE: usize = 128;
 
 /// The relay's side: queue what the exporter needs, nothing more.
 #[derive(Clone)]
@@ -40,6 +44,9 @@ impl CallHook {
     /// A client message: if it is a request with `_meta.traceparent`, its call's span
     /// continues that trace. Cheap for messages without one (a substring search).
     pub fn request(&self, session: &str, bytes: &[u8]) {
+        if session.len() > MAX_SESSION {
+            return;
+        }
         if let Some((key, parent, state)) = request_context(bytes) {
             let item = Item::Parent {
                 session: session.to_string(),
@@ -122,7 +129,22 @@ impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
 #[derive(Default)]
 pub struct CallSpans {
     parents: Bounded<(String, String), (Parent, Option<String>)>,
-    faults: Bounded<(String, u64), Vec<FaultEvent>>,
+    /// Keyed by a hash of the session (a client's label may be long) and the call's seq;
+    /// only what a span shows is kept of each fault event (not the peer's id, method, tool).
+    faults: Bounded<(u64, u64), Vec<HeldFault>>,
+}
+
+/// What a call's span shows of a fault that acted on it.
+struct HeldFault {
+    t_ms: f64,
+    fault: String,
+    kind: &'static str,
+    direction: &'static str,
+    action: String,
+}
+
+fn session_key(session: &str) -> u64 {
+    brownout_core::rng::hash_str(session)
 }
 
 impl CallSpans {
@@ -136,8 +158,14 @@ impl CallSpans {
             match e {
                 Event::Fault(f) => self
                     .faults
-                    .entry((f.session.clone(), f.seq), Vec::new)
-                    .push(f),
+                    .entry((session_key(&f.session), f.seq), Vec::new)
+                    .push(HeldFault {
+                        t_ms: f.t_ms,
+                        fault: f.fault,
+                        kind: f.kind,
+                        direction: f.direction,
+                        action: f.action,
+                    }),
                 Event::Call(c) => out.push(self.call_span(epoch, c)),
                 Event::Taint(_) => {}
             }
@@ -155,10 +183,9 @@ impl CallSpans {
                 if !held {
                     continue;
                 }
-                let session = c.session.clone();
-                self.faults.remove(&(session.clone(), c.seq));
+                self.faults.remove(&(session_key(&c.session), c.seq));
                 if let Some(id) = &c.id {
-                    self.parents.remove(&(session, id_key(id)));
+                    self.parents.remove(&(c.session.clone(), id_key(id)));
                 }
             }
         }
@@ -183,10 +210,9 @@ impl CallSpans {
             s.attr("gen_ai.tool.name", t.as_str());
         }
         if let Some(id) = &c.id {
-            s.attr(
-                "jsonrpc.request.id",
-                brownout_core::splice::raw_id(Some(id)),
-            );
+            let raw = brownout_core::splice::raw_id(Some(id));
+            let clipped: String = raw.chars().take(MAX_ID_ATTRIBUTE).collect();
+            s.attr("jsonrpc.request.id", clipped);
         }
         s.attr("brownout.session", c.session.as_str())
             .attr("brownout.outcome", c.outcome.as_str())
@@ -199,7 +225,7 @@ impl CallSpans {
         }
         let faults = self
             .faults
-            .remove(&(c.session.clone(), c.seq))
+            .remove(&(session_key(&c.session), c.seq))
             .unwrap_or_default();
         let kinds = fault_attributes(&mut s, &c, &faults, epoch);
         if c.outcome != Outcome::Ok {
@@ -220,7 +246,7 @@ impl CallSpans {
 
 /// The `brownout.fault.*` attributes and one `brownout.fault` span event per fault event of
 /// the call; returns the kinds of the faults that acted, in order.
-fn fault_attributes(s: &mut Span, c: &CallEvent, faults: &[FaultEvent], epoch: u64) -> Vec<String> {
+fn fault_attributes(s: &mut Span, c: &CallEvent, faults: &[HeldFault], epoch: u64) -> Vec<String> {
     if c.faults.is_empty() && faults.is_empty() {
         return Vec::new();
     }
@@ -287,7 +313,7 @@ fn fault_attributes(s: &mut Span, c: &CallEvent, faults: &[FaultEvent], epoch: u
 
 /// The parameters that matter, read from what the fault did (`delay 250.0ms`, `HTTP 503`,
 /// `JSON-RPC error -32000`): the engine says it in words; brownout's own wording is stable.
-fn parameters(f: &FaultEvent) -> Vec<(String, Value)> {
+fn parameters(f: &HeldFault) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     let a = f.action.as_str();
     if let Some(ms) = number_after(a, "delay ").and_then(|n| n.parse::<f64>().ok()) {
@@ -317,6 +343,7 @@ fn number_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brownout_core::event::FaultEvent;
     use brownout_core::jsonrpc::Id;
 
     fn fault(session: &str, seq: u64, action: &str) -> Event {
@@ -402,7 +429,13 @@ mod tests {
     #[test]
     fn fault_parameters_are_read_from_the_action() {
         let f = |a: &str| match fault("s", 1, a) {
-            Event::Fault(f) => parameters(&f),
+            Event::Fault(f) => parameters(&HeldFault {
+                t_ms: f.t_ms,
+                fault: f.fault,
+                kind: f.kind,
+                direction: f.direction,
+                action: f.action,
+            }),
             _ => unreachable!(),
         };
         assert_eq!(
@@ -447,5 +480,42 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(spans.faults.map.len(), MAX_OPEN);
         assert!(spans.faults.order.len() <= 2 * MAX_OPEN);
+    }
+
+    #[test]
+    fn what_a_peer_writes_is_held_by_bytes_not_only_by_count() {
+        // A 4 KB id: no trace context is held for it (a new trace), and a span shows its
+        // first 128 characters only.
+        let long = "x".repeat(4096);
+        let req = format!(
+            r#"{{"jsonrpc":"2.0","id":"{long}","method":"tools/call","params":{{"_meta":{{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}}}}"#
+        );
+        assert!(super::super::context::request_context(req.as_bytes()).is_none());
+        let mut spans = CallSpans::default();
+        let mut c = match call("s", 1, &["slow"], Outcome::Ok) {
+            Event::Call(c) => c,
+            _ => unreachable!(),
+        };
+        c.id = Some(Id::Str(long.clone()));
+        let mut f = match fault("s", 1, "delay 1ms") {
+            Event::Fault(f) => f,
+            _ => unreachable!(),
+        };
+        f.id = Some(Id::Str(long.clone()));
+        f.tool = Some(long.clone());
+        let mut out = Vec::new();
+        spans.on_events(0, vec![Event::Fault(f)], &mut out);
+        // The held fault keeps none of the peer's text.
+        let held = spans.faults.map.values().next().expect("held");
+        assert!(held
+            .iter()
+            .all(|h| h.fault.len() < 64 && h.action.len() < 64));
+        spans.on_events(0, vec![Event::Call(c)], &mut out);
+        let id = match attr(&out[0], "jsonrpc.request.id") {
+            Some(Value::Str(s)) => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(id.chars().count() <= MAX_ID_ATTRIBUTE, "{}", id.len());
+        assert_eq!(out[0].events.len(), 1, "the fault still shows on its call");
     }
 }

@@ -127,6 +127,11 @@ struct Meta {
     tracestate: Option<String>,
 }
 
+/// Longest request id (as written) whose trace context is held for its call: a longer id
+/// starts a new trace. A peer chooses its ids; what brownout holds for them is bounded by
+/// bytes, not only by count.
+pub const MAX_ID: usize = 256;
+
 /// Longest `tracestate` kept (W3C allows 32 members of at most 256 characters; brownout keeps
 /// what a collector needs, not what a peer may pad it to).
 pub const MAX_TRACESTATE: usize = 512;
@@ -141,6 +146,9 @@ pub fn request_context(bytes: &[u8]) -> Option<(String, Parent, Option<String>)>
     let meta = req.params?.meta?;
     let parent = parse_traceparent(meta.traceparent.as_deref()?)?;
     let id = req.id?.get();
+    if id.len() > MAX_ID {
+        return None;
+    }
     let key = if id.starts_with('"') {
         format!("s:{}", serde_json::from_str::<String>(id).ok()?)
     } else {

@@ -74,6 +74,10 @@ pub struct Counters {
     /// Metric snapshots the collector took, and those lost (queue full, export failed).
     pub metrics_exported: AtomicU64,
     pub metrics_dropped: AtomicU64,
+    /// Spans built and waiting in the exporter's batch (not sent yet).
+    pub pending: AtomicU64,
+    /// Of `dropped`: spans still waiting when the command ended (a collector too slow).
+    pub unsent_at_exit: AtomicU64,
     /// Why the last export failed.
     pub last_error: Mutex<Option<String>>,
 }
@@ -130,6 +134,26 @@ impl Queue {
     pub fn counters(&self) -> &Arc<Counters> {
         &self.shared.counters
     }
+
+    /// Spans still held (queued or batched) and not sent: an estimate for the end of a
+    /// command (queued items are counted as the spans they hold at most).
+    pub fn unsent(&self) -> u64 {
+        let queued: u64 = self
+            .shared
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|i| match i {
+                Item::Span(_) => 1,
+                Item::Events(_, e) => {
+                    e.iter().filter(|e| matches!(e, Event::Call(_))).count() as u64
+                }
+                _ => 0,
+            })
+            .sum();
+        queued + self.shared.counters.pending.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for Queue {
@@ -155,6 +179,9 @@ pub(super) fn start(url: String, service: Vec<(String, Value)>) -> std::io::Resu
     let client = reqwest::Client::builder()
         .timeout(EXPORT_TIMEOUT)
         .connect_timeout(EXPORT_TIMEOUT)
+        // A collector's redirect is not followed: the spans go where the user said or
+        // nowhere (a redirect is a failed export, counted).
+        .redirect(reqwest::redirect::Policy::none())
         // The collector is reached directly: an HTTP(S)_PROXY meant for the MCP traffic
         // does not see the telemetry.
         .no_proxy()
@@ -229,6 +256,9 @@ impl Worker {
                 self.export().await;
                 last = Instant::now();
             }
+            self.counters
+                .pending
+                .store(self.batch.len() as u64, Ordering::Relaxed);
         }
     }
 
@@ -264,6 +294,9 @@ impl Worker {
         while !self.batch.is_empty() {
             let n = self.batch.len().min(MAX_BATCH);
             let spans: Vec<Span> = self.batch.drain(..n).collect();
+            self.counters
+                .pending
+                .store(self.batch.len() as u64, Ordering::Relaxed);
             self.send(&spans).await;
         }
     }

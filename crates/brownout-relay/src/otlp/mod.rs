@@ -73,9 +73,18 @@ pub fn traces_endpoint(url: &str) -> Result<String, OtlpError> {
             why: "no host".into(),
         });
     }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(OtlpError::NotAUrl {
+            url: format!(
+                "{}://{}{}",
+                parsed.scheme(),
+                parsed.authority(),
+                parsed.path()
+            ),
+            why: "a query or fragment is not sent to a collector; give its address alone".into(),
+        });
+    }
     let mut out = parsed;
-    out.set_query(None);
-    out.set_fragment(None);
     let path = out.path().trim_end_matches('/').to_string();
     if !path.ends_with("/v1/traces") {
         out.set_path(&format!("{path}/v1/traces"));
@@ -167,8 +176,16 @@ impl Otlp {
         loop {
             match self.queue.push(item) {
                 Ok(()) => {
-                    let _ =
+                    let waited =
                         done_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+                    if waited.is_err() {
+                        // The collector is too slow to take the rest in time: what is left is
+                        // lost with the process, and counted so.
+                        let left = self.queue.unsent();
+                        let c = self.queue.counters();
+                        c.dropped.fetch_add(left, Ordering::Relaxed);
+                        c.unsent_at_exit.fetch_add(left, Ordering::Relaxed);
+                    }
                     break;
                 }
                 // The buffer is full: the exporter is taking it (it was woken at half).
@@ -191,7 +208,12 @@ impl Otlp {
             "otlp: {exported} span(s) exported to {}, {dropped} dropped",
             self.endpoint
         );
-        if dropped > 0 {
+        let unsent = c.unsent_at_exit.load(Ordering::Relaxed);
+        if unsent > 0 {
+            line.push_str(&format!(
+                " ({unsent} not sent: the collector took too long at exit)"
+            ));
+        } else if dropped > 0 {
             if let Some(e) = c
                 .last_error
                 .lock()
@@ -211,6 +233,7 @@ pub(crate) fn status_of(c: &Counters) -> serde_json::Value {
     serde_json::json!({
         "spans_exported": c.exported.load(Ordering::Relaxed),
         "spans_dropped": c.dropped.load(Ordering::Relaxed),
+        "spans_pending": c.pending.load(Ordering::Relaxed),
         "failed_exports": c.failed_exports.load(Ordering::Relaxed),
         "metric_exports": c.metrics_exported.load(Ordering::Relaxed),
         "metric_exports_dropped": c.metrics_dropped.load(Ordering::Relaxed),
@@ -242,6 +265,10 @@ mod tests {
         assert!(matches!(
             traces_endpoint("http://u:p@c:4318"),
             Err(OtlpError::Credentials)
+        ));
+        assert!(matches!(
+            traces_endpoint("http://c:4318/v1/traces?key=secret"),
+            Err(OtlpError::NotAUrl { url, .. }) if !url.contains("secret")
         ));
         assert!(matches!(
             traces_endpoint("127.0.0.1:4318"),

@@ -12,15 +12,19 @@
 use super::{CallEnd, Sim};
 use brownout_core::event::Outcome;
 use brownout_core::slo::{
-    CallObservation, Gate, GateSummary, GateWatch, TaintMark, TaskObservation,
+    CallObservation, CallScope, Gate, GateSummary, GateWatch, TaintMark, TaskObservation,
 };
 
 // The simulator's hooks, out of line: a run without gates pays one branch per event.
 impl Sim<'_> {
-    #[inline(never)]
+    /// Evaluate the gates at every tick boundary up to `at` (a compare per event; the
+    /// evaluations themselves out of line).
+    #[inline]
     pub(super) fn gates_until(&mut self, at: u64) {
         if let Some(g) = self.gates.as_mut() {
-            g.until(at);
+            if g.next_tick_us <= at {
+                g.until(at);
+            }
         }
     }
 
@@ -68,14 +72,21 @@ pub(super) struct SimGates {
     next_tick_us: u64,
     /// One observation per tool, reused call after call (no allocation per call).
     calls: Vec<CallObservation>,
+    /// Per tool, the gates that count its calls (scopes matched once, not per call).
+    scopes: Vec<CallScope>,
     /// Some gate has breached.
     pub(super) breached: bool,
 }
 
 impl SimGates {
     pub(super) fn new(gates: Vec<Gate>, tools: &[String]) -> SimGates {
+        let watch = GateWatch::new(gates);
         SimGates {
-            watch: GateWatch::new(gates),
+            scopes: tools
+                .iter()
+                .map(|t| watch.call_scope("tools/call", Some(t)))
+                .collect(),
+            watch,
             next_tick_us: 0,
             breached: false,
             calls: tools
@@ -95,6 +106,7 @@ impl SimGates {
     }
 
     /// Evaluate at every tick boundary up to `now_us`.
+    #[inline(never)]
     fn until(&mut self, now_us: u64) {
         while self.next_tick_us <= now_us {
             self.breached |= self.watch.tick(self.next_tick_us as f64 / 1000.0);
@@ -111,7 +123,7 @@ impl SimGates {
         latency_us: u64,
         attempts: u32,
     ) {
-        let Some(c) = self.calls.get_mut(tool) else {
+        let (Some(c), Some(scope)) = (self.calls.get_mut(tool), self.scopes.get(tool)) else {
             return;
         };
         c.at_ms = now_us as f64 / 1000.0;
@@ -123,7 +135,7 @@ impl SimGates {
             CallEnd::Fail if timed_out => (Outcome::Unanswered, false, true),
             CallEnd::Fail | CallEnd::Skipped => (Outcome::Error, false, false),
         };
-        self.watch.observe_call(c);
+        self.watch.observe_call_in(scope, c);
         self.breached |= self.watch.tick(c.at_ms);
     }
 
