@@ -290,32 +290,28 @@ pub(crate) fn proxy_stdio(a: StdioArgs) -> anyhow::Result<i32> {
         None => Some(child_spec(&a.command)?),
     };
     single_thread_runtime()?.block_on(async move {
+        use relay::child_back::ChildBack;
+        use relay::stdio::driver;
+        use relay::url_back::UrlBack;
         let driver = match spec {
-            Some(_) => relay::stdio_child::driver(),
-            None => relay::stdio_http::driver(),
+            Some(_) => driver::<ChildBack>(),
+            None => driver::<UrlBack>(),
         };
         let Setup { relay } = setup(&a.common, None, driver).await?;
+        let max = a.max_message_bytes;
         let code = match (spec, &a.upstream) {
             (Some(spec), _) => {
-                relay::stdio_child::run(
-                    spec,
-                    Arc::clone(&relay),
-                    relay::stdio_child::StdioOptions {
-                        max_message: a.max_message_bytes,
-                    },
-                )
-                .await?
+                // One session, so one process; it is never idle while brownout runs.
+                let idle = std::time::Duration::from_secs(u32::MAX.into());
+                let back = ChildBack::new(spec, Arc::clone(&relay), max, 1, idle);
+                relay::stdio::run(Arc::new(back), Arc::clone(&relay), max).await?
             }
             (None, Some(url)) => {
-                let back = relay::http_back::Upstream::new(url, a.max_message_bytes)?;
+                let upstream = Arc::new(relay::http_back::Upstream::new(url, max)?);
+                let back = UrlBack::new(Arc::clone(&relay), upstream, 1)
+                    .with_max_in_flight(a.max_in_flight);
                 eprintln!("brownout: relaying stdio -> {url}");
-                relay::stdio_http::run(
-                    Arc::new(back),
-                    Arc::clone(&relay),
-                    a.max_message_bytes,
-                    a.max_in_flight,
-                )
-                .await?
+                relay::stdio::run(Arc::new(back), Arc::clone(&relay), max).await?
             }
             (None, None) => anyhow::bail!("give a server command after -- or --upstream URL"),
         };
@@ -382,7 +378,7 @@ pub(crate) fn proxy_http(a: HttpArgs) -> anyhow::Result<i32> {
 
 /// Serve the HTTP front before `back` until SIGTERM or SIGINT, then print the summary.
 /// `path` and `to` say where clients reach brownout and where it relays.
-async fn serve_http<B: relay::layers::HttpBack>(
+async fn serve_http<B: relay::layers::Back>(
     a: &HttpArgs,
     relay: Arc<Relay>,
     back: Arc<B>,

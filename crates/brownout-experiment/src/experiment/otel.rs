@@ -6,6 +6,7 @@
 //! hold a secret.
 
 use super::journal::{Journal, Slis};
+use brownout_relay::otlp::span::millis_to_nanos;
 use brownout_relay::otlp::span::Event;
 use brownout_relay::otlp::{Otlp, Parent, Span, Value};
 
@@ -39,7 +40,7 @@ pub fn root(run_id: &str) -> Parent {
 /// The run's spans, the root first.
 pub fn spans(j: &Journal) -> Vec<Span> {
     let origin = j.started_unix_ms.saturating_mul(1_000_000);
-    let at = |ms: f64| origin.saturating_add(nanos(ms));
+    let at = |ms: f64| origin.saturating_add(millis_to_nanos(ms));
     let end = j.ended_unix_ms.saturating_mul(1_000_000).max(origin);
     let title = j.experiment["title"].as_str().unwrap_or("experiment");
     let status = serde_json::to_value(j.status)
@@ -158,14 +159,6 @@ fn slis(s: &mut Span, x: &Slis) {
         if let Some(v) = v {
             s.attr(&format!("brownout.latency.{k}"), v);
         }
-    }
-}
-
-fn nanos(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6) as u64
-    } else {
-        0
     }
 }
 

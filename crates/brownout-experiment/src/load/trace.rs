@@ -10,6 +10,7 @@
 use brownout_core::rng::mix;
 use brownout_core::slo::CallObservation;
 use brownout_relay::otlp::context::traceparent;
+use brownout_relay::otlp::span::millis_to_nanos;
 use brownout_relay::otlp::span::Kind;
 use brownout_relay::otlp::{unix_nanos, Otlp, Parent, Span};
 use std::borrow::Cow;
@@ -69,8 +70,8 @@ impl CallTracer {
 
     /// The span of one ended call, `span` its id.
     pub fn call(&self, c: &CallObservation, span: [u8; 8]) {
-        let end = self.origin.saturating_add(ms_to_nanos(c.at_ms));
-        let start = end.saturating_sub(ms_to_nanos(c.latency_ms));
+        let end = self.origin.saturating_add(millis_to_nanos(c.at_ms));
+        let start = end.saturating_sub(millis_to_nanos(c.latency_ms));
         let name = match &c.tool {
             Some(t) => format!("{} {t}", c.method),
             None => c.method.clone(),
@@ -99,14 +100,6 @@ impl CallTracer {
             s.error = Some(what.to_string());
         }
         self.otlp.send(s);
-    }
-}
-
-fn ms_to_nanos(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6) as u64
-    } else {
-        0
     }
 }
 

@@ -3,6 +3,7 @@
 //! why — with a child span per phase (`initialize`, `tools_call`, …) laid end to end.
 
 use super::ProbeResult;
+use brownout_relay::otlp::span::millis_to_nanos;
 use brownout_relay::otlp::{Otlp, Span};
 
 /// Send the spans of one probe to `otlp`.
@@ -14,8 +15,8 @@ pub fn export(otlp: &Otlp, r: &ProbeResult) {
 
 /// The probe's span, then its phases'.
 pub fn spans(r: &ProbeResult) -> Vec<Span> {
-    let start = ms_to_nanos(r.at_ms);
-    let end = start.saturating_add(ms_to_nanos(r.total_ms));
+    let start = millis_to_nanos(r.at_ms);
+    let end = start.saturating_add(millis_to_nanos(r.total_ms));
     let mut root = Span::new("brownout probe", None, start, end);
     root.kind = brownout_relay::otlp::span::Kind::Client;
     root.attr("brownout.probe.target", r.target.as_str())
@@ -29,7 +30,7 @@ pub fn spans(r: &ProbeResult) -> Vec<Span> {
     let mut out = vec![root];
     let mut at = start;
     for p in &r.phases {
-        let next = at.saturating_add(ms_to_nanos(p.ms));
+        let next = at.saturating_add(millis_to_nanos(p.ms));
         let mut s = Span::new(p.phase.as_str(), Some(&parent), at, next);
         s.attr("brownout.probe.phase", p.phase.as_str())
             .attr("brownout.latency_ms", p.ms);
@@ -37,12 +38,4 @@ pub fn spans(r: &ProbeResult) -> Vec<Span> {
         at = next;
     }
     out
-}
-
-fn ms_to_nanos(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6) as u64
-    } else {
-        0
-    }
 }

@@ -12,7 +12,7 @@
 
 use super::context::{id_key, request_context, Parent};
 use super::export::Item;
-use super::span::{Event as SpanEvent, Kind, Span, Value};
+use super::span::{millis_to_nanos, Event as SpanEvent, Kind, Span, Value};
 use super::Otlp;
 use brownout_core::event::{CallEvent, Event, FaultEvent, Outcome};
 use std::collections::{HashMap, VecDeque};
@@ -312,14 +312,6 @@ fn number_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
         .map_or(rest.len(), |(i, _)| i);
     let n = rest[..end].trim_end_matches('.');
     (!n.is_empty() && n != "-").then_some(n)
-}
-
-fn millis_to_nanos(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6) as u64
-    } else {
-        0
-    }
 }
 
 #[cfg(test)]

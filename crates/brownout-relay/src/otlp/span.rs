@@ -124,6 +124,15 @@ impl Span {
     }
 }
 
+/// Milliseconds (a run clock's, a latency) as nanoseconds; not a number or negative: 0.
+pub fn millis_to_nanos(ms: f64) -> u64 {
+    if ms.is_finite() && ms > 0.0 {
+        (ms * 1e6) as u64
+    } else {
+        0
+    }
+}
+
 /// Now, in Unix nanoseconds.
 pub fn unix_nanos() -> u64 {
     SystemTime::now()

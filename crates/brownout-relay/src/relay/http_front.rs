@@ -7,7 +7,7 @@
 //! (auth included, never logged), status codes, content types, SSE event ids, `retry:`
 //! fields and session ids pass untouched unless a fault changes them.
 //!
-//! [`Front`] is generic over its back, an [`HttpBack`]: [`super::url_back`] (`--upstream`)
+//! [`Front`] is generic over its back, an [`Back`]: [`super::url_back`] (`--upstream`)
 //! or [`super::child_back`] (`-- CMD`). This file holds the front, its options, serving
 //! ([`serve`], [`start`]) and the dispatch of requests; by concern: [`guard`] (DNS
 //! rebinding, header limits), [`post`] (POSTed messages, through the engine). The client's
@@ -28,7 +28,7 @@ mod tests;
 use super::http_answer::{json_error, Streams};
 use super::http_serve::Timeouts;
 use super::http_sessions::LABEL_HEADER;
-use super::layers::{self, HttpBack, Layer, Request};
+use super::layers::{self, Back, Layer, Request};
 use super::{relay_error, Driver, Relay};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{Method, StatusCode};
@@ -57,7 +57,7 @@ pub const FRONT: Layer = Layer {
 };
 
 /// `proxy http` with the back `B`: what it is called and what it can carry out.
-pub fn driver<B: HttpBack>() -> Driver {
+pub fn driver<B: Back>() -> Driver {
     layers::driver(FRONT, B::LAYER)
 }
 
@@ -105,7 +105,7 @@ pub struct Front<B> {
     streams: Streams,
 }
 
-impl<B: HttpBack> Front<B> {
+impl<B: Back> Front<B> {
     /// The front of `relay` before `back`, listening on `listen` (only whether it is a
     /// loopback address matters here).
     pub fn new(relay: Arc<Relay>, back: Arc<B>, opts: FrontOptions, listen: &SocketAddr) -> Self {
@@ -121,7 +121,7 @@ impl<B: HttpBack> Front<B> {
 
 /// Bind `listen` and serve until `stop` resolves (see [`serve_on`]). Returns the bound
 /// address (through `bound`) as soon as known.
-pub async fn serve<B: HttpBack>(
+pub async fn serve<B: Back>(
     front: Arc<Front<B>>,
     listen: SocketAddr,
     bound: oneshot::Sender<SocketAddr>,
@@ -136,7 +136,7 @@ pub async fn serve<B: HttpBack>(
 
 /// Serve on `listener` until `stop` resolves; then stop accepting, give streams in flight
 /// the grace period to finish, and stop the back (its server processes).
-pub async fn serve_on<B: HttpBack>(
+pub async fn serve_on<B: Back>(
     front: Arc<Front<B>>,
     listener: TcpListener,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
@@ -191,7 +191,7 @@ impl Running {
 /// Serve `front` on `listener` on a task of its own: the in-process way to run an HTTP
 /// relay (tests, experiments). The relay's summary is [`Relay::finish`], after
 /// [`Running::stop`].
-pub fn start<B: HttpBack>(front: Arc<Front<B>>, listener: TcpListener) -> std::io::Result<Running> {
+pub fn start<B: Back>(front: Arc<Front<B>>, listener: TcpListener) -> std::io::Result<Running> {
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(serve_on(front, listener, async move {
@@ -204,7 +204,7 @@ pub fn start<B: HttpBack>(front: Arc<Front<B>>, listener: TcpListener) -> std::i
     })
 }
 
-async fn handle<B: HttpBack>(
+async fn handle<B: Back>(
     State(front): State<Arc<Front<B>>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     req: axum::extract::Request,

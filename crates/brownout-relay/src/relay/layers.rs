@@ -1,6 +1,5 @@
-//! The layers a front is joined to: [`Back`] (behind the stdio front) and [`HttpBack`]
-//! (behind the HTTP front), how brownout reaches the server; and [`Layer`], what a front or
-//! a back can carry out.
+//! The layers a front is joined to: [`Back`], how brownout reaches the server, whichever
+//! front clients come by; and [`Layer`], what a front or a back can carry out.
 //!
 //! A relay is a front (how clients reach brownout) joined to a back by the core
 //! ([`super::Relay`] decides, [`super::Pipe`] carries out). The front reads a client
@@ -9,16 +8,19 @@
 //! the client, and when the server dies the back answers the calls still in flight through
 //! [`super::Relay::server_gone`].
 //!
-//! The two traits differ in what the front hands over. The stdio front has one session and
-//! a stream of messages: a [`Back`] takes them one by one. The HTTP front has many sessions
-//! and one exchange per request: an [`HttpBack`] identifies a request's session, admits or
-//! refuses it, and carries a POST's messages (as its [`super::Pipe`] forwards them) to the
-//! server, giving the head of the client's answer; the front owns the flow (the engine, the
-//! HTTP-level faults, the answer's shape), the back only where bytes go.
+//! There is one back per kind of server, and each serves both fronts: the server as a child
+//! process ([`super::child_back`]: one process for the stdio front's session, one per
+//! session behind the HTTP front) and the server at a URL ([`super::url_back`]: brownout's
+//! own session for the stdio front, the clients' sessions passed through behind the HTTP
+//! front). The fronts are generic over [`Back`] ([`super::stdio`], [`super::http_front`]).
 //!
-//! Backs today: the server as a child process (`super::stdio_child` for stdio,
-//! `super::child_back` for HTTP: one process per session) and the server at a URL
-//! (`super::stdio_http`, `super::url_back`).
+//! What a front hands over differs. The stdio front has one session and a stream of
+//! messages: it opens the session ([`Back::open_one`]) and gives the messages one by one to
+//! its [`Carrier`]. The HTTP front has many sessions and one exchange per request: the back
+//! identifies a request's session, admits or refuses it, and carries a POST's messages (as
+//! its [`super::Pipe`] forwards them) to the server, giving the head of the client's answer;
+//! the front owns the flow (the engine, the HTTP-level faults, the answer's shape), the back
+//! only where bytes go.
 
 // Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
@@ -26,7 +28,8 @@
 use super::child::ProcessHandle;
 use super::http::{Down, Head};
 use super::http_answer::Streams;
-use super::Driver;
+use super::lane::Lane;
+use super::{Driver, Outbox};
 use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use brownout_core::jsonrpc::Id;
@@ -36,6 +39,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 /// What a front or a back brings to a relay: its words in the relay's name (`proxy http`,
 /// `-- CMD`) and what it can carry out. A relay can do what its front and its back can.
@@ -64,24 +68,32 @@ pub const URL: Layer = Layer {
     can: &[],
 };
 
-/// How brownout reaches the server for the one session of a stdio front.
-pub trait Back: Send + 'static {
+/// How brownout reaches the server, whichever front clients come by.
+///
+/// The stdio front has one client: it opens one session ([`Back::open_one`]), hands each
+/// client message with its verdict to the session's [`Carrier`], and lets the session run
+/// ([`OneSession::serve`]) until the client or the server ends it.
+///
+/// The HTTP front has many sessions and one exchange per request. It calls, for each
+/// request: [`Back::who`] (before the body is read), then for a POST of JSON-RPC
+/// [`Back::join`], the engine, and either [`Back::pass`] (no fault touched it) or
+/// [`Back::exchange`]; any other request goes to [`Back::request`] as it is.
+pub trait Back: Send + Sync + Sized + 'static {
     /// What this back can carry out.
     const LAYER: Layer;
 
-    /// Carry out the engine's verdict `v` on one client message `msg` toward the server
-    /// (or, with no server to take it, answer the caller with why).
-    fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
-}
+    /// How the stdio front hands this back its client's messages.
+    type Carrier: Carrier;
+    /// The one session of a stdio front, until it ends.
+    type One: OneSession;
 
-/// How brownout reaches the server for the HTTP front: many sessions, one exchange per
-/// request. The front calls, for each request: [`HttpBack::who`] (before the body is read),
-/// then for a POST of JSON-RPC [`HttpBack::join`], the engine, and either
-/// [`HttpBack::pass`] (no fault touched it) or [`HttpBack::exchange`]; any other request
-/// goes to [`HttpBack::request`] as it is.
-pub trait HttpBack: Send + Sync + Sized + 'static {
-    /// What this back can carry out.
-    const LAYER: Layer;
+    /// Open the one session of a front with a single client: the server's messages (and
+    /// brownout's answers in its place) go to `client`.
+    fn open_one(
+        self: &Arc<Self>,
+        client: Client,
+    ) -> impl Future<Output = anyhow::Result<(Self::Carrier, Self::One)>> + Send;
+
     /// Who a request comes from, as this back tells sessions apart.
     type Who: Send + 'static;
     /// A POST joined to its session, until its exchange starts.
@@ -117,7 +129,7 @@ pub trait HttpBack: Send + Sync + Sized + 'static {
     ) -> Result<Joined<Self::Call>, Response>;
 
     /// A POST no fault touched: a back with a shorter way for it answers here; one without
-    /// gives the POST back (`Err`), and it goes through [`HttpBack::exchange`].
+    /// gives the POST back (`Err`), and it goes through [`Back::exchange`].
     fn pass(
         self: &Arc<Self>,
         streams: &Streams,
@@ -132,6 +144,39 @@ pub trait HttpBack: Send + Sync + Sized + 'static {
 
     /// The front stops: stop what the back started (server processes).
     fn stop(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Where a stdio front takes the client's messages: one by one, in order.
+pub trait Carrier: Send + 'static {
+    /// Carry out the engine's verdict `v` on one client message `msg` toward the server
+    /// (or, with no server to take it, answer the caller with why).
+    fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
+}
+
+/// The one session of a stdio front.
+pub trait OneSession: Send + 'static {
+    /// Run the session until it ends: the client's input closes (`client.closed`), brownout
+    /// is told to stop (SIGTERM, SIGINT) or the server is gone for good. Stops the client's
+    /// reader (`client.reader`) once nothing more may come from it. Returns the exit code.
+    fn serve(self, client: ClientEnd) -> impl Future<Output = anyhow::Result<i32>> + Send;
+}
+
+/// The client of a stdio front, as a back writes to it.
+pub struct Client {
+    /// The client's queue (its writer task writes it in order).
+    pub outbox: Outbox,
+    /// The fast lane past that queue, for messages no fault touched.
+    pub lane: Lane,
+    /// The longest message read from the server.
+    pub max: usize,
+}
+
+/// The reading end of a stdio front's client.
+pub struct ClientEnd {
+    /// Fires when the client's input ends (or cannot be read).
+    pub closed: oneshot::Receiver<()>,
+    /// The task reading the client.
+    pub reader: JoinHandle<()>,
 }
 
 /// The relay a front and a back make: its name in messages and what it can carry out.

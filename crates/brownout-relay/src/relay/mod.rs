@@ -24,8 +24,6 @@ mod pipe;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
-pub mod stdio_child;
-pub mod stdio_http;
 pub mod upstream_answer;
 pub mod url_back;
 
@@ -432,5 +430,7 @@ fn report(engine: &Engine) -> Report {
         )
 }
 
+#[cfg(test)]
+mod both_fronts;
 #[cfg(test)]
 mod tests;

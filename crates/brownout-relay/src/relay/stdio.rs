@@ -1,20 +1,23 @@
 //! The stdio front: a client speaks to brownout on stdin/stdout exactly as to the server
 //! (`brownout proxy stdio`), whatever the back.
 //!
+//! [`run`] opens the back's one session ([`Back::open_one`]) and serves it.
 //! [`spawn_client_reader`] reads the client's lines; each passes the engine, then goes to
-//! the [`Back`] with its verdict. A line over the limit is answered with `-32600` (addressed
-//! to its top-level id, else not at all) and nothing else is lost. What goes to the client
-//! (the server's messages, brownout's own answers) is queued on one outbox and written by
-//! [`super::framing::spawn_writer`]. The backs: [`super::stdio_child`] (`-- CMD`) and
-//! [`super::stdio_http`] (`--upstream URL`).
+//! the session's [`Carrier`] with its verdict. A line over the limit is answered with
+//! `-32600` (addressed to its top-level id, else not at all) and nothing else is lost. What
+//! goes to the client (the server's messages, brownout's own answers) is queued on one
+//! outbox and written by one writer task, with a fast lane past it for untouched messages
+//! ([`super::lane`]). The backs: [`super::child_back`] (`-- CMD`) and [`super::url_back`]
+//! (`--upstream URL`).
 
 use super::framing::{oversized_error, Frame, LineReader};
-use super::layers::{Back, Layer};
-use super::{Outbox, Relay};
+use super::layers::{self, Back, Carrier, Client, ClientEnd, Layer, OneSession};
+use super::{lane, Driver, Outbox, Relay, OUTBOX_DEPTH};
 use brownout_core::Side;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 /// The stdio front: one client, its messages in order; it can deliver several messages for
@@ -26,6 +29,49 @@ pub const FRONT: Layer = Layer {
         brownout_core::Capability::MultipleRequests,
     ],
 };
+
+/// `proxy stdio` before the back `B`: what it is called and what it can carry out.
+pub fn driver<B: Back>() -> Driver {
+    layers::driver(FRONT, B::LAYER)
+}
+
+/// How long what is queued for the client may take to be written once the session ended.
+const FLUSH: Duration = Duration::from_secs(2);
+
+/// Relay between our stdin/stdout and `back`, for messages of at most `max` bytes. Returns
+/// the exit code.
+pub async fn run<B: Back>(back: Arc<B>, relay: Arc<Relay>, max: usize) -> anyhow::Result<i32> {
+    run_with(back, relay, max, stdin(), stdout()).await
+}
+
+/// [`run`] with the client on `input` and `output`.
+pub async fn run_with<B, R, W>(
+    back: Arc<B>,
+    relay: Arc<Relay>,
+    max: usize,
+    input: R,
+    output: W,
+) -> anyhow::Result<i32>
+where
+    B: Back,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+    let (writer, sink) = lane::spawn(output, to_client_rx, None);
+    let client = Client {
+        outbox: to_client.clone(),
+        lane: sink.lane(&to_client),
+        max,
+    };
+    let (carrier, session) = back.open_one(client).await?;
+    let (closed_tx, closed) = oneshot::channel();
+    let reader = spawn_client_reader(relay, carrier, input, to_client, max, closed_tx);
+    let code = session.serve(ClientEnd { closed, reader }).await?;
+    // Nothing more goes to the client but what is already on its way.
+    let _ = tokio::time::timeout(FLUSH, writer).await;
+    Ok(code)
+}
 
 /// The session key of the one stdio client.
 pub const SESSION: &str = "stdio";
@@ -62,16 +108,16 @@ pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
 
 /// Client → server: each message of `input` goes through the engine, then to `back` with
 /// its verdict. `closed` fires when the client's input ends (or cannot be read).
-pub fn spawn_client_reader<B, R>(
+pub fn spawn_client_reader<C, R>(
     relay: Arc<Relay>,
-    mut back: B,
+    mut back: C,
     input: R,
     to_client: Outbox,
     max: usize,
     closed: oneshot::Sender<()>,
 ) -> JoinHandle<()>
 where
-    B: Back,
+    C: Carrier,
     R: AsyncRead + Unpin + Send + 'static,
 {
     tokio::spawn(async move {

@@ -1,18 +1,23 @@
-//! The URL back of the HTTP front (`brownout proxy http --upstream URL`): the server at a
-//! URL, over streamable HTTP or legacy HTTP+SSE.
+//! The URL back: the server at a URL, over streamable HTTP or legacy HTTP+SSE, behind
+//! either front (`brownout proxy stdio --upstream URL`, `brownout proxy http --upstream
+//! URL`).
 //!
-//! Requests pass to the server with their headers; answers come back through the engine
-//! message by message (see [`super::http_back::Pump`]). This back owns what only a server
-//! at a URL has: the sessions the engine keeps state for, keyed stably (see
-//! [`super::http_sessions`]) and bounded by `--max-sessions` (a session the server refuses
-//! is forgotten); the legacy `/sse` streams a POST's answers go to; and the short way for a
-//! POST no fault touched. By concern: [`post`] (POSTs: the untouched one, and the exchange
-//! of a faulted one), [`forward`] (GET, DELETE, other methods, legacy streams).
+//! Behind the stdio front ([`one`]), brownout holds the one HTTP session on the client's
+//! behalf: each message is POSTed on its own, the answers pass the engine to the client.
+//!
+//! Behind the HTTP front, requests pass to the server with their headers; answers come back
+//! through the engine message by message (see [`super::http_back::Pump`]). This back owns
+//! what only a server at a URL has: the sessions the engine keeps state for, keyed stably
+//! (see [`super::http_sessions`]) and bounded by `--max-sessions` (a session the server
+//! refuses is forgotten); the legacy `/sse` streams a POST's answers go to; and the short
+//! way for a POST no fault touched. By concern: [`post`] (POSTs: the untouched one, and the
+//! exchange of a faulted one), [`forward`] (GET, DELETE, other methods, legacy streams).
 
 // Early answers of a handler are `Response`s, the axum way; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
 
 mod forward;
+mod one;
 mod post;
 
 use super::child::ProcessHandle;
@@ -20,7 +25,7 @@ use super::http::Down;
 use super::http_answer::{json_error, Streams};
 use super::http_back::Upstream;
 use super::http_sessions::SessionKeys;
-use super::layers::{self, Exchange, HttpBack, Joined, Layer, Post, Request};
+use super::layers::{self, Back, Client, Exchange, Joined, Layer, Post, Request};
 use super::{relay_error, Relay};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -47,6 +52,8 @@ pub struct UrlBack {
     /// How long a session's wire identity is kept unused.
     idle: Duration,
     keeper: Once,
+    /// The stdio front: most POSTs in flight at once (then the client's input waits).
+    max_in_flight: usize,
 }
 
 /// Who a request comes from: the session's identity on the wire, and the engine's stable
@@ -74,6 +81,7 @@ impl UrlBack {
             keys: Arc::new(SessionKeys::new()),
             idle: KEY_IDLE,
             keeper: Once::new(),
+            max_in_flight: 64,
         }
     }
 
@@ -87,6 +95,12 @@ impl UrlBack {
     /// Forget a session's wire identity after `idle` unused (`--session-idle`).
     pub fn with_idle(mut self, idle: Duration) -> UrlBack {
         self.idle = idle;
+        self
+    }
+
+    /// At most `n` POSTs in flight at once for the stdio front (`--max-in-flight`).
+    pub fn with_max_in_flight(mut self, n: usize) -> UrlBack {
+        self.max_in_flight = n;
         self
     }
 
@@ -153,8 +167,16 @@ async fn keep(back: Weak<UrlBack>) {
     }
 }
 
-impl HttpBack for UrlBack {
+impl Back for UrlBack {
     const LAYER: Layer = layers::URL;
+    type Carrier = one::Posts;
+    type One = one::One;
+
+    /// The stdio front's one session: brownout's own HTTP session with the server.
+    async fn open_one(self: &Arc<Self>, client: Client) -> anyhow::Result<(one::Posts, one::One)> {
+        Ok(self.start_one(client))
+    }
+
     type Who = Who;
     type Call = Option<NewSession>;
 

@@ -6,7 +6,7 @@
 use super::Front;
 use crate::relay::http::{self, request_ids, Down, Head, Shape, DOWN_DEPTH};
 use crate::relay::http_answer::{abort, respond, stall, status_response};
-use crate::relay::layers::{Exchange, HttpBack, Joined, Post, Request};
+use crate::relay::layers::{Back, Exchange, Joined, Post, Request};
 use crate::relay::Pipe;
 use axum::http::{HeaderMap, Method};
 use axum::response::Response;
@@ -16,7 +16,7 @@ use brownout_core::Side;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
-impl<B: HttpBack> Front<B> {
+impl<B: Back> Front<B> {
     /// One POSTed body: a JSON-RPC message or batch (through the engine), or anything else
     /// (for the back: passed on for the server to judge, or refused).
     pub(super) async fn post(

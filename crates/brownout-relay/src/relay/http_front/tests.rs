@@ -80,11 +80,11 @@ fn a_relay_is_named_and_empowered_by_its_front_and_back() {
     let child = driver::<ChildBack>();
     assert_eq!(child.name(), "`proxy http -- CMD`");
     assert!(child.can.has(Capability::SignalProcess) && child.can.has(Capability::ProcessTimers));
-    let stdio = crate::relay::stdio_child::driver();
+    let stdio = crate::relay::stdio::driver::<ChildBack>();
     assert_eq!(stdio.name(), "`proxy stdio -- CMD`");
     assert!(!stdio.can.has(Capability::ShapeStreams));
     assert_eq!(
-        crate::relay::stdio_http::driver().name(),
+        crate::relay::stdio::driver::<UrlBack>().name(),
         "`proxy stdio --upstream`"
     );
 }

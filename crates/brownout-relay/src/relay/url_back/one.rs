@@ -1,5 +1,6 @@
-//! The HTTP back of the stdio front (`brownout proxy stdio --upstream URL`): a stdio
-//! client (a desktop agent) reaches a remote streamable HTTP server through the faults.
+//! The URL back's one session for the stdio front (`brownout proxy stdio --upstream URL`):
+//! a stdio client (a desktop agent) reaches a remote streamable HTTP server through the
+//! faults, brownout holding the HTTP session on its behalf.
 //!
 //! Each message from stdin passes the engine and is POSTed on its own (so a slow call never
 //! holds up the others), with the session id the server gave at `initialize` and the
@@ -12,23 +13,18 @@
 //! keeps going (each call gets an error until the server answers). EOF on stdin ends the
 //! session (DELETE) and brownout.
 
-use super::framing::spawn_writer;
-use super::http::Down;
-use super::http_back::{describe, Pump, Upstream};
-use super::layers::{self, Back};
-use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
-use super::upstream_answer;
-use super::{Driver, Pipe, Relay, OUTBOX_DEPTH};
+use super::UrlBack;
+use crate::relay::http::Down;
+use crate::relay::http_back::{describe, Pump, Upstream};
+use crate::relay::layers::{Carrier, Client, ClientEnd, OneSession};
+use crate::relay::stdio::SESSION;
+use crate::relay::upstream_answer;
+use crate::relay::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::verdict::Verdict;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot, Semaphore};
-
-/// `proxy stdio --upstream`: what it is called and what it can carry out.
-pub fn driver() -> Driver {
-    layers::driver(super::stdio::FRONT, <Posts as Back>::LAYER)
-}
+use tokio::sync::{mpsc, Semaphore};
 
 /// What the server told us about the session.
 #[derive(Default)]
@@ -36,6 +32,8 @@ struct Session {
     id: Option<String>,
     protocol: Option<String>,
     stream_opened: bool,
+    /// The task relaying the server's GET stream, ended with the session.
+    stream: Option<tokio::task::AbortHandle>,
 }
 
 struct Link {
@@ -88,7 +86,7 @@ impl Link {
 
     /// POST one message and carry its answer back.
     async fn post(self: Arc<Self>, msg: Vec<u8>) {
-        let owed = super::http::request_ids(&msg);
+        let owed = crate::relay::http::request_ids(&msg);
         let initialized = matches!(classify(&msg), Message::Single(v) if v.kind == Kind::Notification && v.method.as_deref() == Some("notifications/initialized"));
         let mut pump = self.pump(owed);
         let resp = match self
@@ -136,112 +134,124 @@ impl Link {
         );
         h.remove(header::CONTENT_TYPE);
         let me = Arc::clone(self);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             if let Ok(resp) = me
                 .back
                 .send(Method::GET, &me.back.path, h, Vec::new())
                 .await
             {
-                if resp.status().is_success() && super::http::is_sse(resp.headers()) {
+                if resp.status().is_success() && crate::relay::http::is_sse(resp.headers()) {
                     me.pump(Vec::new()).run(resp).await;
                 }
             }
         });
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stream = Some(task.abort_handle());
     }
 }
 
-/// Relay between our stdin/stdout and a server at a URL, with at most `max_in_flight`
-/// POSTs in flight. Returns the exit code.
-pub async fn run(
-    back: Arc<Upstream>,
-    relay: Arc<Relay>,
-    max: usize,
-    max_in_flight: usize,
-) -> anyhow::Result<i32> {
-    super::http_back::warn_if_unreachable(&back);
-    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let writer = spawn_writer(stdout(), to_client_rx, None);
-    let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
-    let link = Arc::new(Link {
-        back,
-        relay: Arc::clone(&relay),
-        session: Mutex::new(Session::default()),
-        down: down_tx,
-    });
-    // Answers to stdout; the negotiated protocol version is noted on the way.
-    {
-        let link = Arc::clone(&link);
-        let to_client = to_client.clone();
-        tokio::spawn(async move {
-            while let Some(item) = down_rx.recv().await {
-                let Some(m) = item.message().map(<[u8]>::to_vec) else {
-                    continue;
-                };
-                note_protocol(&link, &m);
-                if to_client.send(m).await.is_err() {
-                    break;
+impl UrlBack {
+    /// Open the stdio front's one session: each message the carrier forwards is POSTed (at
+    /// most `max_in_flight` at once), its answers go to `client`.
+    pub(super) fn start_one(&self, client: Client) -> (Posts, One) {
+        crate::relay::http_back::warn_if_unreachable(&self.upstream);
+        let (down_tx, mut down_rx) = mpsc::channel::<Down>(OUTBOX_DEPTH);
+        let link = Arc::new(Link {
+            back: Arc::clone(&self.upstream),
+            relay: Arc::clone(&self.relay),
+            session: Mutex::new(Session::default()),
+            down: down_tx,
+        });
+        let to_client = client.outbox;
+        // Answers to stdout; the negotiated protocol version is noted on the way.
+        {
+            let link = Arc::clone(&link);
+            let to_client = to_client.clone();
+            tokio::spawn(async move {
+                while let Some(item) = down_rx.recv().await {
+                    let Some(m) = item.message().map(<[u8]>::to_vec) else {
+                        continue;
+                    };
+                    note_protocol(&link, &m);
+                    if to_client.send(m).await.is_err() {
+                        break;
+                    }
                 }
-            }
-        });
+            });
+        }
+        let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
+        {
+            let link = Arc::clone(&link);
+            let in_flight = Arc::new(Semaphore::new(self.max_in_flight.max(1)));
+            tokio::spawn(async move {
+                while let Some(m) = up_rx.recv().await {
+                    let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                        break;
+                    };
+                    let post = Arc::clone(&link).post(m);
+                    tokio::spawn(async move {
+                        post.await;
+                        drop(permit);
+                    });
+                }
+            });
+        }
+        let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client, None);
+        (Posts(pipe), One { link })
     }
-    let (up_tx, mut up_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    {
-        let link = Arc::clone(&link);
-        let in_flight = Arc::new(Semaphore::new(max_in_flight.max(1)));
-        tokio::spawn(async move {
-            while let Some(m) = up_rx.recv().await {
-                let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
-                    break;
-                };
-                let post = Arc::clone(&link).post(m);
-                tokio::spawn(async move {
-                    post.await;
-                    drop(permit);
-                });
-            }
-        });
+}
+
+/// The stdio front's one session with a server at a URL.
+pub struct One {
+    link: Arc<Link>,
+}
+
+impl OneSession for One {
+    /// Until the client's input ends or a signal; then the session is ended politely
+    /// (DELETE).
+    async fn serve(self, client: ClientEnd) -> anyhow::Result<i32> {
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        let ClientEnd { closed, reader } = client;
+        tokio::select! {
+            _ = closed => {}
+            _ = sigterm.recv() => {}
+            _ = sigint.recv() => {}
+        }
+        // Nothing more from the client.
+        reader.abort();
+        let _ = reader.await;
+        let link = self.link;
+        if let Some(stream) = link
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stream
+            .take()
+        {
+            stream.abort();
+        }
+        // End the session politely.
+        let headers = link.headers();
+        if headers.contains_key("mcp-session-id") {
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                link.back
+                    .send(Method::DELETE, &link.back.path, headers, Vec::new()),
+            )
+            .await;
+        }
+        Ok(0)
     }
-    let pipe: Pipe<Vec<u8>, Vec<u8>> = Pipe::new(up_tx, to_client.clone(), None);
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let (closed_tx, mut closed_rx) = oneshot::channel::<()>();
-    let client = spawn_client_reader(
-        Arc::clone(&relay),
-        Posts(pipe),
-        stdin(),
-        to_client.clone(),
-        max,
-        closed_tx,
-    );
-    tokio::select! {
-        _ = &mut closed_rx => {}
-        _ = sigterm.recv() => {}
-        _ = sigint.recv() => {}
-    }
-    // Nothing more from the client.
-    client.abort();
-    let _ = client.await;
-    // End the session politely.
-    let headers = link.headers();
-    if headers.contains_key("mcp-session-id") {
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            link.back
-                .send(Method::DELETE, &link.back.path, headers, Vec::new()),
-        )
-        .await;
-    }
-    drop(to_client);
-    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
-    Ok(0)
 }
 
 /// The back as the stdio front sees it: each message the pipe forwards is POSTed.
-struct Posts(Pipe);
+pub struct Posts(Pipe);
 
-impl Back for Posts {
-    const LAYER: layers::Layer = layers::URL;
-
+impl Carrier for Posts {
     async fn send(&mut self, v: Verdict, msg: Vec<u8>) {
         self.0.execute(v, msg).await;
     }

@@ -1,5 +1,5 @@
-//! The child back of the stdio front (`brownout proxy stdio -- CMD`): brownout speaks to
-//! the server as a child process, and supervises it.
+//! The child back's one session for the stdio front (`brownout proxy stdio -- CMD`):
+//! brownout speaks to the server as a child process, and supervises it.
 //!
 //! Unmodified lines pass byte for byte and in order; a delayed line never blocks the others.
 //! When the server dies, everything it wrote is relayed first, then every call still in
@@ -10,20 +10,23 @@
 //! and brownout exits with the server's status; SIGINT/SIGTERM stop the server and brownout
 //! exits 0 once it is gone, as `proxy http` does.
 
-use super::child::{describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess};
-use super::framing::{oversized_error, Frame, LineReader};
-use super::handshake::{is_response_to, Handshake};
-use super::lane::{self, Lane};
-use super::layers::{self, Back};
-use super::stdio::{spawn_client_reader, stdin, stdout, SESSION};
-use super::{Driver, Outbox, Pipe, Relay, OUTBOX_DEPTH};
+use super::ChildBack;
+use crate::relay::child::{
+    describe, exit_code, stop_after, ChildSpec, ProcessHandle, ServerProcess,
+};
+use crate::relay::framing::{oversized_error, Frame, LineReader};
+use crate::relay::handshake::{is_response_to, Handshake};
+use crate::relay::lane::{self, Lane};
+use crate::relay::layers::{Carrier, Client, ClientEnd, OneSession};
+use crate::relay::stdio::SESSION;
+use crate::relay::{Outbox, Pipe, Relay, OUTBOX_DEPTH};
 use brownout_core::jsonrpc;
 use brownout_core::verdict::Verdict;
 use brownout_core::Side;
 use nix::sys::signal::Signal;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::io::BufReader;
 use tokio::process::ChildStdout;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -39,15 +42,6 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// After the server is gone for good, how long brownout still answers a connected client
 /// (a server that dies at start: the client's `initialize` learns why) before it exits.
 const LINGER: Duration = Duration::from_secs(2);
-
-/// `proxy stdio -- CMD`: what it is called and what it can carry out.
-pub fn driver() -> Driver {
-    layers::driver(super::stdio::FRONT, <ChildGate as Back>::LAYER)
-}
-
-pub struct StdioOptions {
-    pub max_message: usize,
-}
 
 /// Where the client's messages go: to the current server, or nowhere (why, in words).
 #[derive(Clone)]
@@ -147,63 +141,75 @@ impl Supervisor {
     }
 }
 
-/// Relay between our stdin/stdout and a server child process. Returns the exit code.
-pub async fn run(spec: ChildSpec, relay: Arc<Relay>, opts: StdioOptions) -> anyhow::Result<i32> {
-    run_with(spec, relay, opts, stdin(), stdout()).await
+impl ChildBack {
+    /// Start the server of a stdio front's one session, wired to `client`.
+    pub(super) async fn start_one(
+        self: &Arc<Self>,
+        client: Client,
+    ) -> anyhow::Result<(ChildGate, One)> {
+        let (gate, mut gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
+        let sup = Supervisor {
+            spec: self.spec.clone(),
+            relay: Arc::clone(&self.relay),
+            to_client: client.outbox.clone(),
+            client_lane: client.lane,
+            process: ProcessHandle::default(),
+            gate,
+            handshake: Arc::new(Handshake::default()),
+            max: client.max,
+        };
+        let first = sup.start(0).await?;
+        let pid = first
+            .process
+            .pid
+            .map_or_else(|| "?".to_string(), |p| p.to_string());
+        eprintln!(
+            "brownout: relaying stdio -> `{}` (pid {pid})",
+            command_line(&sup.spec)
+        );
+        let current = gate_rx.borrow_and_update().clone();
+        let carrier = ChildGate {
+            relay: Arc::clone(&self.relay),
+            current,
+            gate: gate_rx,
+            handshake: Arc::clone(&sup.handshake),
+            to_client: client.outbox,
+        };
+        Ok((
+            carrier,
+            One {
+                sup,
+                gen: Some(first),
+            },
+        ))
+    }
 }
 
-pub async fn run_with<R, W>(
-    spec: ChildSpec,
-    relay: Arc<Relay>,
-    opts: StdioOptions,
-    input: R,
-    output: W,
-) -> anyhow::Result<i32>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (to_client, to_client_rx) = mpsc::channel::<Vec<u8>>(OUTBOX_DEPTH);
-    let (client_writer, writer) = lane::spawn(output, to_client_rx, None);
-    let (gate, mut gate_rx) = watch::channel(Gate::Down("the MCP server is starting".into()));
-    let sup = Supervisor {
-        spec,
-        relay: Arc::clone(&relay),
-        to_client: to_client.clone(),
-        client_lane: writer.lane(&to_client),
-        process: ProcessHandle::default(),
-        gate,
-        handshake: Arc::new(Handshake::default()),
-        max: opts.max_message,
-    };
-    let first = sup.start(0).await?;
-    let pid = first
-        .process
-        .pid
-        .map_or_else(|| "?".to_string(), |p| p.to_string());
-    eprintln!(
-        "brownout: relaying stdio -> `{}` (pid {pid})",
-        command_line(&sup.spec)
-    );
-    let mut gen = Some(first);
-    let (client_tx, mut client_rx) = oneshot::channel::<()>();
-    let current = gate_rx.borrow_and_update().clone();
-    let back = ChildGate {
-        relay: Arc::clone(&relay),
-        current,
-        gate: gate_rx,
-        handshake: Arc::clone(&sup.handshake),
-        to_client: to_client.clone(),
-    };
-    let client = spawn_client_reader(
-        Arc::clone(&relay),
-        back,
-        input,
-        to_client.clone(),
-        sup.max,
-        client_tx,
-    );
+/// The stdio front's one session: its server, started again as the plan's restart policy
+/// says.
+pub struct One {
+    sup: Supervisor,
+    gen: Option<Generation>,
+}
 
+impl OneSession for One {
+    async fn serve(self, client: ClientEnd) -> anyhow::Result<i32> {
+        let One { sup, gen } = self;
+        serve(sup, gen, client).await
+    }
+}
+
+/// Relay until the client or the server ends it. Returns the exit code.
+async fn serve(
+    sup: Supervisor,
+    mut gen: Option<Generation>,
+    client: ClientEnd,
+) -> anyhow::Result<i32> {
+    let relay = Arc::clone(&sup.relay);
+    let ClientEnd {
+        closed: mut client_rx,
+        reader: client,
+    } = client;
     let mut client_closed = false;
     let mut stopping = false;
     let mut last_code = 0;
@@ -235,7 +241,7 @@ where
                 // The policy of the plan running now (a reload may have changed it).
                 let policy = relay.restart_policy();
                 if !status.success() && policy.on_failure && restarts < policy.max_restarts {
-                    let delay = super::to_duration(policy.delay(restarts));
+                    let delay = crate::relay::to_duration(policy.delay(restarts));
                     restarts += 1;
                     let (n, ms) = (policy.max_restarts, delay.as_millis());
                     eprintln!("brownout: the server ended ({how}); restart {restarts}/{n} in {ms}ms");
@@ -283,7 +289,7 @@ where
                 Some(g) => { stopping = true; stop(g) }
                 None => break 0,
             },
-            _ = tokio::time::sleep(timer.map_or(Duration::from_secs(3600), super::to_duration)), if timer.is_some() => {
+            _ = tokio::time::sleep(timer.map_or(Duration::from_secs(3600), crate::relay::to_duration)), if timer.is_some() => {
                 for a in relay.on_timer(SESSION) {
                     sup.process.apply(a);
                 }
@@ -294,8 +300,7 @@ where
     // Nothing more goes to the client but what is already on its way.
     client.abort();
     sup.down("brownout is stopping".into());
-    drop((sup, to_client, gen));
-    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+    drop((sup, gen));
     Ok(code)
 }
 
@@ -321,7 +326,7 @@ async fn wait(gen: &mut Option<Generation>) -> std::io::Result<std::process::Exi
 }
 
 /// The child back as the stdio front sees it: the current server, or why there is none.
-struct ChildGate {
+pub struct ChildGate {
     relay: Arc<Relay>,
     gate: watch::Receiver<Gate>,
     current: Gate,
@@ -329,9 +334,7 @@ struct ChildGate {
     to_client: Outbox,
 }
 
-impl Back for ChildGate {
-    const LAYER: layers::Layer = layers::CHILD;
-
+impl Carrier for ChildGate {
     /// To the current server, or answered at once with why there is none.
     async fn send(&mut self, v: Verdict, bytes: Vec<u8>) {
         // Looked at after the engine saw the call: a server that ended before this point
