@@ -5,6 +5,7 @@
 #[path = "faults_fleet.rs"]
 pub mod fleet;
 
+use crate::admin_addr::admin_url;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -179,28 +180,6 @@ fn print_summary(method: &reqwest::Method, v: &Value) {
     }
 }
 
-/// The admin API's base URL from what the user gave: `127.0.0.1:9901` (the form
-/// `proxy --admin` takes), `localhost:9901`, or a URL (`http://127.0.0.1:9901/`).
-pub fn admin_url(given: &str) -> anyhow::Result<String> {
-    let given = given.trim();
-    let url = if given.contains("://") {
-        given.to_string()
-    } else {
-        format!("http://{given}")
-    };
-    let parsed = reqwest::Url::parse(&url).map_err(|e| {
-        anyhow::anyhow!(
-            "--admin `{given}` is neither an address (127.0.0.1:9901) nor a URL (http://127.0.0.1:9901): {e}"
-        )
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        anyhow::bail!(
-            "--admin `{given}`: give the address the relay printed, such as 127.0.0.1:9901 or http://127.0.0.1:9901"
-        );
-    }
-    Ok(url.trim_end_matches('/').to_string())
-}
-
 /// Why a request got no answer, in plain words ("connection refused: is a relay running
 /// with --admin there?") rather than the HTTP client's chain of error types.
 fn why_unreachable(e: &reqwest::Error) -> String {
@@ -239,20 +218,4 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn admin_addresses_and_urls() {
-        let ok = |s: &str| admin_url(s).expect(s);
-        assert_eq!(ok("127.0.0.1:9901"), "http://127.0.0.1:9901");
-        assert_eq!(ok("localhost:9901"), "http://localhost:9901");
-        assert_eq!(ok("[::1]:9901"), "http://[::1]:9901");
-        assert_eq!(ok("http://127.0.0.1:9901/"), "http://127.0.0.1:9901");
-        assert!(admin_url("ftp://127.0.0.1:9901").is_err());
-        assert!(admin_url("http://").is_err());
-    }
 }

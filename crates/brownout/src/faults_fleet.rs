@@ -71,7 +71,7 @@ async fn admins(a: &ListArgs) -> anyhow::Result<Vec<String>> {
     }
     let mut out: Vec<String> = Vec::new();
     for given in &a.fleet {
-        let url = super::admin_url(given)?;
+        let url = crate::admin_addr::admin_url(given)?;
         if !out.contains(&url) {
             out.push(url);
         }

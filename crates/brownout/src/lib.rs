@@ -10,7 +10,7 @@
 //!   [`gameday`], [`otlp_args`];
 //! - `brownout-mcp`: [`mcp`] (brownout as an MCP server), [`design`];
 //! - here: [`fixture`] (the built-in example MCP server), [`client`] (a small stdio MCP
-//!   client), [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`],
+//!   client), [`admin_addr`] (an admin API address made a URL), [`demo`] (live) and [`demo_sim`] (simulated), [`plan_cmd`], [`sim_cmd`],
 //!   [`faults_cmd`], [`journal_cmd`] (`brownout journal`).
 
 pub use brownout_core::human;
@@ -19,6 +19,7 @@ pub use brownout_mcp::{design, mcp};
 pub use brownout_relay::{control, events, http_guard, input, otlp, relay};
 pub use brownout_store::{report, store};
 
+pub mod admin_addr;
 pub mod client;
 pub mod demo;
 pub mod demo_sim;

@@ -4,7 +4,7 @@
 
 use brownout::{demo, faults_cmd, fixture, plan_cmd};
 use clap::{Parser, Subcommand};
-use proxy_cmd::{proxy_http, proxy_stdio, Proxy};
+use proxy_cmd::{proxy_http, proxy_stdio, single_thread_runtime, Proxy};
 
 mod proxy_cmd;
 use std::path::PathBuf;
@@ -247,14 +247,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             gates,
         }),
     }
-}
-
-/// One thread is plenty for moving lines between two pipes, and it saves a cross-thread
-/// wake-up on every hand-off.
-fn single_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
 }
 
 #[cfg(test)]

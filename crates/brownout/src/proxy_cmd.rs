@@ -1,7 +1,6 @@
 //! `brownout proxy stdio|http`: the relay commands' arguments and their set-up — the plan,
 //! the engine, the event log, reloads, the admin API — and the relays they start.
 
-use crate::single_thread_runtime;
 use brownout::control::{self, admin, Control};
 use brownout::relay::child::ChildSpec;
 use brownout::relay::framing::DEFAULT_MAX_MESSAGE;
@@ -439,4 +438,12 @@ async fn shutdown_signal() {
         _ = int.recv() => {}
     }
     eprintln!("brownout: stopping: no new connections; streams in flight may finish");
+}
+
+/// One thread is plenty for moving lines between two pipes, and it saves a cross-thread
+/// wake-up on every hand-off.
+pub fn single_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }

@@ -74,23 +74,20 @@ const IO_CRATES: &[&str] = &[
 const PURE: &[&str] = &["brownout-core", "brownout-sim"];
 
 /// Circles not broken yet, each as the modules it may hold (`a::*`: `a` and all below it).
-/// A circle outside these fails, and an entry that is no longer a circle must go.
+/// A circle outside these fails, and an entry that is no longer a circle must go. Most are
+/// a parent (`mod.rs`) holding the types its children use while it calls them.
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     ("brownout-core", &["faults::*"]),
     ("brownout-core", &["plan::*"]),
     ("brownout-core", &["engine::*"]),
-    ("brownout-core", &["slo::*"]),
     ("brownout-sim", &["sim::*"]),
     ("brownout-relay", &["otlp::*"]),
     ("brownout-relay", &["relay::url_back::*"]),
-    ("brownout-store", &["report::*"]),
     ("brownout-experiment", &["load::*"]),
     ("brownout-experiment", &["probe::*"]),
     ("brownout-experiment", &["search::*"]),
-    ("brownout-mcp", &["design::*", "mcp::*"]),
-    ("brownout", &["faults_cmd::*"]),
-    ("brownout", &["fixture::*"]),
-    ("brownout", &["crate", "proxy_cmd"]),
+    ("brownout-mcp", &["design::*"]),
+    ("brownout-mcp", &["mcp::*"]),
 ];
 
 fn repo() -> PathBuf {

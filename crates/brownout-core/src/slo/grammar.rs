@@ -79,11 +79,6 @@ impl PartialEq for Gate {
 }
 
 impl Gate {
-    /// Parse a gate; the error carries the column and, where it can, a suggestion.
-    pub fn parse(text: &str) -> Result<Gate, GateError> {
-        super::parse::parse(text)
-    }
-
     /// The limit in the SLI's unit: a fraction for ratios, milliseconds for latencies.
     pub fn limit(&self) -> f64 {
         self.limit.value

@@ -17,6 +17,14 @@ pub(crate) fn parse(text: &str) -> Result<Gate, GateError> {
     .gate()
 }
 
+impl Gate {
+    /// Parse a gate; the error carries the column and, where it can, a suggestion. (Here,
+    /// beside the parser: the gate's shape in grammar.rs does not depend on how it is read.)
+    pub fn parse(text: &str) -> Result<Gate, GateError> {
+        parse(text)
+    }
+}
+
 struct Parser {
     toks: Vec<Spanned>,
     pos: usize,

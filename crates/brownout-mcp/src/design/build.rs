@@ -5,14 +5,11 @@
 //! `brownout run` would (valid or its errors), checked against the policy and simulated at
 //! its widest stage.
 
+use super::scenario::{LOAD_TOOLS, THINK_MS};
 use super::{target_label, Env, Ground, Scenario, Series};
 use brownout_experiment::experiment::spec::Share;
 use serde_json::{json, Value};
 
-/// Their think time between calls (ms).
-pub const THINK_MS: u64 = 20;
-/// The most tools a designed load calls.
-pub const LOAD_TOOLS: usize = 3;
 /// Simulated tasks per estimate.
 const ESTIMATE_TASKS: u64 = 2000;
 /// Each stage's duration and the baseline (s).

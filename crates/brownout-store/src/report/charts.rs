@@ -3,8 +3,8 @@
 //! removal of the faults marked and the recovery (MTTR) as a band; and the latency
 //! percentiles with each latency gate's limit.
 
+use super::error::ReportError;
 use super::view::{arr, f, obj, s};
-use super::ReportError;
 use plotters::prelude::*;
 use serde_json::Value;
 

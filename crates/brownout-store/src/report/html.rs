@@ -3,7 +3,8 @@
 //! `pulldown-cmark` (raw HTML in the journal's strings is shown as text, never run).
 //! Readable in print and in dark mode (`prefers-color-scheme`).
 
-use super::{charts, markdown, view, ReportError};
+use super::error::ReportError;
+use super::{charts, markdown, view};
 use pulldown_cmark::{html, Event, Options, Parser};
 use serde_json::Value;
 

@@ -5,8 +5,8 @@
 //! brownout could not carry out is an `<error>`; a refused run, or a stage never reached,
 //! is `<skipped>`.
 
+use super::error::ReportError;
 use super::view::{self, arr, f, s};
-use super::ReportError;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 use serde_json::Value;

@@ -4,6 +4,7 @@
 //! [`trend_html`] is the HTML page of an experiment's trend across runs.
 
 pub mod charts;
+mod error;
 pub mod estimate;
 pub mod fleet;
 pub mod html;
@@ -14,6 +15,7 @@ pub mod silent;
 pub mod trend_html;
 pub mod view;
 
+pub use error::ReportError;
 use serde_json::Value;
 
 /// A report format.
@@ -27,17 +29,6 @@ pub enum Format {
     Json,
     /// JUnit XML: a test case per gate, steady-state probe and stage.
     Junit,
-}
-
-/// What can go wrong writing a report.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error("drawing a chart: {0}")]
-    Chart(String),
-    #[error("writing XML: {0}")]
-    Xml(String),
-    #[error("writing JSON: {0}")]
-    Json(#[from] serde_json::Error),
 }
 
 /// A journal's report in a format.

@@ -2,8 +2,8 @@
 //! pass rate, the drifts, a chart of MTTR and the worst stage p99 run by run (SVG, drawn by
 //! `plotters`) and the runs as a table.
 
+use super::error::ReportError;
 use super::html::{esc, STYLE};
-use super::ReportError;
 use crate::store::trend::Trend;
 use plotters::prelude::*;
 

@@ -18,6 +18,12 @@ use super::{Ground, Series};
 use rmcp::model::Tool;
 use serde_json::{json, Value};
 
+/// A designed load's agents: their think time between calls (ms); a scenario's estimate
+/// (rate_limit.rs) counts with it, and the load (build.rs) sets it.
+pub const THINK_MS: u64 = 20;
+/// The most tools a designed load calls.
+pub const LOAD_TOOLS: usize = 3;
+
 /// A scenario template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scenario {
@@ -133,11 +139,7 @@ fn glob(t: &Tool) -> String {
 
 /// Globs of every tool the load calls.
 fn all_globs(g: &Ground) -> Vec<String> {
-    g.load
-        .iter()
-        .take(super::build::LOAD_TOOLS)
-        .map(|t| glob(t))
-        .collect()
+    g.load.iter().take(LOAD_TOOLS).map(|t| glob(t)).collect()
 }
 
 /// A series with the usual load: 8 sessions, the client's timeout, no pool, 15 s recovery.

@@ -4,8 +4,8 @@
 //! refused with `retry_after_ms` and never reach the server. The client retries with
 //! backoff. Gates: errors under 2 %, p95 under 90 % of the timeout.
 
+use super::THINK_MS;
 use super::{base, bounded_retries, Ground, Series};
-use crate::design::build::THINK_MS;
 use crate::design::Step;
 use serde_json::json;
 
