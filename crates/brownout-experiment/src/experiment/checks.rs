@@ -154,12 +154,16 @@ pub fn fleet(spec: &Experiment) -> Vec<(String, String)> {
                     if !is_http(u) {
                         out.push((
                             format!("/target/fleet/{i}/{key}"),
-                            format!("`{u}` is not an http:// or https:// URL"),
+                            format!(
+                                "`{}` is not an http:// or https:// URL",
+                                super::fleet_spec::redact(u)
+                            ),
                         ));
                     }
                 }
                 let admin = r.admin.trim_end_matches('/');
                 if let Some(first) = seen.insert(admin.to_string(), i) {
+                    let admin = super::fleet_spec::redact(admin);
                     out.push((
                         format!("/target/fleet/{i}/admin"),
                         format!("`{admin}` is listed twice (also relay {first}): each relay once"),

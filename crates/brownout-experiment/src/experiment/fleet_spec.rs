@@ -27,9 +27,17 @@ pub enum FleetSpec {
 #[serde(deny_unknown_fields)]
 pub struct FleetRelay {
     /// The relay's MCP endpoint (where the load goes), e.g. `http://10.0.0.5:8900/mcp`.
+    #[serde(serialize_with = "redacted")]
     pub url: String,
     /// The relay's admin API (where the faults go), e.g. `http://10.0.0.5:9901`.
+    #[serde(serialize_with = "redacted")]
     pub admin: String,
+}
+
+/// A fleet URL as written out (the journal's copy of the experiment, the store, reports):
+/// without credentials.
+fn redacted<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact(url))
 }
 
 /// A fleet found by DNS: each address of `dns` is a relay, resolved again during the run.
@@ -74,6 +82,19 @@ impl FleetDns {
     }
 }
 
+/// A URL as it may be shown (stderr, journal, store, reports): credentials in it
+/// (`user:pass@`) replaced by `***@`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 pub fn is_http(u: &str) -> bool {
     u.starts_with("http://") || u.starts_with("https://")
 }
@@ -112,7 +133,24 @@ pub fn describe(f: &FleetSpec) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_dns_name;
+    use super::{is_dns_name, redact};
+
+    #[test]
+    fn credentials_in_a_url_are_never_shown() {
+        assert_eq!(
+            redact("http://alice:hunter2@10.0.0.5:9901"),
+            "http://***@10.0.0.5:9901"
+        );
+        assert_eq!(
+            redact("http://bob@h:1/mcp?x=a@b"),
+            "http://***@h:1/mcp?x=a@b"
+        );
+        assert_eq!(
+            redact("http://10.0.0.5:8900/mcp"),
+            "http://10.0.0.5:8900/mcp"
+        );
+        assert_eq!(redact("not a url"), "not a url");
+    }
 
     #[test]
     fn dns_names() {
