@@ -199,6 +199,18 @@ pub fn fleet(spec: &Experiment) -> Vec<(String, String)> {
                     ),
                 ));
             }
+            if let Some(e) = d.every.as_ref().map(|e| e.get()) {
+                if e < super::fleet_spec::MIN_RESOLVE_EVERY {
+                    out.push((
+                        "/target/fleet/every".into(),
+                        format!(
+                            "`every: {}` would ask the resolver too often: at least {}",
+                            brownout_core::human::duration(e),
+                            brownout_core::human::duration(super::fleet_spec::MIN_RESOLVE_EVERY)
+                        ),
+                    ));
+                }
+            }
             if d.admin_port == d.mcp_port {
                 out.push((
                     "/target/fleet/admin_port".into(),

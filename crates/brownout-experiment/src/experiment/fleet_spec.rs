@@ -11,6 +11,8 @@ use std::time::Duration;
 pub const MAX_RELAYS: usize = 256;
 /// How often a DNS fleet is resolved again during the run, unless `every` says.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(2);
+/// The least `every` may say (a resolution is a DNS query per runner).
+pub const MIN_RESOLVE_EVERY: Duration = Duration::from_millis(500);
 
 /// A fleet of brownout relays, each in front of one replica of the MCP server.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -77,8 +79,7 @@ impl FleetDns {
         self.every
             .as_ref()
             .map(Dur::get)
-            .filter(|d| !d.is_zero())
-            .unwrap_or(RESOLVE_EVERY)
+            .map_or(RESOLVE_EVERY, |d| d.max(MIN_RESOLVE_EVERY))
     }
 }
 

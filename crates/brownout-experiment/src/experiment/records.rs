@@ -118,8 +118,8 @@ pub struct LapseRecord {
     pub fault: String,
     /// When its lease ran out.
     pub lapsed_ms: f64,
-    /// When the relay took it again.
-    pub back_ms: f64,
+    /// When the relay took it again (`null`: not put back before the faults were removed).
+    pub back_ms: Option<f64>,
 }
 
 /// What the runner learnt from the baseline.

@@ -26,6 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+pub use super::remote_log::{Lapse, Log, Outage};
+
 /// How long a posted fault lives without renewal.
 pub const LEASE: Duration = Duration::from_secs(3);
 /// How often the runner renews its faults' leases.
@@ -161,13 +163,14 @@ impl Api {
         Ok(faults.iter().any(|f| f["id"].as_str() == Some(id)))
     }
 
-    /// Delete one fault; `Ok` only when the relay confirms it is gone.
-    async fn delete(&self, id: &str) -> anyhow::Result<()> {
+    /// Delete one fault; `Ok` only when the relay confirms it is gone (`Ok(false)`: it was
+    /// gone already, its lease lapsed).
+    async fn delete(&self, id: &str) -> anyhow::Result<bool> {
         let path = format!("/faults/{}", encode_segment(id));
         let (status, v, text) = self.raw(Method::DELETE, &path, None).await?;
         if status.is_success() {
             if v["removed"].as_str() == Some(id) {
-                return Ok(());
+                return Ok(true);
             }
             anyhow::bail!(
                 "DELETE answered {status} without naming the fault: {}",
@@ -177,7 +180,7 @@ impl Api {
         if status == StatusCode::NOT_FOUND {
             // Gone already (its lease lapsed) only if the relay no longer lists it.
             return match self.lists(id).await? {
-                false => Ok(()),
+                false => Ok(false),
                 true => Err(anyhow!(
                     "DELETE answered 404 but the relay still lists the fault"
                 )),
@@ -231,70 +234,6 @@ struct Posted {
     leased: Option<Instant>,
 }
 
-/// A spell in which the relay's faults could not be put on or renewed.
-#[derive(Debug, Clone)]
-pub struct Outage {
-    /// The relay's last confirmed lease before it (or the first attempt, if none).
-    pub since: Instant,
-    /// When its faults lapse by themselves, unless it was back before.
-    pub lapse_by: Instant,
-    /// When it confirmed a lease or a removal again (`None`: not since).
-    pub back: Option<Instant>,
-    pub why: String,
-}
-
-/// A fault whose lease ran out on the relay while the run held it, put back by the renewer.
-#[derive(Debug, Clone)]
-pub struct Lapse {
-    pub fault: String,
-    /// When its lease ran out (one lease after its last confirmed renewal).
-    pub lapsed: Instant,
-    /// When the relay took it again.
-    pub back: Instant,
-}
-
-/// What happened to one relay's faults over the run.
-#[derive(Debug, Clone, Default)]
-pub struct Log {
-    /// When the relay last confirmed a lease of this run (a fault posted or renewed).
-    pub leased: Option<Instant>,
-    /// When every fault of a stage was first confirmed on this relay.
-    pub first_on: Option<Instant>,
-    pub outages: Vec<Outage>,
-    pub lapses: Vec<Lapse>,
-}
-
-impl Log {
-    /// The outage going on now, if any.
-    pub fn open(&self) -> Option<&Outage> {
-        self.outages.last().filter(|o| o.back.is_none())
-    }
-
-    fn answered(&mut self, at: Instant) {
-        if let Some(o) = self.outages.last_mut().filter(|o| o.back.is_none()) {
-            o.back = Some(at);
-        }
-    }
-
-    fn leased(&mut self, at: Instant) {
-        self.leased = Some(at);
-        self.answered(at);
-    }
-
-    fn failed(&mut self, at: Instant, why: String) {
-        if self.open().is_some() {
-            return;
-        }
-        let since = self.leased.unwrap_or(at);
-        self.outages.push(Outage {
-            since,
-            lapse_by: since + LEASE,
-            back: None,
-            why,
-        });
-    }
-}
-
 struct Shared {
     api: Api,
     /// Posted and not yet confirmed removed.
@@ -340,6 +279,12 @@ impl Remote {
     /// What happened to this relay's faults so far.
     pub fn log(&self) -> Log {
         lock(&self.shared.log).clone()
+    }
+
+    /// Whether every fault posted is confirmed on (a lease of each confirmed).
+    pub fn confirmed(&self) -> bool {
+        let posted = lock(&self.shared.posted);
+        !posted.is_empty() && posted.iter().all(|p| p.leased.is_some())
     }
 
     /// Whether faults of this runner are on the relay, not yet confirmed removed.
@@ -405,7 +350,7 @@ impl Remote {
                 log.leased(now);
                 log.first_on.get_or_insert(now);
             } else {
-                log.failed(now, failed.join("; "));
+                log.failed(now, failed.join("; "), LEASE);
             }
         }
         self.shared.renewing.store(true, Ordering::SeqCst);
@@ -451,9 +396,23 @@ impl Remote {
             let api = &self.shared.api;
             let answers = futures::future::join_all(pending.iter().map(|id| api.delete(id))).await;
             failures.clear();
+            let now = Instant::now();
             for (id, r) in pending.into_iter().zip(answers) {
                 match r {
-                    Ok(()) => lock(&self.shared.posted).retain(|p| p.id != id),
+                    Ok(present) => {
+                        let mut posted = lock(&self.shared.posted);
+                        let last = posted.iter().find(|p| p.id == id).and_then(|p| p.leased);
+                        // Gone before its removal, one lease after its last renewal: it
+                        // lapsed while the run held it.
+                        if let Some(last) = last.filter(|l| !present && *l + LEASE <= now) {
+                            lock(&self.shared.log).lapses.push(Lapse {
+                                fault: id.clone(),
+                                lapsed: last + LEASE,
+                                back: None,
+                            });
+                        }
+                        posted.retain(|p| p.id != id);
+                    }
                     Err(e) => failures.push((id, e.to_string())),
                 }
             }
@@ -484,7 +443,7 @@ impl Remote {
             )
         };
         let text = format!("not confirmed removed: {}; {lapse}", each.join(", "));
-        lock(&self.shared.log).failed(now, text.clone());
+        lock(&self.shared.log).failed(now, text.clone(), LEASE);
         anyhow::bail!("{text}")
     }
 }
@@ -584,7 +543,7 @@ async fn renew_round(shared: &Shared) {
                     log.lapses.push(Lapse {
                         fault: p.id.clone(),
                         lapsed: last + LEASE,
-                        back: now,
+                        back: Some(now),
                     });
                 }
                 mine.leased = Some(now);
@@ -606,7 +565,7 @@ async fn renew_round(shared: &Shared) {
                 failed.join("; ")
             );
         }
-        log.failed(now, failed.join("; "));
+        log.failed(now, failed.join("; "), LEASE);
     }
 }
 
