@@ -346,7 +346,7 @@ fn a_dns_fleet_resolved_too_often_is_refused() {
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "every: {every}: {text}");
         assert!(
-            text.contains("every") && text.contains("at least 500 ms"),
+            text.contains("every") && text.contains("at least 100 ms"),
             "{text}"
         );
     }

@@ -12,7 +12,7 @@ pub const MAX_RELAYS: usize = 256;
 /// How often a DNS fleet is resolved again during the run, unless `every` says.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(2);
 /// The least `every` may say (a resolution is a DNS query per runner).
-pub const MIN_RESOLVE_EVERY: Duration = Duration::from_millis(500);
+pub const MIN_RESOLVE_EVERY: Duration = Duration::from_millis(100);
 
 /// A fleet of brownout relays, each in front of one replica of the MCP server.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
