@@ -1,7 +1,10 @@
 //! `brownout faults list --fleet ADMIN,ADMIN…|--fleet-dns NAME --admin-port P`: every
 //! relay's faults at once, as one table (or `--json`); a relay that does not answer is a
-//! row that says so, and the exit code is 2.
+//! row that says so, and the exit code is 2 (1 when one refused the token). Answers are
+//! read up to 1 MiB, redirects are not followed (the token goes to the addresses named),
+//! and credentials in an address are never printed.
 
+use crate::experiment::fleet_spec::redact;
 use clap::Args;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -79,27 +82,48 @@ async fn admins(a: &ListArgs) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// One relay's faults: `Ok(faults)` or why it could not say.
-async fn one(http: &reqwest::Client, admin: &str, token: Option<&str>) -> Result<Value, String> {
+/// Why one relay could not say what faults it has.
+enum Trouble {
+    /// It answered, refusing the token (exit 1, as for one relay).
+    Refused(String),
+    /// No (usable) answer.
+    NotReached(String),
+}
+
+/// One relay's faults: `Ok(faults)` or why it could not say. The answer is read up to
+/// [`MAX_ANSWER`](crate::experiment::remote::MAX_ANSWER) bytes only.
+async fn one(http: &reqwest::Client, admin: &str, token: Option<&str>) -> Result<Value, Trouble> {
     let mut req = http.get(format!("{admin}/faults"));
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
     let resp = req.send().await.map_err(|e| {
-        if e.is_timeout() {
+        Trouble::NotReached(if e.is_timeout() {
             "no answer in time".to_string()
         } else if e.is_connect() {
             "cannot connect".to_string()
         } else {
             e.to_string()
-        }
+        })
     })?;
     let status = resp.status();
-    if !status.is_success() {
-        return Err(format!("answered {status}"));
+    if matches!(status.as_u16(), 401 | 403) {
+        return Err(Trouble::Refused(format!(
+            "wrong or missing token ({status})"
+        )));
     }
-    let v: Value = resp.json().await.map_err(|e| format!("not JSON: {e}"))?;
-    Ok(v["faults"].clone())
+    if !status.is_success() {
+        return Err(Trouble::NotReached(format!("answered {status}")));
+    }
+    let body = crate::experiment::remote::read_capped(resp, crate::experiment::remote::MAX_ANSWER)
+        .await
+        .map_err(|e| Trouble::NotReached(e.to_string()))?;
+    let v: Value =
+        serde_json::from_slice(&body).map_err(|e| Trouble::NotReached(format!("not JSON: {e}")))?;
+    match &v["faults"] {
+        Value::Array(_) => Ok(v["faults"].clone()),
+        _ => Err(Trouble::NotReached("answered no list of faults".into())),
+    }
 }
 
 /// List every relay's faults; exit 0 when every relay answered, 2 when one did not.
@@ -111,18 +135,37 @@ pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let http = reqwest::Client::builder().timeout(TIMEOUT).build()?;
+    // No redirects: the token goes to the addresses named (or resolved), nowhere else.
+    let http = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
     let answers =
         futures::future::join_all(admins.iter().map(|ad| one(&http, ad, a.token.as_deref()))).await;
     let relays: Vec<Value> = admins
         .iter()
         .zip(&answers)
-        .map(|(admin, r)| match r {
-            Ok(f) => json!({"admin": admin, "reachable": true, "faults": f}),
-            Err(e) => json!({"admin": admin, "reachable": false, "error": e}),
+        .map(|(admin, r)| {
+            let admin = redact(admin);
+            match r {
+                Ok(f) => json!({"admin": admin, "reachable": true, "faults": f}),
+                Err(Trouble::Refused(e)) => {
+                    json!({"admin": admin, "reachable": true, "refused": true, "error": e})
+                }
+                Err(Trouble::NotReached(e)) => {
+                    json!({"admin": admin, "reachable": false, "error": e})
+                }
+            }
         })
         .collect();
-    let unreachable = answers.iter().filter(|r| r.is_err()).count();
+    let unreachable = answers
+        .iter()
+        .filter(|r| matches!(r, Err(Trouble::NotReached(_))))
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|r| matches!(r, Err(Trouble::Refused(_))))
+        .count();
     if a.json {
         println!(
             "{}",
@@ -134,18 +177,29 @@ pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|r| r["faults"].as_array().map_or(0, Vec::len))
             .sum();
-        println!(
-            "{} relays, {} faults{}",
+        let mut line = format!(
+            "{} relay{}, {} fault{}",
             relays.len(),
+            if relays.len() == 1 { "" } else { "s" },
             faults,
-            if unreachable > 0 {
-                format!(", {unreachable} not reached")
-            } else {
-                String::new()
-            }
+            if faults == 1 { "" } else { "s" }
         );
+        if refused > 0 {
+            line.push_str(&format!(", {refused} refused the token"));
+        }
+        if unreachable > 0 {
+            line.push_str(&format!(", {unreachable} not reached"));
+        }
+        println!("{line}");
     }
-    Ok(if unreachable > 0 { 2 } else { 0 })
+    // As for one relay: 2 when one was not reached, else 1 when one refused the token.
+    Ok(if unreachable > 0 {
+        2
+    } else if refused > 0 {
+        1
+    } else {
+        0
+    })
 }
 
 /// The table: one row per fault, a relay without faults or not reached on a row of its own.
@@ -159,12 +213,12 @@ fn table(relays: &[Value]) -> String {
     for r in relays {
         let admin = r["admin"].as_str().unwrap_or("?").to_string();
         if let Some(e) = r["error"].as_str() {
-            rows.push([
-                admin,
-                format!("NOT REACHED: {e}"),
-                String::new(),
-                String::new(),
-            ]);
+            let what = if r["refused"] == true {
+                "REFUSED"
+            } else {
+                "NOT REACHED"
+            };
+            rows.push([admin, format!("{what}: {e}"), String::new(), String::new()]);
             continue;
         }
         let faults = r["faults"].as_array().cloned().unwrap_or_default();

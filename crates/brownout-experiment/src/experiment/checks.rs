@@ -154,12 +154,16 @@ pub fn fleet(spec: &Experiment) -> Vec<(String, String)> {
                     if !is_http(u) {
                         out.push((
                             format!("/target/fleet/{i}/{key}"),
-                            format!("`{u}` is not an http:// or https:// URL"),
+                            format!(
+                                "`{}` is not an http:// or https:// URL",
+                                super::fleet_spec::redact(u)
+                            ),
                         ));
                     }
                 }
                 let admin = r.admin.trim_end_matches('/');
                 if let Some(first) = seen.insert(admin.to_string(), i) {
+                    let admin = super::fleet_spec::redact(admin);
                     out.push((
                         format!("/target/fleet/{i}/admin"),
                         format!("`{admin}` is listed twice (also relay {first}): each relay once"),
@@ -194,6 +198,18 @@ pub fn fleet(spec: &Experiment) -> Vec<(String, String)> {
                         d.path()
                     ),
                 ));
+            }
+            if let Some(e) = d.every.as_ref().map(|e| e.get()) {
+                if e < super::fleet_spec::MIN_RESOLVE_EVERY {
+                    out.push((
+                        "/target/fleet/every".into(),
+                        format!(
+                            "`every: {}` would ask the resolver too often: at least {}",
+                            brownout_core::human::duration(e),
+                            brownout_core::human::duration(super::fleet_spec::MIN_RESOLVE_EVERY)
+                        ),
+                    ));
+                }
             }
             if d.admin_port == d.mcp_port {
                 out.push((

@@ -12,20 +12,33 @@
 //! still removed, or lapse with their lease).
 
 use super::fleet_dns::Member;
-use super::fleet_spec::FleetSpec;
+use super::fleet_spec::{redact, FleetSpec};
 pub use super::records::RelayRecord;
-use super::remote::{Api, Remote, LEASE};
+use super::records::{LapseRecord, OutageRecord};
+use super::remote::{Api, Remote};
 use brownout_core::rng::{hash_str, mix};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The longest a request to one relay's admin API may take (a busy relay may take a while
-/// to compile a fault); relays are asked at once, so a slow one holds up no other.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest a connection may take: a host cut off is retried (within its lease) rather
-/// than waited for.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest a connection may take (a request's own bound is in [`super::remote`]).
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a stage waits for its relays to confirm their faults before it starts on
+/// those that did; the others keep trying in the background (and are journaled).
+const CONFIRM_WITHIN: Duration = Duration::from_millis(2500);
+
+/// The HTTP client for a fleet's admin APIs: short bounds, no redirects (the bearer token
+/// goes to the addresses listed or resolved, nowhere else), a fresh connection per request.
+pub fn admin_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(super::remote::POST_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        // A fresh connection per request: a pooled one the relay closed meanwhile would
+        // fail a removal that could have gone through (connections are cheap next door).
+        .pool_max_idle_per_host(0)
+        .build()
+}
 
 /// The URLs a fleet sends load and faults to, for an allowlist (`brownout mcp`): each
 /// listed relay's `url` and `admin`; a DNS fleet's name on its two ports (what it resolves
@@ -50,10 +63,9 @@ struct State {
     joined: Instant,
     left: Option<Instant>,
     stages: Vec<String>,
-    on: Option<Instant>,
     removed: Option<Instant>,
-    /// (since, lease lapsed, why).
-    unreachable: Option<(Instant, Instant, String)>,
+    /// What went wrong with it last, if anything.
+    detail: Option<String>,
 }
 
 /// One relay and its faults.
@@ -90,9 +102,8 @@ impl Shared {
                 joined: now,
                 left: None,
                 stages: Vec::new(),
-                on: None,
                 removed: None,
-                unreachable: None,
+                detail: None,
             }),
         })
     }
@@ -108,11 +119,14 @@ impl Shared {
             if s.present && !listed {
                 eprintln!(
                     "brownout: relay {} left the fleet (no longer resolved)",
-                    n.member.admin
+                    redact(&n.member.admin)
                 );
                 s.left = Some(now);
             } else if !s.present && listed {
-                eprintln!("brownout: relay {} is back in the fleet", n.member.admin);
+                eprintln!(
+                    "brownout: relay {} is back in the fleet",
+                    redact(&n.member.admin)
+                );
                 s.left = None;
             }
             s.present = listed;
@@ -122,7 +136,7 @@ impl Shared {
                 if say {
                     eprintln!(
                         "brownout: relay {} joined the fleet (faults from the next stage)",
-                        m.admin
+                        redact(&m.admin)
                     );
                 }
                 nodes.push(self.node(m.clone(), now));
@@ -175,6 +189,35 @@ pub fn chosen(seed: u64, share: f64, admins: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Refuse a list naming one relay twice under two spellings (`127.0.0.1:9901` and
+/// `LOCALHOST:9901/`): their admin addresses resolve to a shared socket address. (The
+/// second would fail mid-run with 409, its faults already on from the first.)
+async fn same_relay_twice(members: &[Member]) -> anyhow::Result<()> {
+    let mut seen: Vec<(String, std::collections::BTreeSet<std::net::SocketAddr>)> = Vec::new();
+    for m in members {
+        let Ok(u) = reqwest::Url::parse(&m.admin) else {
+            continue;
+        };
+        let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default()) else {
+            continue;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let Ok(addrs) = tokio::net::lookup_host((host, port)).await else {
+            continue;
+        };
+        let addrs: std::collections::BTreeSet<_> = addrs.collect();
+        if let Some((first, _)) = seen.iter().find(|(_, a)| !a.is_disjoint(&addrs)) {
+            anyhow::bail!(
+                "relays {} and {} are one relay (the same address): list each relay once",
+                redact(first),
+                redact(&m.admin)
+            );
+        }
+        seen.push((m.admin.clone(), addrs));
+    }
+    Ok(())
+}
+
 impl Fleet {
     /// Find the fleet's relays and check each answers its admin API (`GET /status`); with
     /// a DNS name, keep resolving it every `every`.
@@ -183,13 +226,7 @@ impl Fleet {
         seed: u64,
         token: Option<String>,
     ) -> anyhow::Result<Fleet> {
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            // A fresh connection per request: a pooled one the relay closed meanwhile would
-            // fail a removal that could have gone through (connections are cheap next door).
-            .pool_max_idle_per_host(0)
-            .build()?;
+        let http = admin_client()?;
         let shared = Arc::new(Shared {
             seed,
             token,
@@ -197,14 +234,15 @@ impl Fleet {
             nodes: Mutex::new(Vec::new()),
         });
         let found = super::fleet_dns::members(spec).await?;
+        same_relay_twice(&found).await?;
         shared.update(&found, false);
         let nodes = lock(&shared.nodes).clone();
         let checks = nodes.iter().map(|n| async move {
             n.remote
                 .api()
-                .send(reqwest::Method::GET, "/status", None)
+                .status()
                 .await
-                .map_err(|e| format!("relay {}: {e}", n.member.admin))
+                .map_err(|e| format!("relay {}: {e}", redact(&n.member.admin)))
         });
         let failed: Vec<String> = futures::future::join_all(checks)
             .await
@@ -262,74 +300,116 @@ impl Fleet {
 
     /// Put a stage's faults (`doc`) on the share `share` of the relays present, chosen by
     /// the seed; faults of an earlier stage on relays not chosen now are removed. All
-    /// relays at once; the error names every relay that failed.
+    /// relays at once, each in a task of its own; this waits until each confirmed or
+    /// failed, or [`CONFIRM_WITHIN`], so one slow or cut-off relay holds up neither the
+    /// others nor the stage's clock. A relay that did not confirm keeps trying in the
+    /// background (its renewer puts the faults on when it answers) and is journaled; the
+    /// error (the stage cannot start) is for a stage none of whose chosen relays confirmed.
     pub async fn apply(&self, doc: &Value, share: f64, stage: &str) -> anyhow::Result<()> {
         let present = self.present();
         let admins: Vec<&str> = present.iter().map(|n| n.member.admin.as_str()).collect();
         let picked = chosen(self.shared.seed, share, &admins);
-        let nodes = self.nodes();
-        let work = nodes.iter().map(|n| {
+        let mut work = Vec::new();
+        for n in self.nodes() {
             let on = picked.contains(&n.member.admin);
-            async move {
+            if !on && !n.remote.has_faults() {
+                continue;
+            }
+            let epoch = n.remote.begin();
+            let (doc, stage, node) = (doc.clone(), stage.to_string(), Arc::clone(&n));
+            let task = tokio::spawn(async move {
                 let r = if on {
-                    n.remote.replace(doc).await
-                } else if n.remote.has_faults() {
-                    n.remote.remove_all().await
+                    node.remote.replace_from(epoch, &doc).await
                 } else {
-                    return Ok(());
+                    node.remote.remove_all().await
                 };
                 let now = Instant::now();
-                let mut s = lock(&n.state);
+                let mut s = lock(&node.state);
                 match &r {
                     Ok(()) if on => {
-                        s.on = Some(now);
                         s.removed = None;
-                        s.unreachable = None;
-                        s.stages.push(stage.to_string());
+                        s.stages.push(stage);
                     }
                     Ok(()) => s.removed = Some(now),
-                    Err(e) => {
-                        let since = n.remote.renewed_at();
-                        s.unreachable = Some((since, since + LEASE, e.to_string()));
-                    }
+                    Err(e) => s.detail = Some(e.to_string()),
                 }
-                r.map_err(|e| format!("relay {}: {e}", n.member.admin))
-            }
-        });
-        let failed: Vec<String> = futures::future::join_all(work)
-            .await
-            .into_iter()
-            .filter_map(Result::err)
-            .collect();
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            anyhow::bail!("{}", failed.join("; "))
+                r
+            });
+            work.push((n, on, task));
         }
+        let deadline = tokio::time::Instant::now() + CONFIRM_WITHIN;
+        let mut confirmed = 0;
+        let mut failed = Vec::new();
+        for (n, on, task) in work {
+            let admin = redact(&n.member.admin);
+            match tokio::time::timeout_at(deadline, task).await {
+                Ok(Ok(Ok(()))) => confirmed += usize::from(on),
+                Ok(Ok(Err(e))) => failed.push(format!("relay {admin}: {e}")),
+                Ok(Err(e)) => failed.push(format!("relay {admin}: {e}")),
+                Err(_) => failed.push(format!(
+                    "relay {admin}: no confirmation within {}",
+                    brownout_core::human::duration(CONFIRM_WITHIN)
+                )),
+            }
+        }
+        if !picked.is_empty() && confirmed == 0 && !self.confirmed_late(&picked, stage).await {
+            anyhow::bail!("{}", failed.join("; "));
+        }
+        for f in &failed {
+            eprintln!(
+                "brownout: stage `{stage}` goes on without it: {f} (journaled; its faults go on, or lapse, when it answers)"
+            );
+        }
+        Ok(())
+    }
+
+    /// When no chosen relay confirmed in time (a busy machine: a POST can land after its
+    /// answer was given up on): whether one's renewer confirms its faults within one more
+    /// lease. Bounded: a fleet none of whose relays answers fails the stage then.
+    async fn confirmed_late(&self, picked: &[String], stage: &str) -> bool {
+        let until = Instant::now() + super::remote::LEASE;
+        let nodes: Vec<Arc<Node>> = self
+            .nodes()
+            .into_iter()
+            .filter(|n| picked.contains(&n.member.admin))
+            .collect();
+        while Instant::now() < until {
+            let late: Vec<&Arc<Node>> = nodes.iter().filter(|n| n.remote.confirmed()).collect();
+            for n in &late {
+                lock(&n.state).stages.push(stage.to_string());
+            }
+            if !late.is_empty() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
     }
 
     /// Remove this run's faults from every relay at once, each retried until the relay
     /// confirms or its lease runs out; the error names each relay not reached and when its
-    /// faults lapse.
+    /// faults lapse. A removal cancels a renewal round in flight, and wins over a stage's
+    /// replacement still on its way.
     pub async fn remove_all(&self) -> anyhow::Result<()> {
         let nodes = self.nodes();
         let work = nodes.iter().map(|n| async move {
-            if !n.remote.has_faults() {
-                return Ok(());
-            }
+            let had = n.remote.has_faults();
             let r = n.remote.remove_all().await;
             let now = Instant::now();
             let mut s = lock(&n.state);
             match r {
                 Ok(()) => {
-                    s.removed = Some(now);
-                    s.unreachable = None;
+                    if had {
+                        s.removed = Some(now);
+                    }
                     Ok(())
                 }
                 Err(e) => {
-                    let since = n.remote.renewed_at();
-                    s.unreachable = Some((since, since + LEASE, e.to_string()));
-                    Err(format!("relay {} not reached: {e}", n.member.admin))
+                    s.detail = Some(e.to_string());
+                    Err(format!(
+                        "relay {} not reached: {e}",
+                        redact(&n.member.admin)
+                    ))
                 }
             }
         });
@@ -348,9 +428,7 @@ impl Fleet {
     /// Every present relay's `GET /status` (those that answer).
     pub async fn statuses(&self) -> Vec<Value> {
         let present = self.present();
-        let reads = present
-            .iter()
-            .map(|n| n.remote.api().send(reqwest::Method::GET, "/status", None));
+        let reads = present.iter().map(|n| n.remote.api().status());
         futures::future::join_all(reads)
             .await
             .into_iter()
@@ -370,23 +448,45 @@ impl Fleet {
             .collect()
     }
 
-    /// The per-relay record, times from `origin` (the run's clock).
+    /// The per-relay record, times from `origin` (the run's clock); URLs without their
+    /// credentials.
     pub fn records(&self, origin: Instant) -> Vec<RelayRecord> {
         self.nodes()
             .iter()
             .map(|n| {
                 let s = lock(&n.state);
+                let log = n.remote.log();
+                let open = log.open();
                 RelayRecord {
-                    admin: n.member.admin.clone(),
-                    url: n.member.url.clone(),
+                    admin: redact(&n.member.admin),
+                    url: redact(&n.member.url),
                     joined_ms: ms(origin, s.joined),
                     left_ms: s.left.map(|t| ms(origin, t)),
                     stages: s.stages.clone(),
-                    faults_on_ms: s.on.map(|t| ms(origin, t)),
+                    faults_on_ms: log.first_on.map(|t| ms(origin, t)),
                     removed_ms: s.removed.map(|t| ms(origin, t)),
-                    unreachable_since_ms: s.unreachable.as_ref().map(|u| ms(origin, u.0)),
-                    lease_lapsed_ms: s.unreachable.as_ref().map(|u| ms(origin, u.1)),
-                    detail: s.unreachable.as_ref().map(|u| u.2.clone()),
+                    unreachable_since_ms: open.map(|o| ms(origin, o.since)),
+                    lease_lapsed_ms: open.map(|o| ms(origin, o.lapse_by)),
+                    detail: s.detail.clone().or_else(|| open.map(|o| o.why.clone())),
+                    outages: log
+                        .outages
+                        .iter()
+                        .map(|o| OutageRecord {
+                            since_ms: ms(origin, o.since),
+                            lapse_by_ms: ms(origin, o.lapse_by),
+                            back_ms: o.back.map(|t| ms(origin, t)),
+                            detail: o.why.clone(),
+                        })
+                        .collect(),
+                    lapses: log
+                        .lapses
+                        .iter()
+                        .map(|l| LapseRecord {
+                            fault: l.fault.clone(),
+                            lapsed_ms: ms(origin, l.lapsed),
+                            back_ms: l.back.map(|t| ms(origin, t)),
+                        })
+                        .collect(),
                 }
             })
             .collect()

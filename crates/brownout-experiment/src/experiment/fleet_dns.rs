@@ -42,7 +42,14 @@ pub async fn resolve(d: &FleetDns) -> anyhow::Result<Vec<Member>> {
     let addrs = tokio::net::lookup_host((host, d.admin_port))
         .await
         .map_err(|e| anyhow::anyhow!("cannot resolve the fleet's name `{host}`: {e}"))?;
-    let found = members_at(d, addrs.map(|a| a.ip()));
+    let ips: BTreeSet<IpAddr> = addrs.map(|a| a.ip()).collect();
+    if ips.len() > MAX_RELAYS {
+        eprintln!(
+            "brownout: the fleet's name `{host}` resolves to {} addresses; only the first {MAX_RELAYS} (in address order) are relays of this run",
+            ips.len()
+        );
+    }
+    let found = members_at(d, ips);
     if found.is_empty() {
         anyhow::bail!("the fleet's name `{host}` resolves to no address");
     }

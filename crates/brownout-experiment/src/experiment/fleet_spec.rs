@@ -11,6 +11,8 @@ use std::time::Duration;
 pub const MAX_RELAYS: usize = 256;
 /// How often a DNS fleet is resolved again during the run, unless `every` says.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(2);
+/// The least `every` may say (a resolution is a DNS query per runner).
+pub const MIN_RESOLVE_EVERY: Duration = Duration::from_millis(100);
 
 /// A fleet of brownout relays, each in front of one replica of the MCP server.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -27,9 +29,17 @@ pub enum FleetSpec {
 #[serde(deny_unknown_fields)]
 pub struct FleetRelay {
     /// The relay's MCP endpoint (where the load goes), e.g. `http://10.0.0.5:8900/mcp`.
+    #[serde(serialize_with = "redacted")]
     pub url: String,
     /// The relay's admin API (where the faults go), e.g. `http://10.0.0.5:9901`.
+    #[serde(serialize_with = "redacted")]
     pub admin: String,
+}
+
+/// A fleet URL as written out (the journal's copy of the experiment, the store, reports):
+/// without credentials.
+fn redacted<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact(url))
 }
 
 /// A fleet found by DNS: each address of `dns` is a relay, resolved again during the run.
@@ -69,8 +79,20 @@ impl FleetDns {
         self.every
             .as_ref()
             .map(Dur::get)
-            .filter(|d| !d.is_zero())
-            .unwrap_or(RESOLVE_EVERY)
+            .map_or(RESOLVE_EVERY, |d| d.max(MIN_RESOLVE_EVERY))
+    }
+}
+
+/// A URL as it may be shown (stderr, journal, store, reports): credentials in it
+/// (`user:pass@`) replaced by `***@`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_string(),
     }
 }
 
@@ -112,7 +134,24 @@ pub fn describe(f: &FleetSpec) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_dns_name;
+    use super::{is_dns_name, redact};
+
+    #[test]
+    fn credentials_in_a_url_are_never_shown() {
+        assert_eq!(
+            redact("http://alice:hunter2@10.0.0.5:9901"),
+            "http://***@10.0.0.5:9901"
+        );
+        assert_eq!(
+            redact("http://bob@h:1/mcp?x=a@b"),
+            "http://***@h:1/mcp?x=a@b"
+        );
+        assert_eq!(
+            redact("http://10.0.0.5:8900/mcp"),
+            "http://10.0.0.5:8900/mcp"
+        );
+        assert_eq!(redact("not a url"), "not a url");
+    }
 
     #[test]
     fn dns_names() {

@@ -39,6 +39,7 @@ pub mod program;
 pub mod records;
 pub mod recovery;
 pub mod remote;
+pub mod remote_log;
 pub mod rollback;
 pub mod run_args;
 pub mod run_record;

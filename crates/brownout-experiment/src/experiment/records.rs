@@ -78,7 +78,7 @@ pub struct RelayRecord {
     pub left_ms: Option<f64>,
     /// The stages whose faults it carried (chosen by the seed).
     pub stages: Vec<String>,
-    /// When its faults last went on.
+    /// When its faults first went on (the first stage it carried).
     pub faults_on_ms: Option<f64>,
     /// When it confirmed every fault of this run removed (`null`: never confirmed, or it
     /// never had any).
@@ -92,6 +92,34 @@ pub struct RelayRecord {
     /// What went wrong with it, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Each spell in which its faults could not be put on or renewed (a slow or cut-off
+    /// relay), even when it came back before the end.
+    pub outages: Vec<OutageRecord>,
+    /// Each fault whose lease ran out on it while the run held it, and when it was put back.
+    pub lapses: Vec<LapseRecord>,
+}
+
+/// A spell in which a relay's faults could not be put on or renewed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OutageRecord {
+    /// Its last confirmed lease before the spell (or the first failed attempt).
+    pub since_ms: f64,
+    /// When its faults lapsed by themselves, unless it was back before.
+    pub lapse_by_ms: f64,
+    /// When it answered again (`null`: not before the end).
+    pub back_ms: Option<f64>,
+    /// What failed.
+    pub detail: String,
+}
+
+/// A fault whose lease ran out on a relay mid-run, put back by the renewer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LapseRecord {
+    pub fault: String,
+    /// When its lease ran out.
+    pub lapsed_ms: f64,
+    /// When the relay took it again (`null`: not put back before the faults were removed).
+    pub back_ms: Option<f64>,
 }
 
 /// What the runner learnt from the baseline.

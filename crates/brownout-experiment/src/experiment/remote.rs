@@ -1,19 +1,32 @@
-//! Faults on a relay already running, through its admin API (`target.admin`).
+//! Faults on a relay already running, through its admin API (`target.admin`, or each relay
+//! of a `target.fleet`).
 //!
 //! Each fault goes on with a short lease ([`LEASE`]) that a task of this runner renews
 //! (`PUT /faults/{id}/lease`) every [`RENEW_EVERY`]: a runner killed with `-9` leaves its
 //! faults for at most one lease. A fault keeps one id for the whole run
 //! (`<plan id>--brownout-run-<seed>`), so renewals keep its state (counters, token buckets,
-//! draws) and a seed replays on the same relay. Removal keeps every id until the relay
+//! draws) and a seed replays on the same relay. The faults of one relay are posted and
+//! renewed at once (one slow answer holds up no other), and a removal cancels a renewal
+//! round in flight rather than wait for it. Removal keeps every id until the relay
 //! confirms it gone (a 404 for a fault the relay still lists is a failure), retries until
-//! the lease runs out, and says which fault stayed and until when.
+//! the lease runs out, and says which fault stayed and for how long.
+//!
+//! No answer is believed unchecked: a POST must answer the posted id, a renewal and a
+//! DELETE the renewed or removed one, and every answer is read up to [`MAX_ANSWER`] bytes
+//! only. What happened to the relay — when its leases could not be renewed (since its last
+//! confirmed lease, back when it answered again), which fault lapsed and was put back — is
+//! kept in its [`Log`] for the journal.
 
 use anyhow::anyhow;
+use brownout_core::human::clean_n;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+pub use super::remote_log::{Lapse, Log, Outage};
 
 /// How long a posted fault lives without renewal.
 pub const LEASE: Duration = Duration::from_secs(3);
@@ -21,6 +34,14 @@ pub const LEASE: Duration = Duration::from_secs(3);
 pub const RENEW_EVERY: Duration = Duration::from_millis(1000);
 /// The pause between two attempts at removing a fault the relay did not confirm gone.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
+/// The longest a POST may take (the relay compiles the fault), and any other admin
+/// request (a renewal, a removal, a status): both well under the lease, so a slow or
+/// cut-off relay is retried, or left to lapse, rather than waited for.
+pub const POST_TIMEOUT: Duration = Duration::from_secs(2);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most bytes an admin answer may hold: a relay's answers are a few KiB; a bigger one
+/// is not from a relay and is not read further.
+pub const MAX_ANSWER: usize = 1 << 20;
 
 /// The admin API of one relay.
 #[derive(Clone)]
@@ -44,6 +65,31 @@ pub fn encode_segment(s: &str) -> String {
     out
 }
 
+/// An answer's body, refused past `limit` bytes (by its `Content-Length`, else while
+/// reading): nothing on a fleet's address can make the runner hold more.
+pub async fn read_capped(mut resp: reqwest::Response, limit: usize) -> anyhow::Result<Vec<u8>> {
+    if let Some(n) = resp.content_length().filter(|n| *n > limit as u64) {
+        anyhow::bail!("the answer is {n} bytes, more than the {limit} an admin API answers");
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| anyhow!("reading the answer: {}", chain(&e)))?
+    {
+        if out.len() + chunk.len() > limit {
+            anyhow::bail!("the answer is more than the {limit} bytes an admin API answers");
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// An answer shown in a message: its start, control characters escaped.
+fn shown(text: &str) -> String {
+    clean_n(text.trim(), 200)
+}
+
 impl Api {
     /// A request; the status and the body as JSON (`Null` when it is not JSON).
     async fn raw(
@@ -52,19 +98,33 @@ impl Api {
         path: &str,
         body: Option<String>,
     ) -> anyhow::Result<(StatusCode, Value, String)> {
-        let mut req = self.http.request(method, format!("{}{path}", self.admin));
+        let within = if method == Method::POST {
+            POST_TIMEOUT
+        } else {
+            REQUEST_TIMEOUT
+        };
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.admin))
+            .timeout(within);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
         if let Some(b) = body {
             req = req.header("Content-Type", "application/json").body(b);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| anyhow!("the relay's admin API at {}: {}", self.admin, chain(&e)))?;
+        let admin = super::fleet_spec::redact(&self.admin);
+        let resp = req.send().await.map_err(|e| {
+            anyhow!(
+                "the relay's admin API at {admin}: {}",
+                chain(&e.without_url())
+            )
+        })?;
         let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
+        let bytes = read_capped(resp, MAX_ANSWER)
+            .await
+            .map_err(|e| anyhow!("the relay's admin API at {admin}: {e}"))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let v = serde_json::from_str(&text).unwrap_or(Value::Null);
         Ok((status, v, text))
     }
@@ -78,7 +138,18 @@ impl Api {
     ) -> anyhow::Result<Value> {
         let (status, v, text) = self.raw(method, path, body).await?;
         if !status.is_success() {
-            anyhow::bail!("the relay's admin API answered {status}: {text}");
+            anyhow::bail!("the relay's admin API answered {status}: {}", shown(&text));
+        }
+        Ok(v)
+    }
+
+    /// The relay's `GET /status`, which must be a relay's: a JSON object.
+    pub async fn status(&self) -> anyhow::Result<Value> {
+        let v = self.send(Method::GET, "/status", None).await?;
+        if !v.is_object() {
+            anyhow::bail!(
+                "`GET /status` answered something that is not a relay's status (not a JSON object)"
+            );
         }
         Ok(v)
     }
@@ -86,37 +157,51 @@ impl Api {
     /// Whether the relay lists a fault with this id.
     async fn lists(&self, id: &str) -> anyhow::Result<bool> {
         let v = self.send(Method::GET, "/faults", None).await?;
-        Ok(v["faults"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|f| f["id"].as_str() == Some(id)))
+        let Some(faults) = v["faults"].as_array() else {
+            anyhow::bail!("`GET /faults` answered no list of faults");
+        };
+        Ok(faults.iter().any(|f| f["id"].as_str() == Some(id)))
     }
 
-    /// Delete one fault; `Ok` only when the relay confirms it is gone.
-    async fn delete(&self, id: &str) -> anyhow::Result<()> {
+    /// Delete one fault; `Ok` only when the relay confirms it is gone (`Ok(false)`: it was
+    /// gone already, its lease lapsed).
+    async fn delete(&self, id: &str) -> anyhow::Result<bool> {
         let path = format!("/faults/{}", encode_segment(id));
-        let (status, _, text) = self.raw(Method::DELETE, &path, None).await?;
+        let (status, v, text) = self.raw(Method::DELETE, &path, None).await?;
         if status.is_success() {
-            return Ok(());
+            if v["removed"].as_str() == Some(id) {
+                return Ok(true);
+            }
+            anyhow::bail!(
+                "DELETE answered {status} without naming the fault: {}",
+                shown(&text)
+            );
         }
         if status == StatusCode::NOT_FOUND {
             // Gone already (its lease lapsed) only if the relay no longer lists it.
             return match self.lists(id).await? {
-                false => Ok(()),
+                false => Ok(false),
                 true => Err(anyhow!(
                     "DELETE answered 404 but the relay still lists the fault"
                 )),
             };
         }
-        anyhow::bail!("DELETE answered {status}: {}", text.trim())
+        anyhow::bail!("DELETE answered {status}: {}", shown(&text))
     }
 
-    async fn post(&self, spec: &Value) -> anyhow::Result<()> {
+    /// Post one fault; `Ok` only when the relay's answer names it.
+    async fn post(&self, id: &str, spec: &Value) -> anyhow::Result<()> {
         let path = format!("/faults?ttl={}ms", LEASE.as_millis());
-        self.send(Method::POST, &path, Some(spec.to_string()))
-            .await
-            .map(|_| ())
+        let v = self
+            .send(Method::POST, &path, Some(spec.to_string()))
+            .await?;
+        if v["id"].as_str() != Some(id) {
+            anyhow::bail!(
+                "the relay's answer to posting `{id}` does not name it: {}",
+                shown(&v.to_string())
+            );
+        }
+        Ok(())
     }
 
     /// Renew one lease; `Ok(false)` when the relay has no such fault (it lapsed).
@@ -126,20 +211,27 @@ impl Api {
             encode_segment(id),
             LEASE.as_millis()
         );
-        let (status, _, text) = self.raw(Method::PUT, &path, None).await?;
+        let (status, v, text) = self.raw(Method::PUT, &path, None).await?;
         match status {
-            s if s.is_success() => Ok(true),
+            s if s.is_success() && v["id"].as_str() == Some(id) => Ok(true),
+            s if s.is_success() => anyhow::bail!(
+                "renewing the lease answered {s} without naming the fault: {}",
+                shown(&text)
+            ),
             StatusCode::NOT_FOUND => Ok(false),
-            s => anyhow::bail!("renewing the lease answered {s}: {}", text.trim()),
+            s => anyhow::bail!("renewing the lease answered {s}: {}", shown(&text)),
         }
     }
 }
 
-/// A fault this runner put on the relay.
+/// A fault this runner put on the relay (or tried to: a POST that got no answer may have
+/// landed, so its id is kept for removal).
 #[derive(Clone)]
 struct Posted {
     id: String,
     spec: Value,
+    /// When the relay last confirmed its lease (`None`: never confirmed on).
+    leased: Option<Instant>,
 }
 
 struct Shared {
@@ -148,10 +240,14 @@ struct Shared {
     posted: Mutex<Vec<Posted>>,
     /// Whether the renewer keeps the leases (false from the start of a removal).
     renewing: AtomicBool,
-    /// When every posted fault last had its lease renewed (or was posted).
-    renewed_at: Mutex<Instant>,
-    /// One renewal round or one removal at a time: a removal never races a re-post.
+    /// Cancelled when a removal starts: a renewal round in flight stops at once.
+    stop: Mutex<CancellationToken>,
+    /// Bumped by every [`Remote::begin`] and removal: a replacement begun before a later
+    /// removal does nothing.
+    epoch: AtomicU64,
+    /// One renewal round, replacement or removal at a time: a removal never races a re-post.
     round: tokio::sync::Mutex<()>,
+    log: Mutex<Log>,
 }
 
 /// The faults of one run on a remote relay.
@@ -167,8 +263,10 @@ impl Remote {
                 api,
                 posted: Mutex::new(Vec::new()),
                 renewing: AtomicBool::new(false),
-                renewed_at: Mutex::new(Instant::now()),
+                stop: Mutex::new(CancellationToken::new()),
+                epoch: AtomicU64::new(0),
                 round: tokio::sync::Mutex::new(()),
+                log: Mutex::new(Log::default()),
             }),
             renewer: Mutex::new(None),
         }
@@ -178,10 +276,15 @@ impl Remote {
         &self.shared.api
     }
 
-    /// When every posted fault last had its lease renewed (or was posted): the relay's
-    /// last sign of life, and its faults lapse one [`LEASE`] after it.
-    pub fn renewed_at(&self) -> Instant {
-        *lock(&self.shared.renewed_at)
+    /// What happened to this relay's faults so far.
+    pub fn log(&self) -> Log {
+        lock(&self.shared.log).clone()
+    }
+
+    /// Whether every fault posted is confirmed on (a lease of each confirmed).
+    pub fn confirmed(&self) -> bool {
+        let posted = lock(&self.shared.posted);
+        !posted.is_empty() && posted.iter().all(|p| p.leased.is_some())
     }
 
     /// Whether faults of this runner are on the relay, not yet confirmed removed.
@@ -189,11 +292,33 @@ impl Remote {
         !lock(&self.shared.posted).is_empty()
     }
 
+    /// Mark the start of a replacement, for [`Remote::replace_from`]: a removal asked after
+    /// this call wins over it, whenever the replacement runs.
+    pub fn begin(&self) -> u64 {
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
     /// Replace the posted faults with `doc`'s: each under the run's id for it, with a lease.
     pub async fn replace(&self, doc: &Value) -> anyhow::Result<()> {
-        self.remove_all().await?;
+        let epoch = self.begin();
+        self.replace_from(epoch, doc).await
+    }
+
+    /// [`Remote::replace`] begun at `epoch`: nothing happens if a removal came since.
+    /// Every fault is posted at once; one the relay did not confirm is an error, and its id
+    /// stays (to be removed, or put on by the renewer when the relay answers again).
+    pub async fn replace_from(&self, epoch: u64, doc: &Value) -> anyhow::Result<()> {
         let _round = self.shared.round.lock().await;
+        if self.shared.epoch.load(Ordering::SeqCst) != epoch {
+            return Ok(());
+        }
+        if self.has_faults() {
+            self.shared.renewing.store(false, Ordering::SeqCst);
+            self.remove_locked().await?;
+        }
+        *lock(&self.shared.stop) = CancellationToken::new();
         let seed = doc["seed"].as_u64().unwrap_or(0);
+        let mut fresh: Vec<Posted> = Vec::new();
         for (i, f) in doc["faults"].as_array().into_iter().flatten().enumerate() {
             let mut spec = f.clone();
             let own = f["id"]
@@ -201,35 +326,93 @@ impl Remote {
                 .map_or_else(|| format!("fault-{i}"), str::to_string);
             let id = format!("{own}--brownout-run-{seed}");
             spec["id"] = Value::String(id.clone());
-            self.shared.api.post(&spec).await?;
-            lock(&self.shared.posted).push(Posted { id, spec });
+            fresh.push(Posted {
+                id,
+                spec,
+                leased: None,
+            });
         }
-        *lock(&self.shared.renewed_at) = Instant::now();
+        let api = &self.shared.api;
+        let answers =
+            futures::future::join_all(fresh.iter().map(|p| api.post(&p.id, &p.spec))).await;
+        let now = Instant::now();
+        let mut failed = Vec::new();
+        for (p, r) in fresh.iter_mut().zip(answers) {
+            match r {
+                Ok(()) => p.leased = Some(now),
+                Err(e) => failed.push(format!("`{}`: {e}", p.id)),
+            }
+        }
+        lock(&self.shared.posted).extend(fresh);
+        {
+            let mut log = lock(&self.shared.log);
+            if failed.is_empty() {
+                log.leased(now);
+                log.first_on.get_or_insert(now);
+            } else {
+                log.failed(now, failed.join("; "), LEASE);
+            }
+        }
         self.shared.renewing.store(true, Ordering::SeqCst);
         let mut renewer = lock(&self.renewer);
         if renewer.is_none() {
             *renewer = Some(tokio::spawn(renew_loop(Arc::clone(&self.shared))));
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("not confirmed on: {}", failed.join("; "))
+        }
     }
 
-    /// Remove every posted fault: stop renewing, then delete each until the relay confirms
-    /// it gone, retrying until the last lease runs out. The error names each fault that
-    /// stayed and until when.
+    /// Remove every posted fault: stop renewing (a round in flight is cancelled), then
+    /// delete each until the relay confirms it gone, retrying until the last lease runs
+    /// out. The error names each fault that stayed and for how long.
     pub async fn remove_all(&self) -> anyhow::Result<()> {
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        self.shared.renewing.store(false, Ordering::SeqCst);
+        lock(&self.shared.stop).cancel();
         let _round = self.shared.round.lock().await;
         self.shared.renewing.store(false, Ordering::SeqCst);
-        let lapse_at = *lock(&self.shared.renewed_at) + LEASE;
+        self.remove_locked().await
+    }
+
+    async fn remove_locked(&self) -> anyhow::Result<()> {
+        if !self.has_faults() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let lapse_at = lock(&self.shared.posted)
+            .iter()
+            .filter_map(|p| p.leased)
+            .max()
+            .map_or(start, |t| t + LEASE);
         let mut failures: Vec<(String, String)> = Vec::new();
         loop {
             let pending: Vec<String> = lock(&self.shared.posted)
                 .iter()
                 .map(|p| p.id.clone())
                 .collect();
+            let api = &self.shared.api;
+            let answers = futures::future::join_all(pending.iter().map(|id| api.delete(id))).await;
             failures.clear();
-            for id in pending {
-                match self.shared.api.delete(&id).await {
-                    Ok(()) => lock(&self.shared.posted).retain(|p| p.id != id),
+            let now = Instant::now();
+            for (id, r) in pending.into_iter().zip(answers) {
+                match r {
+                    Ok(present) => {
+                        let mut posted = lock(&self.shared.posted);
+                        let last = posted.iter().find(|p| p.id == id).and_then(|p| p.leased);
+                        // Gone before its removal, one lease after its last renewal: it
+                        // lapsed while the run held it.
+                        if let Some(last) = last.filter(|l| !present && *l + LEASE <= now) {
+                            lock(&self.shared.log).lapses.push(Lapse {
+                                fault: id.clone(),
+                                lapsed: last + LEASE,
+                                back: None,
+                            });
+                        }
+                        posted.retain(|p| p.id != id);
+                    }
                     Err(e) => failures.push((id, e.to_string())),
                 }
             }
@@ -238,23 +421,30 @@ impl Remote {
             }
             tokio::time::sleep(RETRY_EVERY).await;
         }
+        let now = Instant::now();
         if failures.is_empty() {
+            lock(&self.shared.log).answered(now);
             return Ok(());
         }
         // Past its lease the relay drops it by itself (unless it is broken): the ids stay
         // listed here, so a later removal checks them again and never reports a removal it
         // did not see; the journal says which stayed and until when.
-        let left = lapse_at.saturating_duration_since(Instant::now());
-        let until = super::clock::unix_ms() + left.as_millis() as u64;
+        let left = lapse_at.saturating_duration_since(now);
         let each: Vec<String> = failures
             .iter()
             .map(|(id, why)| format!("`{id}` ({why})"))
             .collect();
-        anyhow::bail!(
-            "not confirmed removed: {}; each stays on the relay until its lease lapses, by unix ms {until} ({} from now), if the relay is alive",
-            each.join(", "),
-            brownout_core::human::duration(left)
-        )
+        let lapse = if left.is_zero() {
+            "each lapses there one lease after the relay last took it, if it is alive".to_string()
+        } else {
+            format!(
+                "each stays on the relay until its lease lapses ({} from now), if the relay is alive",
+                brownout_core::human::duration(left)
+            )
+        };
+        let text = format!("not confirmed removed: {}; {lapse}", each.join(", "));
+        lock(&self.shared.log).failed(now, text.clone(), LEASE);
+        anyhow::bail!("{text}")
     }
 }
 
@@ -281,40 +471,101 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Renew every posted fault's lease each [`RENEW_EVERY`], while renewing is on. A fault the
-/// relay no longer has (its lease lapsed while this runner stalled) is posted again under
-/// the same id.
+/// Renew every posted fault's lease each [`RENEW_EVERY`], while renewing is on; a removal
+/// cancels the round in flight.
 async fn renew_loop(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(RENEW_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let _round = shared.round.lock().await;
         if !shared.renewing.load(Ordering::SeqCst) {
             continue;
         }
-        let posted: Vec<Posted> = lock(&shared.posted).clone();
-        let mut any = false;
-        for p in posted {
-            let renewed = match shared.api.renew(&p.id).await {
-                Ok(true) => true,
-                Ok(false) => {
-                    eprintln!(
-                        "brownout: fault `{}` had lapsed on the relay; putting it back",
-                        p.id
-                    );
-                    shared.api.post(&p.spec).await.is_ok()
-                }
+        let stop = lock(&shared.stop).clone();
+        let _round = tokio::select! {
+            g = shared.round.lock() => g,
+            _ = stop.cancelled() => continue,
+        };
+        if !shared.renewing.load(Ordering::SeqCst) || stop.is_cancelled() {
+            continue;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = renew_round(&shared) => {}
+        }
+    }
+}
+
+/// What one renewal did.
+enum Renewal {
+    Renewed,
+    /// The relay had no such fault and took it again: it had lapsed (or never went on).
+    PutBack,
+    Failed(String),
+}
+
+/// Renew every posted fault at once. A fault the relay no longer has (its lease lapsed
+/// while the relay or this runner stalled) is posted again under the same id, and the
+/// lapse is logged.
+async fn renew_round(shared: &Shared) {
+    let posted: Vec<Posted> = lock(&shared.posted).clone();
+    let api = &shared.api;
+    let work = posted.iter().map(|p| async move {
+        match api.renew(&p.id).await {
+            Ok(true) => Renewal::Renewed,
+            Ok(false) => match api.post(&p.id, &p.spec).await {
+                Ok(()) => Renewal::PutBack,
                 Err(e) => {
-                    eprintln!("brownout: cannot renew the lease of `{}`: {e}", p.id);
-                    false
+                    Renewal::Failed(format!("`{}` lapsed and could not be put back: {e}", p.id))
                 }
-            };
-            any |= renewed;
+            },
+            Err(e) => Renewal::Failed(format!("cannot renew the lease of `{}`: {e}", p.id)),
         }
-        if any {
-            *lock(&shared.renewed_at) = Instant::now();
+    });
+    let done = futures::future::join_all(work).await;
+    let now = Instant::now();
+    let mut log = lock(&shared.log);
+    let mut list = lock(&shared.posted);
+    let mut failed = Vec::new();
+    for (p, r) in posted.iter().zip(done) {
+        let Some(mine) = list.iter_mut().find(|q| q.id == p.id) else {
+            continue;
+        };
+        match r {
+            Renewal::Renewed => mine.leased = Some(now),
+            Renewal::PutBack => {
+                if let Some(last) = mine.leased {
+                    eprintln!(
+                        "brownout: fault `{}` had lapsed on {}; put back",
+                        p.id,
+                        super::fleet_spec::redact(&api.admin)
+                    );
+                    log.lapses.push(Lapse {
+                        fault: p.id.clone(),
+                        lapsed: last + LEASE,
+                        back: Some(now),
+                    });
+                }
+                mine.leased = Some(now);
+            }
+            Renewal::Failed(why) => failed.push(why),
         }
+    }
+    if list.iter().all(|p| p.leased.is_some()) && !list.is_empty() {
+        log.first_on.get_or_insert(now);
+    }
+    if failed.len() < posted.len() {
+        log.leased(now);
+    }
+    if !failed.is_empty() {
+        if log.open().is_none() {
+            eprintln!(
+                "brownout: relay {}: {}",
+                super::fleet_spec::redact(&api.admin),
+                failed.join("; ")
+            );
+        }
+        log.failed(now, failed.join("; "), LEASE);
     }
 }
 
