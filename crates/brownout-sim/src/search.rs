@@ -319,7 +319,9 @@ pub fn crossing(
         });
         out.spread = Some(sd);
     }
-    if monotone {
+    // Not monotone but the budget is spent: the majority has nothing left to run on (its
+    // points would all go unanswered); the seeds' own crossings stand, cut short.
+    if monotone || count.spent() {
         let mut brks: Vec<f64> = out.seeds.iter().filter_map(|c| c.brk).collect();
         out.boundary = median(&mut bs);
         out.barely = median(&mut brks);
@@ -470,6 +472,31 @@ mod tests {
             c.seeds.is_empty() && c.cut_short && c.boundary.is_none(),
             "{c:?}"
         );
+    }
+
+    #[test]
+    fn a_spent_budget_keeps_the_seeds_crossings_when_monotonicity_fails() {
+        // Two crossings (a band, then above 0.7): not monotone; the budget is spent with the
+        // seeds (their 21 simulations), after which the objective answers NaN (its deadline).
+        // The majority cannot run; it used to, on NaNs, and left no boundary at all.
+        let calls = AtomicU64::new(0);
+        let obj = |t: f64, _s: u64, _f: bool| {
+            if calls.fetch_add(1, Ordering::Relaxed) >= 21 {
+                f64::NAN
+            } else if (0.2..0.4).contains(&t) || t > 0.7 {
+                -0.1
+            } else {
+                0.1
+            }
+        };
+        let tight = Budget {
+            max_evals: 21,
+            deadline: None,
+        };
+        let c = crossing(&obj, &[1, 2, 3], 1.0 / 8.0, tight, 1, &|_| {});
+        assert_eq!(c.seeds.len(), 3, "{c:?}");
+        assert!(!c.monotone && c.cut_short, "{c:?}");
+        assert!(c.boundary.is_some(), "{c:?}");
     }
 
     #[test]
