@@ -310,3 +310,25 @@ fn a_budget_spent_before_any_seed_finished_says_no_result() {
     assert!(se.contains("--chart not drawn"), "{se}");
     assert!(!chart.exists());
 }
+
+/// A mark on a stage's `relays` is refused: the simulator has no fleet, so nothing varied
+/// along it (review F28: "no crossing" after 16 simulations).
+#[test]
+fn a_mark_on_relays_is_refused() {
+    let dir = tmp();
+    let text = std::fs::read_to_string(repo().join("examples/search/green-search.yaml"))
+        .expect("example")
+        .replace(
+            "{stage: canary, duration: 5s, sessions: 10%}",
+            "{stage: canary, duration: 5s, sessions: 10%, relays: {search: [10%, 100%]}}",
+        )
+        .replace("probability: {search: [0, 0.5]}", "probability: 0.2");
+    let file = write(dir.path(), "fleet.yaml", &text);
+    let out = Command::new(brownout())
+        .args(["search", &file])
+        .output()
+        .expect("search");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("a mark on `relays`"), "{err}");
+}

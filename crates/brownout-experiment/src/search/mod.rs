@@ -170,6 +170,10 @@ impl Problem {
             }
             (false, None) => return Err("--plan needs --workload (and at least one --gate)".into()),
         };
+        // The simulator models no fleet: a stage's `relays` share is not simulated (F28).
+        if let Some(m) = marks.iter().find(|m| m.key == "relays") {
+            return Err(format!("{file}:{}:{}: a mark on `relays`: the search simulates every session's calls with the faults, not a share of a fleet's relays; mark `sessions` instead", m.line, m.col));
+        }
         if !experiment && a.gates.is_empty() {
             return Err("--plan needs at least one --gate: ρ is measured against gates".into());
         }
@@ -186,6 +190,12 @@ impl Problem {
         };
         for end in [p.lows(), p.highs()] {
             p.prepare(&end)?;
+        }
+        if experiment {
+            let x = load_text(&p.written(&p.lows()), &p.file, &p.dir).map_err(|e| e.to_string())?;
+            if x.spec.method.iter().any(|s| s.relays.is_some()) {
+                eprintln!("brownout search: warning: {} sets `relays` on a stage; the simulator puts the faults on every relay's sessions, so the boundary found is lower than a live run's on that share of the fleet", p.file);
+            }
         }
         Ok(Problem {
             deadline: a.time.map(|t| Instant::now() + t),
