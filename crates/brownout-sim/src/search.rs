@@ -156,9 +156,22 @@ fn median(v: &mut [f64]) -> Option<f64> {
 }
 
 /// One seed: bisection between a holding and a breaking end, then the monotonicity check.
-fn one_seed(obj: &dyn Objective, seed: u64, tol: f64, count: &Counter) -> (SeedCrossing, bool) {
+/// `None`: the objective gave no answer at an end (its deadline stopped it).
+fn one_seed(
+    obj: &dyn Objective,
+    seed: u64,
+    tol: f64,
+    count: &Counter,
+) -> Option<(SeedCrossing, bool)> {
     let f = |t: f64| count.eval(obj, t, seed);
-    let (r0, r1) = (f(0.0), f(1.0));
+    let r0 = f(0.0);
+    if r0.is_nan() {
+        return None;
+    }
+    let r1 = f(1.0);
+    if r1.is_nan() {
+        return None;
+    }
     let mut c = SeedCrossing {
         seed,
         hold: None,
@@ -176,13 +189,18 @@ fn one_seed(obj: &dyn Objective, seed: u64, tol: f64, count: &Counter) -> (SeedC
                 break;
             }
             let m = (a + b) / 2.0;
-            if f(m) >= 0.0 {
+            let r = f(m);
+            if r.is_nan() {
+                cut = true;
+                break;
+            } else if r >= 0.0 {
                 a = m;
             } else {
                 b = m;
             }
         }
-        // Monotone: halfway below the hold still holds, halfway above the break breaks.
+        // Monotone: halfway below the hold still holds, halfway above the break breaks
+        // (a NaN, no answer, says nothing either way).
         if a > 0.0 && !count.spent() && f(a * 0.5) < 0.0 {
             c.monotone = false;
         }
@@ -197,11 +215,12 @@ fn one_seed(obj: &dyn Objective, seed: u64, tol: f64, count: &Counter) -> (SeedC
             c.monotone = false;
         }
     }
-    (c, cut)
+    Some((c, cut))
 }
 
 /// Find where ρ crosses 0 along the segment, to within `tol` (in t), for `seeds`, the
-/// seeds spread over `threads` threads.
+/// seeds spread over `threads` threads. An objective answers NaN when its own deadline
+/// stopped it: that seed is unfinished (cut short, left out of [`Crossing::seeds`]).
 pub fn crossing(
     obj: &dyn Objective,
     seeds: &[u64],
@@ -218,7 +237,7 @@ pub fn crossing(
     let threads = threads.clamp(1, seeds.len().max(1));
     // A queue of seeds (not fixed chunks): a thread that drew quick seeds takes more.
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, (SeedCrossing, bool))> = std::thread::scope(|s| {
+    let mut results: Vec<(usize, Option<(SeedCrossing, bool)>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let (count, next) = (&count, &next);
@@ -230,13 +249,16 @@ pub fn crossing(
                         if count.spent() {
                             break;
                         }
-                        let r = one_seed(obj, seed, tol, count);
+                        let Some(r) = one_seed(obj, seed, tol, count) else {
+                            mine.push((i, None));
+                            break;
+                        };
                         progress(&format!(
                             "seed {seed}: {}",
                             r.0.boundary()
                                 .map_or("no crossing".into(), |b| format!("boundary at t={b:.4}"))
                         ));
-                        mine.push((i, r));
+                        mine.push((i, Some(r)));
                     }
                     mine
                 })
@@ -248,8 +270,9 @@ pub fn crossing(
             .collect()
     });
     results.sort_by_key(|r| r.0);
-    let results: Vec<(SeedCrossing, bool)> = results.into_iter().map(|r| r.1).collect();
-    let cut_short = results.iter().any(|r| r.1) || count.spent();
+    let unfinished = results.iter().any(|r| r.1.is_none());
+    let results: Vec<(SeedCrossing, bool)> = results.into_iter().filter_map(|r| r.1).collect();
+    let cut_short = unfinished || results.iter().any(|r| r.1) || count.spent();
     let per_seed: Vec<SeedCrossing> = results.into_iter().map(|r| r.0).collect();
     let evals = count.n.load(Ordering::Relaxed);
     let monotone = per_seed.iter().all(|c| c.monotone);
@@ -296,7 +319,9 @@ pub fn crossing(
         });
         out.spread = Some(sd);
     }
-    if monotone {
+    // Not monotone but the budget is spent: the majority has nothing left to run on (its
+    // points would all go unanswered); the seeds' own crossings stand, cut short.
+    if monotone || count.spent() {
         let mut brks: Vec<f64> = out.seeds.iter().filter_map(|c| c.brk).collect();
         out.boundary = median(&mut bs);
         out.barely = median(&mut brks);
@@ -332,6 +357,8 @@ fn majority(
                     s.spawn(move || {
                         let mut broke = 0;
                         while let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            // NaN (no answer: the deadline) counts as holding; the
+                            // deadline also ends the bisection below.
                             if count.eval(obj, t, seed) < 0.0 {
                                 broke += 1;
                             }
@@ -428,6 +455,48 @@ mod tests {
         assert!(!c.monotone, "{c:?}");
         assert_eq!(c.method, "majority bisection");
         assert!(c.boundary.is_some());
+    }
+
+    #[test]
+    fn a_seed_its_deadline_stopped_is_unfinished_not_a_seed_without_crossing() {
+        // NaN: the simulation's own deadline stopped it (no answer). Such a seed is left out
+        // (it was counted as neither holding nor breaking, yet as a seed searched).
+        let obj = |t: f64, s: u64, _f: bool| if s == 1 { 0.5 - t } else { f64::NAN };
+        let c = crossing(&obj, &[1, 2, 3], 0.01, budget(), 1, &|_| {});
+        assert_eq!(c.seeds.len(), 1, "{c:?}");
+        assert!(c.cut_short);
+        assert_eq!((c.always_hold, c.always_break), (0, 0));
+        let none = |_t: f64, _s: u64, _f: bool| f64::NAN;
+        let c = crossing(&none, &[1, 2], 0.01, budget(), 2, &|_| {});
+        assert!(
+            c.seeds.is_empty() && c.cut_short && c.boundary.is_none(),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn a_spent_budget_keeps_the_seeds_crossings_when_monotonicity_fails() {
+        // Two crossings (a band, then above 0.7): not monotone; the budget is spent with the
+        // seeds (their 21 simulations), after which the objective answers NaN (its deadline).
+        // The majority cannot run; it used to, on NaNs, and left no boundary at all.
+        let calls = AtomicU64::new(0);
+        let obj = |t: f64, _s: u64, _f: bool| {
+            if calls.fetch_add(1, Ordering::Relaxed) >= 21 {
+                f64::NAN
+            } else if (0.2..0.4).contains(&t) || t > 0.7 {
+                -0.1
+            } else {
+                0.1
+            }
+        };
+        let tight = Budget {
+            max_evals: 21,
+            deadline: None,
+        };
+        let c = crossing(&obj, &[1, 2, 3], 1.0 / 8.0, tight, 1, &|_| {});
+        assert_eq!(c.seeds.len(), 3, "{c:?}");
+        assert!(!c.monotone && c.cut_short, "{c:?}");
+        assert!(c.boundary.is_some(), "{c:?}");
     }
 
     #[test]

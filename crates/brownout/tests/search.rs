@@ -117,16 +117,15 @@ fn an_experiment_is_written_back_barely_violating_and_checks() {
     );
     let r: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(r["barely"]["rho"].as_f64().expect("rho") < 0.0, "{r:#}");
-    // Beside the experiment's own directory, so its workload path resolves.
-    let beside = repo().join("examples/search/.barely-test.yaml");
-    std::fs::copy(&out_file, &beside).expect("copy");
+    // Written into another folder, its workload path is rewritten from there: it checks
+    // where it is (it named `../workloads/…` of the examples' folder before, and failed).
     let check = Command::new(brownout())
         .args(["experiment", "check"])
-        .arg(&beside)
+        .arg(&out_file)
+        .current_dir(dir.path())
         .env("PATH", path_with_brownout())
         .output()
         .expect("check");
-    let _ = std::fs::remove_file(&beside);
     assert!(
         check.status.success(),
         "{}",
@@ -252,4 +251,84 @@ fn live_runs_bracket_the_real_boundary_and_are_all_stored() {
         Some(runs.len()),
         "{listed:#}"
     );
+}
+
+/// Bad seed counts are refused before any search (`--seeds 0` ran one seed; a huge count
+/// allocated without bound).
+#[test]
+fn seed_counts_out_of_range_are_refused() {
+    let dir = tmp();
+    write(dir.path(), "w.yaml", WORKLOAD);
+    let plan = write(dir.path(), "plan.yaml", PLAN);
+    for extra in [
+        &["--seeds", "0"][..],
+        &["--seeds", "10001"],
+        &["--precision", "0.01", "--max-seeds", "100000000"],
+    ] {
+        let out = Command::new(brownout())
+            .args(["search", "--plan", &plan, "--workload"])
+            .arg(dir.path().join("w.yaml"))
+            .args(["--gate", GATE])
+            .args(extra)
+            .output()
+            .expect("search");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("1..=10000"), "{extra:?}: {err}");
+    }
+}
+
+/// A search whose `--time` runs out inside its first simulations has no result: it says so
+/// (exit 4), not "no crossing" (exit 3), names no precision nobody asked for, and does not
+/// draw a chart past the budget.
+#[test]
+fn a_budget_spent_before_any_seed_finished_says_no_result() {
+    let dir = tmp();
+    write(dir.path(), "w.yaml", WORKLOAD);
+    let plan = write(dir.path(), "plan.yaml", PLAN);
+    let chart = dir.path().join("rho.svg");
+    // Fifty million tasks a simulation: minutes each in a debug build, so the 1 s budget
+    // stops inside the first ones (checked inside the simulation, not only between them).
+    let out = Command::new(brownout())
+        .args(["search", "--plan", &plan, "--workload"])
+        .arg(dir.path().join("w.yaml"))
+        .args(["--gate", GATE, "--seeds", "2", "--threads", "1"])
+        .args(["--tasks", "50000000", "--time", "1s", "--chart"])
+        .arg(&chart)
+        .output()
+        .expect("search");
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(4), "{so}\n{se}");
+    assert!(so.contains("no result: the budget"), "{so}");
+    assert!(
+        !so.contains("no crossing") && !so.contains("precision"),
+        "{so}"
+    );
+    assert!(se.contains("--chart not drawn"), "{se}");
+    assert!(!chart.exists());
+}
+
+/// A mark on a stage's `relays` is refused: the simulator has no fleet, so nothing varied
+/// along it (review F28: "no crossing" after 16 simulations).
+#[test]
+fn a_mark_on_relays_is_refused() {
+    let dir = tmp();
+    let text = std::fs::read_to_string(repo().join("examples/search/green-search.yaml"))
+        .expect("example")
+        .replace(
+            "{stage: canary, duration: 5s, sessions: 10%}",
+            "{stage: canary, duration: 5s, sessions: 10%, relays: {search: [10%, 100%]}}",
+        )
+        .replace("probability: {search: [0, 0.5]}", "probability: 0.2");
+    let file = write(dir.path(), "fleet.yaml", &text);
+    let out = Command::new(brownout())
+        .args(["search", &file])
+        .output()
+        .expect("search");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("a mark on `relays`"), "{err}");
 }

@@ -206,7 +206,9 @@ fn the_text_report_maps_the_boundary_and_the_example_runs_as_written() {
         "{text}"
     );
     assert!(
-        text.contains("| probability | probability | probability | breaching | ρ (median) |"),
+        text.contains(
+            "| probability | probability | probability | breaching | ρ (lower median; a breaching seed's at its first breach) |"
+        ),
         "{text}"
     );
     // examples/search/cascade-4d.yaml, as its comment runs it (a small budget here).

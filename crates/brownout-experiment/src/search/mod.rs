@@ -12,6 +12,7 @@
 pub mod live;
 pub mod output;
 pub mod output_wide;
+pub mod paths;
 pub mod wide;
 
 use crate::experiment::load::load_text;
@@ -25,6 +26,12 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The most seeds `--seeds` and `--max-seeds` take (each seed's state is held).
+pub const MAX_SEEDS: u64 = 10_000;
+
+/// Exit code: the budget ran out before any seed gave a result.
+pub const EXIT_NO_RESULT: i32 = 4;
 
 /// Search the simulator for the faults that take an SLO just past its boundary.
 ///
@@ -48,7 +55,8 @@ use std::time::{Duration, Instant};
 ///       --gate 'error_rate < 1% over 10s'                               # four dimensions
 ///
 /// Exit codes: 0 a boundary found; 2 bad input; 3 no crossing in the range (it holds
-/// everywhere, or breaks already at the lowest values).
+/// everywhere, or breaks already at the lowest values); 4 the budget (--time, --max-evals)
+/// ran out before any seed gave a result.
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct SearchArgs {
@@ -63,8 +71,8 @@ pub struct SearchArgs {
     /// An SLO gate (repeatable; with --plan): ρ is over these gates.
     #[arg(long = "gate", value_parser = crate::sim_args::parse_gate)]
     pub gates: Vec<Gate>,
-    /// Seeds to search (each a run with its own draws, the same at every point).
-    #[arg(long, default_value_t = 8)]
+    /// Seeds to search (each a run with its own draws, the same at every point; 1 to 10000).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     pub seeds: u64,
     /// The first seed (seeds are SEED, SEED+1, …).
     #[arg(long, default_value_t = 1)]
@@ -126,13 +134,15 @@ impl SearchArgs {
 pub struct Problem {
     pub text: String,
     pub file: String,
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// An experiment file (else a plan).
     pub experiment: bool,
     pub marks: Vec<Mark>,
     workload: Option<Workload>,
     gates: Vec<Gate>,
     tasks: Option<u64>,
+    /// `--time`: the instant every simulation of the search stops at (counted from loading).
+    pub deadline: Option<Instant>,
 }
 
 impl Problem {
@@ -160,6 +170,10 @@ impl Problem {
             }
             (false, None) => return Err("--plan needs --workload (and at least one --gate)".into()),
         };
+        // The simulator models no fleet: a stage's `relays` share is not simulated (F28).
+        if let Some(m) = marks.iter().find(|m| m.key == "relays") {
+            return Err(format!("{file}:{}:{}: a mark on `relays`: the search simulates every session's calls with the faults, not a share of a fleet's relays; mark `sessions` instead", m.line, m.col));
+        }
         if !experiment && a.gates.is_empty() {
             return Err("--plan needs at least one --gate: ρ is measured against gates".into());
         }
@@ -172,11 +186,21 @@ impl Problem {
             workload,
             gates: a.gates.clone(),
             tasks: a.tasks,
+            deadline: None,
         };
         for end in [p.lows(), p.highs()] {
             p.prepare(&end)?;
         }
-        Ok(p)
+        if experiment {
+            let x = load_text(&p.written(&p.lows()), &p.file, &p.dir).map_err(|e| e.to_string())?;
+            if x.spec.method.iter().any(|s| s.relays.is_some()) {
+                eprintln!("brownout search: warning: {} sets `relays` on a stage; the simulator puts the faults on every relay's sessions, so the boundary found is lower than a live run's on that share of the fleet", p.file);
+            }
+        }
+        Ok(Problem {
+            deadline: a.time.map(|t| Instant::now() + t),
+            ..p
+        })
     }
 
     pub fn lows(&self) -> Vec<f64> {
@@ -214,8 +238,20 @@ impl Problem {
         }
     }
 
-    /// ρ at `values` for `seed` (the plan's draws and the simulation's both from it).
+    /// ρ at `values` for `seed` (the plan's draws and the simulation's both from it); NaN
+    /// when the search's deadline stopped the simulation before its end (no answer).
     pub fn rho(&self, values: &[f64], seed: u64, full: bool) -> f64 {
+        self.rho_until(values, seed, full, self.deadline)
+    }
+
+    /// [`Problem::rho`] with its own deadline (`None`: run to the end).
+    pub fn rho_until(
+        &self,
+        values: &[f64],
+        seed: u64,
+        full: bool,
+        deadline: Option<Instant>,
+    ) -> f64 {
         let Ok((mut plan, w, gates, sessions)) = self.prepare(values) else {
             return f64::NAN;
         };
@@ -227,9 +263,16 @@ impl Problem {
             gates,
             stop_at_breach: !full,
             sessions,
-            budget: Default::default(),
+            budget: brownout_sim::sim::budget::Budget {
+                deadline,
+                ..Default::default()
+            },
         };
-        simulate(&w, plan, &opts).robustness.unwrap_or(1.0)
+        let r = simulate(&w, plan, &opts);
+        if r.stopped_by.is_some() {
+            return f64::NAN;
+        }
+        r.robustness.unwrap_or(1.0)
     }
 }
 
@@ -304,7 +347,7 @@ pub struct Found {
 /// Run the search.
 pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> Found {
     let started = Instant::now();
-    let deadline = a.time.map(|t| started + t);
+    let deadline = p.deadline;
     if p.marks.len() >= 3 {
         let (multi, barely) = wide::multi(p, a, deadline, progress);
         return Found {
@@ -315,7 +358,9 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
             elapsed: started.elapsed(),
         };
     }
-    let seeds: Vec<u64> = (0..a.seeds.max(1)).map(|k| a.seed + k).collect();
+    let seeds: Vec<u64> = (0..a.seeds.clamp(1, MAX_SEEDS))
+        .map(|k| a.seed.saturating_add(k))
+        .collect();
     let threads = a.wide.threads();
     let max_evals = a.max_evals(p.marks.len());
     let mut evals = 0u64;
@@ -380,16 +425,18 @@ fn barely_at(p: &Problem, seg: &Segment, mut t: f64, seeds: &[u64], tol: f64) ->
     let look = |t: f64| {
         let mut broke: Vec<(f64, u64)> = seeds
             .iter()
-            .map(|&s| (p.rho(&seg.at(t), s, false), s))
+            .map(|&s| (p.rho_until(&seg.at(t), s, false, None), s))
             .filter(|(m, _)| *m < 0.0)
             .collect();
         broke.sort_by(|x, y| x.0.total_cmp(&y.0));
         let share = broke.len() as f64 / seeds.len().max(1) as f64;
         (share, broke.get(broke.len() / 2).copied())
     };
+    // Its few runs come after the search (a point found is worth confirming), but it does
+    // not step on once the --time budget is spent.
     let (mut share, mut median) = look(t);
     for _ in 0..10 {
-        if share >= 0.5 || t >= 1.0 {
+        if share >= 0.5 || t >= 1.0 || p.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         t = (t + tol).min(1.0);
@@ -400,7 +447,7 @@ fn barely_at(p: &Problem, seg: &Segment, mut t: f64, seeds: &[u64], tol: f64) ->
         values: seg.at(t),
         breaching: share,
         margin_at_breach: median.map(|m| m.0),
-        rho: p.rho(&seg.at(t), seed, true),
+        rho: p.rho_until(&seg.at(t), seed, true, None),
         rho_seed: seed,
     }
 }

@@ -5,6 +5,7 @@
 use super::{Found, Problem, SearchArgs};
 use plotters::prelude::*;
 use serde_json::{json, Value};
+use std::path::Path;
 
 fn fmt_values(p: &Problem, v: &[f64]) -> String {
     p.marks
@@ -83,6 +84,9 @@ pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
     doc
 }
 
+/// The chart's error when its simulations did not finish within `--time`.
+const BUDGET_SPENT: &str = "the --time budget ran out";
+
 /// Print the result, write the file and the chart; the exit code.
 pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
     let found = f.segments.iter().any(|(_, c)| c.boundary.is_some());
@@ -122,6 +126,11 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
                     c.method,
                     if c.monotone || !f.adaptive.is_empty() { "" } else { ": NOT monotone, the majority of seeds decides" }
                 ),
+                _ if unfinished(a, f, k) => println!(
+                    "{head}no result: the budget (--time, --max-evals) ran out before the seeds finished ({} of {} did, none crossing)",
+                    finished(f, k),
+                    a.seeds
+                ),
                 _ => println!(
                     "{head}no crossing: {} seed(s) hold over the whole range, {} break at its start",
                     c.always_hold, c.always_break
@@ -129,31 +138,40 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
             }
             if !f.adaptive.is_empty() {
                 super::output_wide::adaptive_lines(p, a, f, k);
-            } else if c.cut_short {
-                println!("{head}(the budget ran out before the precision was reached)");
+            } else if c.cut_short && c.boundary.is_some() {
+                println!(
+                    "{head}(the budget ran out before every seed's bracket narrowed to --tol)"
+                );
             }
         }
         if let Some(b) = &f.barely {
             println!(
                 "barely violating: {} — {:.0}% of the seeds breach, margin at the breach {}; \
-                 ρ of the whole run {:+.4} on seed {}{}",
+                 ρ of the whole run {} on seed {}",
                 fmt_values(p, &b.values),
                 b.breaching * 100.0,
                 b.margin_at_breach
                     .map_or("—".into(), |m| format!("{m:+.4}")),
-                b.rho,
+                rho_words(b.rho),
                 b.rho_seed,
-                if b.rho < -1.0 {
-                    " (the breach escalates: a cliff, not a slope)"
-                } else {
-                    ""
-                }
             );
         }
     }
     if let (Some(out), Some(b)) = (&a.out, &f.barely) {
         let mut text = p.written(&b.values);
         if p.experiment {
+            // Its paths are the experiment folder's: said from the output's folder.
+            let to = out.parent().unwrap_or(Path::new(""));
+            let (rebased, kept) = super::paths::rebase(&text, &p.file, &p.dir, to);
+            for k in kept {
+                eprintln!(
+                    "brownout search: {} names `{k}`, relative to {}; rewrite it for {}",
+                    p.file,
+                    p.dir.display(),
+                    out.display()
+                );
+            }
+            text = rebased;
             text = format!(
                 "# Written by `brownout search` from {}: the barely-violating values.\n{text}",
                 p.file
@@ -168,15 +186,66 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
     if let (Some(_), Some(_)) = (&a.chart, &f.multi) {
         eprintln!("brownout search: --chart draws one or two dimensions; the map is in the report and --json");
     } else if let Some(path) = &a.chart {
-        let svg = chart(p, a, f).map_err(|e| anyhow::anyhow!("the chart: {e}"))?;
-        std::fs::write(path, svg)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        // The chart's simulations count in --time: drawn only if they all finish in it.
+        match chart(p, a, f) {
+            Ok(svg) => std::fs::write(path, svg)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
+            Err(e) if e == BUDGET_SPENT => eprintln!(
+                "brownout search: --chart not drawn: the --time budget ran out ({} not written)",
+                path.display()
+            ),
+            Err(e) => anyhow::bail!("the chart: {e}"),
+        }
     }
     let found = found
         || f.multi
             .as_ref()
             .is_some_and(|m| m.outcome.nearest.is_some());
-    Ok(if found { 0 } else { 3 })
+    let cut = f.multi.as_ref().map_or_else(
+        || (0..f.segments.len()).all(|k| unfinished(a, f, k)),
+        |m| m.outcome.stopped == "time",
+    );
+    Ok(match (found, cut) {
+        (true, _) => 0,
+        (false, true) => super::EXIT_NO_RESULT,
+        (false, false) => 3,
+    })
+}
+
+/// Segment `k`'s seeds that finished (both ends measured).
+fn finished(f: &Found, k: usize) -> usize {
+    match f.adaptive.get(k) {
+        Some(o) => o.seeds.len(),
+        None => f.segments.get(k).map_or(0, |(_, c)| c.seeds.len()),
+    }
+}
+
+/// Segment `k` found no boundary because the budget ran out before its seeds finished (not
+/// because the range has no crossing).
+pub fn unfinished(a: &SearchArgs, f: &Found, k: usize) -> bool {
+    let Some((_, c)) = f.segments.get(k) else {
+        return false;
+    };
+    if c.boundary.is_some() {
+        return false;
+    }
+    match f.adaptive.get(k) {
+        Some(o) => o.seeds.is_empty(),
+        None => c.cut_short && (c.seeds.len() as u64) < a.seeds,
+    }
+}
+
+/// ρ in words: a value at the simulator's clamp (−99) is said as a clamp, not a number.
+pub fn rho_words(rho: f64) -> String {
+    if rho.is_nan() {
+        "not measured (the budget ran out)".into()
+    } else if rho <= -99.0 {
+        "≤ −99 (clamped: the breach escalates, a cliff, not a slope)".into()
+    } else if rho < -1.0 {
+        format!("{rho:+.4} (the breach escalates: a cliff, not a slope)")
+    } else {
+        format!("{rho:+.4}")
+    }
 }
 
 /// One dimension: ρ on a grid of the range (full runs, the first seed) with the boundary
@@ -193,9 +262,13 @@ fn chart(p: &Problem, a: &SearchArgs, f: &Found) -> Result<String, String> {
             let pts: Vec<(f64, f64)> = (0..=n)
                 .map(|k| {
                     let x = lo[0] + (hi[0] - lo[0]) * f64::from(k) / f64::from(n);
-                    (x, p.rho(&[x], a.seed, true).max(-2.0))
+                    (x, p.rho(&[x], a.seed, true))
                 })
                 .collect();
+            if pts.iter().any(|(_, r)| r.is_nan()) {
+                return Err(BUDGET_SPENT.into());
+            }
+            let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, r)| (x, r.max(-2.0))).collect();
             let (ymin, ymax) = pts
                 .iter()
                 .fold((-0.2f64, 0.2f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));

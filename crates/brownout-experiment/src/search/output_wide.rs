@@ -90,6 +90,15 @@ pub fn adaptive_lines(p: &Problem, a: &SearchArgs, f: &Found, k: usize) {
     }
 }
 
+/// A median ρ for the map: a value at the simulator's clamp (−99) is said as one.
+fn rho_cell(rho: f64) -> String {
+    if rho <= -99.0 {
+        "≤ −99 (clamped)".into()
+    } else {
+        format!("{rho:+.4}")
+    }
+}
+
 /// The samples nearest ρ = 0: those whose share of breaching seeds is nearest ½, then the
 /// smallest |ρ|.
 fn map_rows(m: &Multi, n: usize) -> Vec<usize> {
@@ -162,7 +171,7 @@ pub fn multi_text(p: &Problem, f: &Found, m: &Multi) {
             "no crossing: {}",
             match o.stopped {
                 "no crossing" => "the strongest corner holds, or the weakest already breaches",
-                "time" => "the time ran out first",
+                "time" => "no result: the --time budget ran out before a breaching point was found",
                 _ => "no breaching point found within the budget",
             }
         );
@@ -171,11 +180,12 @@ pub fn multi_text(p: &Problem, f: &Found, m: &Multi) {
     let s = &o.samples[i];
     if let Some(b) = &f.barely {
         println!(
-            "barely violating (nearest the weakest corner, normalised distance {:.4}): {} — {:.0}% of the seeds breach; ρ of the whole run {:+.4} on seed {}",
+            "barely violating (nearest the weakest corner, normalised distance {:.4}): {} — {:.0}% of the seeds breach, median ρ {} (the map's); ρ of the whole run {} on seed {}",
             s.norm(),
             values(p, &b.values),
             b.breaching * 100.0,
-            b.rho,
+            rho_cell(s.rho),
+            super::output::rho_words(b.rho),
             b.rho_seed
         );
     }
@@ -189,20 +199,27 @@ pub fn multi_text(p: &Problem, f: &Found, m: &Multi) {
         o.samples.len()
     );
     let head: Vec<String> = p.marks.iter().map(|m| m.key.clone()).collect();
-    println!("| {} | breaching | ρ (median) |", head.join(" | "));
+    println!(
+        "| {} | breaching | ρ (lower median; a breaching seed's at its first breach) |",
+        head.join(" | ")
+    );
     println!("|{}---:|---:|", "---:|".repeat(head.len()));
     for r in rows {
         let s = &o.samples[r];
         let v: Vec<String> = p
             .denormalise(&s.x)
             .iter()
-            .map(|x| brownout_core::human::sig(*x, 4))
+            .zip(&p.marks)
+            .map(|(x, m)| {
+                let pc = if m.percent { "%" } else { "" };
+                format!("{}{pc}", brownout_core::human::sig(*x, 4))
+            })
             .collect();
         println!(
-            "| {} | {:.0}% | {:+.4} |",
+            "| {} | {:.0}% | {} |",
             v.join(" | "),
             s.breaching * 100.0,
-            s.rho
+            rho_cell(s.rho)
         );
     }
     println!();

@@ -30,8 +30,8 @@ pub struct WideArgs {
     /// first round's.
     #[arg(long)]
     pub precision: Option<f64>,
-    /// Adaptive seeds: seeds at most.
-    #[arg(long, default_value_t = 400)]
+    /// Adaptive seeds: seeds at most (1 to 10000).
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=super::MAX_SEEDS))]
     pub max_seeds: u64,
     /// Three to five dimensions: `gp` (a Gaussian-process level-set search) or `ga` (a
     /// genetic search, for comparison).
@@ -136,7 +136,9 @@ pub fn multi(
     deadline: Option<Instant>,
     progress: &(dyn Fn(&str) + Sync),
 ) -> (Multi, Option<Barely>) {
-    let seeds: Vec<u64> = (0..a.seeds.max(1)).map(|k| a.seed + k).collect();
+    let seeds: Vec<u64> = (0..a.seeds.clamp(1, super::MAX_SEEDS))
+        .map(|k| a.seed.saturating_add(k))
+        .collect();
     let s = space::Settings {
         dims: p.marks.len(),
         seeds: seeds.clone(),
@@ -156,14 +158,14 @@ pub fn multi(
         // The median breaching seed, by its margin at the first breach, run to the end.
         let mut broke: Vec<(f64, u64)> = seeds
             .iter()
-            .map(|&s| (p.rho(&values, s, false), s))
+            .map(|&s| (p.rho_until(&values, s, false, None), s))
             .filter(|(m, _)| *m < 0.0)
             .collect();
         broke.sort_by(|x, y| x.0.total_cmp(&y.0));
         let median = broke.get(broke.len() / 2).copied();
         let seed = median.map_or(seeds[0], |m| m.1);
         Barely {
-            rho: p.rho(&values, seed, true),
+            rho: p.rho_until(&values, seed, true, None),
             values,
             breaching: outcome.samples[i].breaching,
             margin_at_breach: median.map(|m| m.0),

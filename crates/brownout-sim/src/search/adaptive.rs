@@ -126,7 +126,10 @@ fn one_seed(
             return None;
         }
         let m = (a + b) / 2.0;
-        if f(m) >= 0.0 {
+        let r = f(m);
+        if r.is_nan() {
+            return None; // no answer: the objective's own deadline stopped it
+        } else if r >= 0.0 {
             (a, held) = (m, true);
         } else {
             (b, broke) = (m, true);
@@ -143,12 +146,18 @@ fn one_seed(
     // The ends, only where the bisection never saw that side.
     if !held {
         c.rho_start = f(0.0);
+        if c.rho_start.is_nan() {
+            return None;
+        }
         if c.rho_start < 0.0 {
             (c.hold, c.brk) = (None, None);
         }
     }
     if !broke {
         c.rho_end = f(1.0);
+        if c.rho_end.is_nan() {
+            return None;
+        }
         if c.rho_end >= 0.0 {
             (c.hold, c.brk) = (None, None);
         }
@@ -235,7 +244,8 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
             one_seed(obj, seed, tol, focus, check, s.deadline)
         });
         if check {
-            checked = done.len();
+            // The seeds that finished (a seed the deadline cut was not checked).
+            checked = done.iter().filter(|r| r.is_some()).count();
         }
         for r in done {
             match r {

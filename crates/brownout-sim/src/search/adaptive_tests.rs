@@ -115,3 +115,25 @@ fn seeds_that_cross_twice_are_counted_among_those_checked() {
     assert_eq!(o.non_monotone, 2, "{:?}", o.rounds);
     assert!(o.median.is_some());
 }
+
+#[test]
+fn seeds_cut_by_the_deadline_are_not_counted_as_checked() {
+    // The deadline has passed before any seed finished: none was checked for monotonicity
+    // (the first round's size was reported as checked before, more than the seeds kept).
+    let s = Settings {
+        deadline: Some(Instant::now()),
+        ..settings(0.01, 2)
+    };
+    let o = search(&spread, &s, &|_| {});
+    assert_eq!(o.stopped, Some("time"));
+    assert!(
+        o.checked <= o.seeds.len(),
+        "{} > {}",
+        o.checked,
+        o.seeds.len()
+    );
+    // An objective whose own deadline stopped it (NaN: no answer) does not make a seed.
+    let none = |_t: f64, _s: u64, _f: bool| f64::NAN;
+    let o = search(&none, &settings(0.01, 2), &|_| {});
+    assert!(o.seeds.is_empty() && o.timed_out, "{:?}", o.seeds);
+}

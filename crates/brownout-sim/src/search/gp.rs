@@ -107,14 +107,34 @@ impl Gp {
     /// Fit `y` at the points `x` (in the unit cube) with noise variance `noise`, the length
     /// scale the likeliest of a short grid (or `length`, when given).
     pub fn fit(x: &[Vec<f64>], y: &[f64], noise: f64, length: Option<f64>) -> Option<Gp> {
+        Gp::fit_until(x, y, noise, length, None)
+    }
+
+    /// [`Gp::fit`], trying no further length scales once `deadline` has passed (the
+    /// likeliest of those fitted by then; at least one is tried).
+    pub fn fit_until(
+        x: &[Vec<f64>],
+        y: &[f64],
+        noise: f64,
+        length: Option<f64>,
+        deadline: Option<std::time::Instant>,
+    ) -> Option<Gp> {
         let grid: &[f64] = match &length {
             Some(l) => std::slice::from_ref(l),
             None => &[0.08, 0.12, 0.18, 0.27, 0.4, 0.6, 0.9],
         };
-        grid.iter()
-            .filter_map(|&l| Gp::fit_with(x, y, l, noise))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|g| g.0)
+        let mut best: Option<(Gp, f64)> = None;
+        for &l in grid {
+            if best.is_some() && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                break;
+            }
+            if let Some(g) = Gp::fit_with(x, y, l, noise) {
+                if best.as_ref().is_none_or(|b| g.1.total_cmp(&b.1).is_ge()) {
+                    best = Some(g);
+                }
+            }
+        }
+        best.map(|g| g.0)
     }
 
     /// The posterior mean and standard deviation at `p`.

@@ -23,6 +23,22 @@ use brownout_core::rng::SplitMix;
 const BATCH: usize = 4;
 /// Candidates scored a batch for the improvement picks (half as many for the straddle).
 const CANDIDATES: usize = 500;
+/// Points the surrogate is fitted on at most: those nearest the boundary (a fit costs the
+/// cube of its points; past a few hundred the far ones add little but time).
+pub const FIT_MAX: usize = 300;
+
+/// The samples the surrogate is fitted on: all of them up to [`FIT_MAX`], else the
+/// [`FIT_MAX`] whose value is nearest 0 (the boundary), earlier first on a tie; in sample
+/// order.
+pub fn fit_subset(values: &[f64]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    if idx.len() > FIT_MAX {
+        idx.sort_by(|a, b| values[*a].abs().total_cmp(&values[*b].abs()).then(a.cmp(b)));
+        idx.truncate(FIT_MAX);
+        idx.sort_unstable();
+    }
+    idx
+}
 
 /// Φ, the standard normal distribution function (Abramowitz–Stegun 7.1.26 erf).
 fn phi(z: f64) -> f64 {
@@ -83,13 +99,15 @@ pub fn search(field: &dyn Field, s: &Settings, progress: &(dyn Fn(&str) + Sync))
     let mut length = None;
     let mut batches = 0usize;
     while ev.room() > 0 && !ev.late() && !ev.timed_out {
-        let xs: Vec<Vec<f64>> = ev.samples.iter().map(|p| p.x.clone()).collect();
-        let ys: Vec<f64> = ev.samples.iter().map(|p| p.value()).collect();
+        let all: Vec<f64> = ev.samples.iter().map(|p| p.value()).collect();
+        let keep = fit_subset(&all);
+        let xs: Vec<Vec<f64>> = keep.iter().map(|&i| ev.samples[i].x.clone()).collect();
+        let ys: Vec<f64> = keep.iter().map(|&i| all[i]).collect();
         // The length scale is chosen afresh every fifth batch (a grid of fits), kept between.
         if batches.is_multiple_of(5) {
             length = None;
         }
-        let Some(gp) = Gp::fit(&xs, &ys, noise, length) else {
+        let Some(gp) = Gp::fit_until(&xs, &ys, noise, length, s.deadline) else {
             break;
         };
         length = Some(gp.length);
@@ -158,6 +176,18 @@ pub fn search(field: &dyn Field, s: &Settings, progress: &(dyn Fn(&str) + Sync))
 
 #[cfg(test)]
 mod tests {
+    use super::{fit_subset, FIT_MAX};
+    #[test]
+    fn the_surrogate_is_fitted_on_at_most_the_points_nearest_the_boundary() {
+        // 1000 samples (the fit's cost grew as their cube): the 300 nearest 0 are kept.
+        let v: Vec<f64> = (0..1000).map(|i| f64::from(i) / 1000.0 - 0.25).collect();
+        let k = fit_subset(&v);
+        assert_eq!(k.len(), FIT_MAX);
+        assert!(k.iter().all(|&i| v[i].abs() <= 0.15 + 1e-9), "{k:?}");
+        assert!(k.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(fit_subset(&v[..10]), (0..10).collect::<Vec<_>>());
+    }
+
     #[test]
     fn phi_is_the_normal_distribution() {
         assert!((super::phi(0.0) - 0.5).abs() < 1e-7);

@@ -30,7 +30,8 @@ pub struct Sample {
     pub x: Vec<f64>,
     /// The share of the seeds that breach.
     pub breaching: f64,
-    /// The median ρ over the seeds (a breaching seed's is its margin at the first breach).
+    /// The (lower) median ρ over the seeds (a breaching seed's is its margin at the first
+    /// breach): below 0 exactly when [`Sample::breaches`].
     pub rho: f64,
     /// Simulations spent when it was known.
     pub evals: u64,
@@ -135,7 +136,10 @@ impl<'a> Evaluator<'a> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return None;
             }
-            Some(field.rho(&pts[i], seed))
+            let r = field.rho(&pts[i], seed);
+            // A NaN once the deadline has passed is no answer (the field's own deadline
+            // stopped it); before it, a point the field cannot evaluate (counted breaching).
+            (!r.is_nan() || deadline.is_none_or(|d| Instant::now() < d)).then_some(r)
         });
         let mut added = Vec::new();
         for (i, x) in points.into_iter().enumerate() {
@@ -153,7 +157,9 @@ impl<'a> Evaluator<'a> {
             let sample = Sample {
                 x,
                 breaching: broke as f64 / r.len().max(1) as f64,
-                rho: r.get(r.len() / 2).copied().unwrap_or(f64::NAN),
+                // The lower median: below 0 exactly when half the seeds or more breach
+                // (as `breaches`), so the map's ρ and its breaching share agree.
+                rho: r.get((r.len().max(1) - 1) / 2).copied().unwrap_or(f64::NAN),
                 evals: self.evals,
             };
             self.samples.push(sample.clone());

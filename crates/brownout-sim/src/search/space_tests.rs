@@ -122,3 +122,18 @@ fn gp_against_ga_over_five_draws() {
     eprintln!("medians: gp {}, ga {}", gp[2], ga[2]);
     assert!(gp[2] < ga[2]);
 }
+
+#[test]
+fn a_point_where_half_the_seeds_breach_has_a_median_rho_below_zero() {
+    // Seeds 1 and 2 breach (margin −0.01), 3 and 4 hold with all room (+1): the map's
+    // median ρ must agree with its breaching share (the upper median said +1 before).
+    let field = |_x: &[f64], seed: u64| if seed <= 2 { -0.01 } else { 1.0 };
+    let s = Settings {
+        seeds: vec![1, 2, 3, 4],
+        ..settings(1, 100)
+    };
+    let mut e = super::space::Evaluator::new(&field, &s);
+    let got = e.eval(vec![vec![0.5; 4]]);
+    assert!(got[0].breaches(), "{:?}", got[0]);
+    assert!(got[0].rho < 0.0, "{:?}", got[0]);
+}
