@@ -6,16 +6,10 @@ mod common;
 #[path = "experiment_support/mod.rs"]
 mod support;
 
-use common::brownout;
 use std::time::{Duration, Instant};
 use support::*;
 
-fn remote_relay() -> (common::http::Guard, String, String) {
-    let (g, url) =
-        common::http::brownout_http(&["--admin", "127.0.0.1:0", "--", brownout(), "fixture"]);
-    let admin = common::http::admin_url(&g);
-    (g, url, admin)
-}
+use common::http::relay_with_admin as remote_relay;
 
 /// Every search fails while the fault is on, for every session (the policy allows 100 %).
 fn experiment<'a>(target: &'a str, stage: &'a str) -> Exp<'a> {

@@ -17,12 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::*;
 
-fn relay() -> (common::http::Guard, String, String) {
-    let (g, url) =
-        common::http::brownout_http(&["--admin", "127.0.0.1:0", "--", brownout(), "fixture"]);
-    let admin = common::http::admin_url(&g);
-    (g, url, admin)
-}
+use common::http::relay_with_admin as relay;
 
 /// Every search fails while the fault is on; the gate holds whatever happens.
 fn experiment<'a>(target: &'a str, stage: &'a str) -> Exp<'a> {

@@ -187,6 +187,14 @@ pub fn plan_file(dir: &std::path::Path, yaml: &str) -> String {
     p.display().to_string()
 }
 
+/// `brownout proxy http` with its admin API on a free loopback port, in front of the
+/// built-in fixture: the guard, the MCP URL and the admin URL.
+pub fn relay_with_admin() -> (Guard, String, String) {
+    let (g, url) = brownout_http(&["--admin", "127.0.0.1:0", "--", super::brownout(), "fixture"]);
+    let admin = admin_url(&g);
+    (g, url, admin)
+}
+
 /// The admin API's URL a relay started with `--admin 127.0.0.1:0` printed.
 pub fn admin_url(g: &Guard) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
