@@ -101,9 +101,12 @@ pub async fn serve(
         .with_state(app);
     tokio::spawn(accept(listener, router));
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(EXPIRY_TICK);
         loop {
-            tick.tick().await;
+            // Wake at the first expiry (a lease lapses on time, not up to a tick late), and
+            // at least every tick (a fault added or renewed meanwhile).
+            let tick = Instant::now() + EXPIRY_TICK;
+            let wake = control.next_expiry().map_or(tick, |t| t.min(tick));
+            tokio::time::sleep_until(wake.into()).await;
             if !control.any_expired(Instant::now()) {
                 continue;
             }

@@ -289,6 +289,11 @@ impl Control {
     }
 
     /// Whether a fault's TTL has passed (cheap: no plan is compiled).
+    /// When the first fault with a TTL expires, if one has a TTL.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.state().entries.iter().filter_map(|e| e.expires).min()
+    }
+
     pub fn any_expired(&self, now: Instant) -> bool {
         self.state()
             .entries
