@@ -103,24 +103,12 @@ fn client(script: Value, server: &[String]) -> (Value, String) {
     (report, stderr)
 }
 
-/// `brownout proxy stdio --otlp URL --events E --plan P -- SERVER`.
+/// `brownout proxy stdio --otlp URL --events E --plan P -- SERVER` ([`common::through`]
+/// with `--otlp`).
 fn relay(dir: &Path, plan: &str, otlp: &str, server: &[String]) -> Vec<String> {
-    let plan_path = dir.join("plan.yaml");
-    std::fs::write(&plan_path, plan).expect("plan");
-    let mut cmd: Vec<String> = vec![
-        brownout().into(),
-        "proxy".into(),
-        "stdio".into(),
-        "--quiet".into(),
-        "--otlp".into(),
-        otlp.into(),
-        "--plan".into(),
-        plan_path.display().to_string(),
-        "--events".into(),
-        dir.join("events.jsonl").display().to_string(),
-        "--".into(),
-    ];
-    cmd.extend(server.iter().cloned());
+    let mut cmd = common::through(dir, plan, server);
+    let at = cmd.iter().position(|a| a == "--quiet").expect("--quiet") + 1;
+    cmd.splice(at..at, ["--otlp".to_string(), otlp.to_string()]);
     cmd
 }
 
