@@ -127,18 +127,7 @@ pub struct Crossing {
 fn median_interval(v: &mut [f64]) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let mut r = 1;
-    // P(B = r - 1) and P(B <= r - 1) for B ~ Binomial(n, 1/2).
-    let mut pmf = 0.5f64.powi(n as i32);
-    let mut cdf = pmf;
-    while r < n.div_ceil(2) {
-        pmf *= (n - r + 1) as f64 / r as f64;
-        if 2.0 * (cdf + pmf) > 0.05 {
-            break;
-        }
-        cdf += pmf;
-        r += 1;
-    }
+    let r = adaptive::interval_rank(n);
     (v[r - 1], v[n - r])
 }
 
