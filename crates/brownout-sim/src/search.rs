@@ -18,11 +18,13 @@ pub mod adaptive;
 pub mod genetic;
 pub mod gp;
 pub mod levelset;
+pub mod order;
 pub mod pool;
 pub mod space;
 #[cfg(test)]
 mod space_tests;
 
+use order::{median, median_interval};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -118,30 +120,6 @@ pub struct Crossing {
     pub evals: u64,
     /// The budget ran out before the tolerance was reached.
     pub cut_short: bool,
-}
-
-/// A distribution-free interval for the median of `v` (two or more values): the order
-/// statistics `[x(r), x(n+1-r)]` with the largest `r` whose coverage
-/// `1 - 2·P(Binomial(n, ½) < r)` is at least 95 %; `[min, max]` when no `r` reaches it
-/// (fewer than 6 values: coverage `1 - 2^(1-n)`).
-fn median_interval(v: &mut [f64]) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let r = adaptive::interval_rank(n);
-    (v[r - 1], v[n - r])
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// One seed: bisection between a holding and a breaking end, then the monotonicity check.

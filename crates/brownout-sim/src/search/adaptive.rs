@@ -27,6 +27,7 @@
 //! fixed-seed search): enough to say whether seeds cross more than once, without paying two
 //! simulations more for every seed added.
 
+use super::order::interval_rank;
 use super::{pool, Objective, SeedCrossing};
 use std::time::Instant;
 
@@ -85,22 +86,6 @@ pub struct Outcome {
     pub always_break: usize,
     /// A deadline cut a round: this result depends on the machine's speed.
     pub timed_out: bool,
-}
-
-/// The largest `r` (at least 1) with `1 − 2·P(Binomial(n, ½) < r) ≥ 95 %`; 1 when none.
-pub fn interval_rank(n: usize) -> usize {
-    let mut r = 1;
-    let mut pmf = 0.5f64.powi(n as i32);
-    let mut cdf = pmf;
-    while r < n.div_ceil(2) {
-        pmf *= (n - r + 1) as f64 / r as f64;
-        if 2.0 * (cdf + pmf) > 0.05 {
-            break;
-        }
-        cdf += pmf;
-        r += 1;
-    }
-    r
 }
 
 /// One seed's bisection, refined only where `focus` (in t) says it matters. `None` if the
