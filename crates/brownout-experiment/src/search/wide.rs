@@ -50,11 +50,14 @@ impl WideArgs {
     }
 }
 
-/// The seeds' crossings' standard deviation, in t.
+/// The seeds' crossings' standard deviation, in t, over the first round's seeds: those are
+/// bisected over the whole segment (later seeds are only placed against the interval's
+/// ends, so their brackets say little about the spread).
 fn spread(o: &adaptive::Outcome) -> Option<f64> {
     let b: Vec<f64> = o
         .seeds
         .iter()
+        .take(o.checked)
         .filter_map(brownout_sim::search::SeedCrossing::boundary)
         .collect();
     let n = b.len() as f64;
