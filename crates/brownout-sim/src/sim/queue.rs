@@ -54,6 +54,7 @@ struct Entry<T> {
     next: u32,
 }
 
+#[derive(Clone)]
 pub(super) struct EventQueue<T> {
     /// The time of the last event taken out: every event on the wheel is in
     /// `[base, base + SLOTS)`, every later one in `far`.
