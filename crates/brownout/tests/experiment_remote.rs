@@ -317,3 +317,69 @@ fn a_removal_the_relay_did_not_confirm_is_journaled_as_failed() {
     );
     assert!(detail.contains("until its lease lapses"), "{detail}");
 }
+
+/// F17: the run lock was one file for the whole fleet list, so fleets [1, 2] and [3, 2] ran
+/// at once on relay 2 (and with one seed their fault ids collided). Each relay is locked:
+/// the second run is refused, naming the relay and the run holding it, and touches no
+/// relay; the first run's fault ids carry its run id.
+#[test]
+fn two_fleets_sharing_a_relay_do_not_run_at_once() {
+    let relays: Vec<_> = (0..3).map(|_| remote_relay()).collect();
+    let fleet = |which: &[usize]| {
+        let each: Vec<String> = which
+            .iter()
+            .map(|&i| format!("{{url: \"{}\", admin: \"{}\"}}", relays[i].1, relays[i].2))
+            .collect();
+        format!("{{fleet: [{}]}}", each.join(", "))
+    };
+    let store = common::tmp();
+    let store_arg = store.path().join("store.sqlite").display().to_string();
+    let (first_dir, second_dir) = (common::tmp(), common::tmp());
+    let first_target = fleet(&[0, 1]);
+    let e = experiment(
+        &first_target,
+        "[{stage: all, duration: 60s, sessions: 100%}]",
+    );
+    let args = ["--policy", &policy(first_dir.path()), "--store", &store_arg];
+    let mut first = spawn_run(
+        first_dir.path(),
+        &e,
+        &[&args[..], &["--run-id", "first-run"]].concat(),
+    );
+    let ids = wait_for_faults(&relays[1].2);
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("search-down--brownout-run-") && id.ends_with("-first_run")),
+        "the fault ids carry the run id: {ids:?}"
+    );
+    let second_target = fleet(&[2, 1]);
+    let e2 = experiment(
+        &second_target,
+        "[{stage: all, duration: 1s, sessions: 100%}]",
+    );
+    let (code, j, text) = run_experiment(
+        second_dir.path(),
+        &e2,
+        &[
+            "--policy",
+            &policy(second_dir.path()),
+            "--store",
+            &store_arg,
+        ],
+    );
+    assert_eq!(code, 3, "{text}");
+    assert_eq!(j["refusal"]["rule"], "target_lock", "{j:#}");
+    let detail = j["refusal"]["detail"].as_str().unwrap_or_default();
+    let shared = relays[1].2.trim_start_matches("http://");
+    assert!(
+        detail.contains(&format!("relay {shared}")) && detail.contains("run first-run"),
+        "{detail}"
+    );
+    assert!(
+        remote_faults(&relays[2].2).is_empty(),
+        "the refused run touched relay 3"
+    );
+    signal(&first, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(wait_exit(&mut first, 60), 130);
+    assert!(remote_faults(&relays[1].2).is_empty());
+}

@@ -86,16 +86,22 @@ struct Shared {
     token: Option<String>,
     http: reqwest::Client,
     nodes: Mutex<Vec<Arc<Node>>>,
+    run: super::target::RunOf,
+    /// Relays that could not join (another run holds them), said once each.
+    refused: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Shared {
     fn node(&self, member: Member, now: Instant) -> Arc<Node> {
         Arc::new(Node {
-            remote: Remote::new(Api {
-                admin: member.admin.clone(),
-                token: self.token.clone(),
-                http: self.http.clone(),
-            }),
+            remote: Remote::new(
+                Api {
+                    admin: member.admin.clone(),
+                    token: self.token.clone(),
+                    http: self.http.clone(),
+                },
+                &self.run.id,
+            ),
             member,
             state: Mutex::new(State {
                 present: true,
@@ -133,6 +139,15 @@ impl Shared {
         }
         for m in found {
             if !nodes.iter().any(|n| n.member.admin == m.admin) {
+                if let Some(Err(busy)) = self.run.lock.as_ref().map(|l| l.join(&m.admin)) {
+                    if lock(&self.refused).insert(m.admin.clone()) {
+                        eprintln!(
+                            "brownout: relay {} does not join the fleet: {busy}",
+                            redact(&m.admin)
+                        );
+                    }
+                    continue;
+                }
                 if say {
                     eprintln!(
                         "brownout: relay {} joined the fleet (faults from the next stage)",
@@ -225,6 +240,7 @@ impl Fleet {
         spec: &FleetSpec,
         seed: u64,
         token: Option<String>,
+        run: &super::target::RunOf,
     ) -> anyhow::Result<Fleet> {
         let http = admin_client()?;
         let shared = Arc::new(Shared {
@@ -232,9 +248,19 @@ impl Fleet {
             token,
             http,
             nodes: Mutex::new(Vec::new()),
+            run: run.clone(),
+            refused: Mutex::new(Default::default()),
         });
         let found = super::fleet_dns::members(spec).await?;
         same_relay_twice(&found).await?;
+        // Each relay is locked before the run touches it (most were at the run's start; a
+        // name may resolve otherwise now): one another run holds fails the start.
+        if let Some(l) = &run.lock {
+            for m in &found {
+                l.join(&m.admin)
+                    .map_err(|busy| anyhow::anyhow!("relay {}: {busy}", redact(&m.admin)))?;
+            }
+        }
         shared.update(&found, false);
         let nodes = lock(&shared.nodes).clone();
         let checks = nodes.iter().map(|n| async move {

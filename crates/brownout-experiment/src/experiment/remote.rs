@@ -4,8 +4,10 @@
 //! Each fault goes on with a short lease ([`LEASE`]) that a task of this runner renews
 //! (`PUT /faults/{id}/lease`) every [`RENEW_EVERY`]: a runner killed with `-9` leaves its
 //! faults for at most one lease. A fault keeps one id for the whole run
-//! (`<plan id>--brownout-run-<seed>`), so renewals keep its state (counters, token buckets,
-//! draws) and a seed replays on the same relay. The faults of one relay are posted and
+//! (`<plan id>--brownout-run-<seed>-<run id>`), so renewals keep its state (counters, token
+//! buckets, draws); two runs never share an id (one cannot renew or remove the other's),
+//! and the relay draws a fault's randomness from its id without the run id
+//! (`brownout_core::plan::stream_name`), so a seed replays on the same relay. The faults of one relay are posted and
 //! renewed at once (one slow answer holds up no other), and a removal cancels a renewal
 //! round in flight rather than wait for it. Removal keeps every id until the relay
 //! confirms it gone (a 404 for a fault the relay still lists is a failure), retries until
@@ -236,6 +238,8 @@ struct Posted {
 
 struct Shared {
     api: Api,
+    /// The run's id as it goes into fault ids (`[A-Za-z0-9._]` only).
+    run: String,
     /// Posted and not yet confirmed removed.
     posted: Mutex<Vec<Posted>>,
     /// Whether the renewer keeps the leases (false from the start of a removal).
@@ -257,10 +261,11 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn new(api: Api) -> Remote {
+    pub fn new(api: Api, run: &str) -> Remote {
         Remote {
             shared: Arc::new(Shared {
                 api,
+                run: id_part(run),
                 posted: Mutex::new(Vec::new()),
                 renewing: AtomicBool::new(false),
                 stop: Mutex::new(CancellationToken::new()),
@@ -324,7 +329,7 @@ impl Remote {
             let own = f["id"]
                 .as_str()
                 .map_or_else(|| format!("fault-{i}"), str::to_string);
-            let id = format!("{own}--brownout-run-{seed}");
+            let id = fault_id(&own, seed, &self.shared.run);
             spec["id"] = Value::String(id.clone());
             fresh.push(Posted {
                 id,
@@ -456,6 +461,33 @@ impl Drop for Remote {
     }
 }
 
+/// A run id as it goes into a fault id: letters, digits, `.` and `_` (anything else
+/// becomes `_`), at most 64 of them.
+fn id_part(run: &str) -> String {
+    run.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The id a run gives its fault `own` on a relay: `<own>--brownout-run-<seed>-<run>`.
+pub fn fault_id(own: &str, seed: u64, run: &str) -> String {
+    format!("{own}--brownout-run-{seed}-{run}")
+}
+
+/// Whether `id` is one of the run `run`'s faults (a [`fault_id`]); its own id if so.
+pub fn own_of<'a>(id: &'a str, run: &str) -> Option<&'a str> {
+    let rest = id.strip_suffix(run)?.strip_suffix('-')?;
+    let (own, seed) = rest.rsplit_once("--brownout-run-")?;
+    (!seed.is_empty() && seed.bytes().all(|b| b.is_ascii_digit())).then_some(own)
+}
+
 /// An error with its causes (`error sending request: … : operation timed out`).
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -571,7 +603,23 @@ async fn renew_round(shared: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use super::encode_segment;
+    use super::{encode_segment, fault_id, id_part, own_of};
+
+    #[test]
+    fn a_fault_id_carries_the_run_and_reads_back() {
+        let run = id_part("20261127T045249Z-1a2b3c4d");
+        assert_eq!(run, "20261127T045249Z_1a2b3c4d");
+        let id = fault_id("search-down", 7, &run);
+        assert_eq!(id, "search-down--brownout-run-7-20261127T045249Z_1a2b3c4d");
+        assert_eq!(own_of(&id, &run), Some("search-down"));
+        assert_eq!(
+            own_of(&id, "20261127T045249Z_00000000"),
+            None,
+            "another run's"
+        );
+        assert_eq!(own_of("search-down--brownout-run-7", &run), None);
+        assert_eq!(id_part("a/b c"), "a_b_c");
+    }
 
     #[test]
     fn ids_are_one_path_segment() {

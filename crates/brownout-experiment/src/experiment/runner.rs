@@ -113,21 +113,19 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         j.reason = "dry run: checked, nothing sent to the target".into();
         return finish(j, Status::Completed, a).map(Some);
     }
-    // One run per target: held until this function returns (or the process dies).
-    let _lock = match super::lock::acquire_within(&x, &super::lock::dir(&a.keep), a.wait_for_target)
-    {
-        Ok(l) => l,
+    // One run per target and per relay: held until this function returns (or the process
+    // dies); a relay joining a DNS fleet is locked as it joins.
+    let lock = match super::lock::acquire_within(
+        &x,
+        &super::lock::dir(&a.keep),
+        &j.run_id,
+        a.wait_for_target,
+    ) {
+        Ok(l) => std::sync::Arc::new(l),
         Err(busy) => {
-            let detail = match busy {
-                super::lock::Busy::Held { holder, path } => format!(
-                    "another run is going against this target ({holder}; lock {}): one run per target at a time",
-                    path.display()
-                ),
-                super::lock::Busy::Io(e) => format!("the target's run lock could not be taken: {e}"),
-            };
             let r = policy::Refusal {
                 rule: "target_lock".into(),
-                detail,
+                detail: busy.to_string(),
             };
             j.reason = r.to_string();
             j.refusal = Some(r);
@@ -139,7 +137,7 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref()));
+    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref(), &lock));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, a).map(Some)
 }
@@ -151,10 +149,15 @@ async fn live(
     progress: bool,
     w: &super::stop::Watched,
     otlp: Option<&Otlp>,
+    lock: &std::sync::Arc<super::lock::TargetLock>,
 ) -> Status {
     let origin = Instant::now();
     let mut sig = super::stop::signals(w.stop_on_stdin_eof);
-    let target = match Target::start(x, otlp).await {
+    let run = super::target::RunOf {
+        id: j.run_id.clone(),
+        lock: Some(std::sync::Arc::clone(lock)),
+    };
+    let target = match Target::start(x, otlp, &run).await {
         Ok(t) => t,
         Err(e) => {
             j.reason = format!("cannot reach the target: {e}");

@@ -44,6 +44,16 @@ enum Faults {
     Fleet(super::fleet::Fleet),
 }
 
+/// What a target needs to know of the run driving it.
+#[derive(Clone, Default)]
+pub struct RunOf {
+    /// The run's id: every fault it posts on a relay carries it (two runs with one seed
+    /// never share a fault id).
+    pub id: String,
+    /// The run's locks: a relay joining a DNS fleet is locked as it joins.
+    pub lock: Option<Arc<super::lock::TargetLock>>,
+}
+
 /// The admin API's token, from the variable `admin_token_env` names.
 fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
     match &t.admin_token_env {
@@ -58,7 +68,7 @@ impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
     /// Reach the experiment's target (starting its servers and relay when it names
     /// commands); with `otlp`, an in-process relay exports a span per relayed call.
-    pub async fn start(x: &Loaded, otlp: Option<&Otlp>) -> anyhow::Result<Target> {
+    pub async fn start(x: &Loaded, otlp: Option<&Otlp>, run: &RunOf) -> anyhow::Result<Target> {
         let t = &x.spec.target;
         if let Some(servers) = &t.servers {
             let started = super::servers::start(x, servers, otlp).await?;
@@ -82,7 +92,7 @@ impl Target {
             });
         }
         if let Some(f) = &t.fleet {
-            let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?).await?;
+            let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?, run).await?;
             let endpoints = super::servers::Endpoints::fleet(fleet.urls());
             return Ok(Target {
                 url: endpoints.url.clone(),
@@ -94,13 +104,16 @@ impl Target {
         }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
             let token = admin_token(t)?;
-            let remote = Remote::new(Api {
-                admin: admin.trim_end_matches('/').to_string(),
-                token,
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(5))
-                    .build()?,
-            });
+            let remote = Remote::new(
+                Api {
+                    admin: admin.trim_end_matches('/').to_string(),
+                    token,
+                    http: reqwest::Client::builder()
+                        .timeout(Duration::from_secs(5))
+                        .build()?,
+                },
+                &run.id,
+            );
             remote
                 .api()
                 .send(reqwest::Method::GET, "/status", None)
