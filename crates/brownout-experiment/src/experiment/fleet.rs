@@ -86,7 +86,7 @@ struct Shared {
     token: Option<String>,
     http: reqwest::Client,
     nodes: Mutex<Vec<Arc<Node>>>,
-    run: super::target::RunOf,
+    run: super::lock::RunOf,
     /// Relays that could not join (another run holds them), said once each.
     refused: Mutex<std::collections::BTreeSet<String>>,
 }
@@ -240,7 +240,7 @@ impl Fleet {
         spec: &FleetSpec,
         seed: u64,
         token: Option<String>,
-        run: &super::target::RunOf,
+        run: &super::lock::RunOf,
     ) -> anyhow::Result<Fleet> {
         let http = admin_client()?;
         let shared = Arc::new(Shared {

@@ -37,6 +37,16 @@ pub struct TargetLock {
     pub path: PathBuf,
 }
 
+/// What a target needs to know of the run driving it.
+#[derive(Clone, Default)]
+pub struct RunOf {
+    /// The run's id: every fault it posts on a relay carries it (two runs with one seed
+    /// never share a fault id).
+    pub id: String,
+    /// The run's locks: a relay joining a DNS fleet is locked as it joins.
+    pub lock: Option<std::sync::Arc<TargetLock>>,
+}
+
 /// Why a lock could not be taken.
 #[derive(Debug)]
 pub enum Busy {

@@ -44,15 +44,7 @@ enum Faults {
     Fleet(super::fleet::Fleet),
 }
 
-/// What a target needs to know of the run driving it.
-#[derive(Clone, Default)]
-pub struct RunOf {
-    /// The run's id: every fault it posts on a relay carries it (two runs with one seed
-    /// never share a fault id).
-    pub id: String,
-    /// The run's locks: a relay joining a DNS fleet is locked as it joins.
-    pub lock: Option<Arc<super::lock::TargetLock>>,
-}
+pub use super::lock::RunOf;
 
 /// The admin API's token, from the variable `admin_token_env` names.
 fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
