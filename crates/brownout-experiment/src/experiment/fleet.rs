@@ -11,6 +11,7 @@
 //! the next stage; one that disappears is recorded (and its faults, if it had any, are
 //! still removed, or lapse with their lease).
 
+pub use super::fleet_choice::{chosen, how_many};
 use super::fleet_dns::Member;
 use super::fleet_spec::{redact, FleetSpec};
 pub use super::records::RelayRecord;
@@ -66,6 +67,8 @@ struct State {
     removed: Option<Instant>,
     /// What went wrong with it last, if anything.
     detail: Option<String>,
+    /// This run's injections on it at its last good read, and when.
+    counted: Option<(Instant, std::collections::BTreeMap<String, u64>)>,
 }
 
 /// One relay and its faults.
@@ -110,6 +113,7 @@ impl Shared {
                 stages: Vec::new(),
                 removed: None,
                 detail: None,
+                counted: None,
             }),
         })
     }
@@ -180,28 +184,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn ms(origin: Instant, at: Instant) -> f64 {
     at.saturating_duration_since(origin).as_secs_f64() * 1000.0
-}
-
-/// How many of `n` relays a share reaches: the most not above the share, at least one.
-pub fn how_many(share: f64, n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    ((share * n as f64 + 1e-9).floor() as usize).clamp(1, n)
-}
-
-/// The admin addresses a stage at `share` reaches among `admins`, for `seed`.
-pub fn chosen(seed: u64, share: f64, admins: &[&str]) -> Vec<String> {
-    let mut ranked: Vec<(u64, &str)> = admins
-        .iter()
-        .map(|a| (mix(seed ^ hash_str(a)), *a))
-        .collect();
-    ranked.sort();
-    ranked
-        .into_iter()
-        .take(how_many(share, admins.len()))
-        .map(|(_, a)| a.to_string())
-        .collect()
 }
 
 /// Refuse a list naming one relay twice under two spellings (`127.0.0.1:9901` and
@@ -451,6 +433,48 @@ impl Fleet {
         }
     }
 
+    /// This run's injections on every relay the run has known (present or gone), each
+    /// read now; one that does not answer keeps its last reading, marked unread.
+    pub async fn injections(&self) -> Vec<super::injections::Reading> {
+        let nodes = self.nodes();
+        let got = futures::future::join_all(nodes.iter().map(|n| n.remote.api().status())).await;
+        let now = Instant::now();
+        nodes
+            .iter()
+            .zip(got)
+            .map(|(n, r)| {
+                let mut s = lock(&n.state);
+                let relay = redact(&n.member.admin);
+                match r {
+                    Ok(v) => {
+                        let counts = super::injections::of_run(&v, Some(n.remote.run()));
+                        s.counted = Some((now, counts.clone()));
+                        super::injections::Reading {
+                            relay,
+                            counts,
+                            unread: None,
+                        }
+                    }
+                    Err(e) => {
+                        let (at, counts) = s
+                            .counted
+                            .clone()
+                            .map_or((None, Default::default()), |(t, c)| (Some(t), c));
+                        let why = match s.left {
+                            Some(_) => format!("it left the fleet and did not answer: {e}"),
+                            None => format!("it did not answer: {e}"),
+                        };
+                        super::injections::Reading {
+                            relay,
+                            counts,
+                            unread: Some((at, why)),
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Every present relay's `GET /status` (those that answer).
     pub async fn statuses(&self) -> Vec<Value> {
         let present = self.present();
@@ -524,39 +548,5 @@ impl Fleet {
         let mut nodes = self.present();
         nodes.sort_by_key(|n| n.rank(self.shared.seed));
         nodes.iter().map(|n| n.member.admin.clone()).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_share_of_relays_is_at_most_the_share_and_at_least_one() {
-        assert_eq!(how_many(0.34, 3), 1);
-        assert_eq!(how_many(0.67, 3), 2);
-        assert_eq!(how_many(1.0, 3), 3);
-        assert_eq!(how_many(0.01, 8), 1);
-        assert_eq!(how_many(0.5, 8), 4);
-        assert_eq!(how_many(0.5, 0), 0);
-    }
-
-    #[test]
-    fn the_seed_picks_the_relays_stably_and_wider_stages_reach_a_superset() {
-        let admins: Vec<String> = (1..=8).map(|i| format!("http://10.0.0.{i}:9901")).collect();
-        let refs: Vec<&str> = admins.iter().map(String::as_str).collect();
-        let a = chosen(7, 0.25, &refs);
-        assert_eq!(a, chosen(7, 0.25, &refs), "a seed replays");
-        let mut shuffled = refs.clone();
-        shuffled.reverse();
-        assert_eq!(
-            a,
-            chosen(7, 0.25, &shuffled),
-            "the order they are listed in is moot"
-        );
-        let wide = chosen(7, 0.5, &refs);
-        assert!(a.iter().all(|x| wide.contains(x)), "{a:?} ⊄ {wide:?}");
-        // Some seed picks otherwise: the choice is the seed's, not the list's.
-        assert!((0..50).any(|s| chosen(s, 0.25, &refs) != a));
     }
 }

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+pub use super::fault_ids::{fault_id, id_part, own_of};
 pub use super::remote_log::{Lapse, Log, Outage};
 
 /// How long a posted fault lives without renewal.
@@ -281,6 +282,11 @@ impl Remote {
         &self.shared.api
     }
 
+    /// The run id as this run's fault ids carry it.
+    pub fn run(&self) -> &str {
+        &self.shared.run
+    }
+
     /// What happened to this relay's faults so far.
     pub fn log(&self) -> Log {
         lock(&self.shared.log).clone()
@@ -461,33 +467,6 @@ impl Drop for Remote {
     }
 }
 
-/// A run id as it goes into a fault id: letters, digits, `.` and `_` (anything else
-/// becomes `_`), at most 64 of them.
-fn id_part(run: &str) -> String {
-    run.chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The id a run gives its fault `own` on a relay: `<own>--brownout-run-<seed>-<run>`.
-pub fn fault_id(own: &str, seed: u64, run: &str) -> String {
-    format!("{own}--brownout-run-{seed}-{run}")
-}
-
-/// Whether `id` is one of the run `run`'s faults (a [`fault_id`]); its own id if so.
-pub fn own_of<'a>(id: &'a str, run: &str) -> Option<&'a str> {
-    let rest = id.strip_suffix(run)?.strip_suffix('-')?;
-    let (own, seed) = rest.rsplit_once("--brownout-run-")?;
-    (!seed.is_empty() && seed.bytes().all(|b| b.is_ascii_digit())).then_some(own)
-}
-
 /// An error with its causes (`error sending request: … : operation timed out`).
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -603,23 +582,7 @@ async fn renew_round(shared: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use super::{encode_segment, fault_id, id_part, own_of};
-
-    #[test]
-    fn a_fault_id_carries_the_run_and_reads_back() {
-        let run = id_part("20261127T045249Z-1a2b3c4d");
-        assert_eq!(run, "20261127T045249Z_1a2b3c4d");
-        let id = fault_id("search-down", 7, &run);
-        assert_eq!(id, "search-down--brownout-run-7-20261127T045249Z_1a2b3c4d");
-        assert_eq!(own_of(&id, &run), Some("search-down"));
-        assert_eq!(
-            own_of(&id, "20261127T045249Z_00000000"),
-            None,
-            "another run's"
-        );
-        assert_eq!(own_of("search-down--brownout-run-7", &run), None);
-        assert_eq!(id_part("a/b c"), "a_b_c");
-    }
+    use super::encode_segment;
 
     #[test]
     fn ids_are_one_path_segment() {

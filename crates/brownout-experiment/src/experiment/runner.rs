@@ -479,16 +479,14 @@ async fn drive(
             (Some(b), Some(a)) => Some(super::silent::total(&a).since(&super::silent::total(&b))),
             _ => None,
         };
-        let injections = after
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    v.saturating_sub(before.get(k).copied().unwrap_or(0)),
-                )
-            })
-            .filter(|(_, v)| *v > 0)
-            .collect();
+        let injections = super::injections::stage(&before, &after);
+        let injections_unread = super::injections::unread(&after, live.origin);
+        for u in &injections_unread {
+            eprintln!(
+                "brownout: stage `{}`: relay {}'s injections are as of its last reading: {}",
+                st.stage, u.relay, u.detail
+            );
+        }
         let probes: Vec<_> = c
             .probes
             .iter()
@@ -528,6 +526,7 @@ async fn drive(
             end_ms: live.now_ms(),
             completed: matches!(end, End::Done),
             injections,
+            injections_unread,
             slis: c.acc.slis(),
             gate_changes: c.changes,
             silent,

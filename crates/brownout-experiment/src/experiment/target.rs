@@ -30,6 +30,8 @@ pub struct Target {
     pub endpoints: super::servers::Endpoints,
     faults: Faults,
     local: Option<Local>,
+    /// A remote relay's last reading of this run's injections, and when.
+    remote_last: std::sync::Mutex<Option<(std::time::Instant, BTreeMap<String, u64>)>>,
 }
 
 /// The in-process relay's fronts (one per server); stopping them stops the backs' server
@@ -81,6 +83,7 @@ impl Target {
                 local: Some(Local {
                     running: started.running,
                 }),
+                remote_last: Default::default(),
             });
         }
         if let Some(f) = &t.fleet {
@@ -92,6 +95,7 @@ impl Target {
                 endpoints,
                 faults: Faults::Fleet(fleet),
                 local: None,
+                remote_last: Default::default(),
             });
         }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
@@ -116,6 +120,7 @@ impl Target {
                 endpoints: super::servers::Endpoints::one(url),
                 faults: Faults::Remote(remote),
                 local: None,
+                remote_last: Default::default(),
             });
         }
         let driver = x.driver().unwrap_or_else(http_front::driver::<UrlBack>);
@@ -175,6 +180,7 @@ impl Target {
             local: Some(Local {
                 running: vec![running],
             }),
+            remote_last: Default::default(),
         })
     }
 
@@ -246,22 +252,42 @@ impl Target {
         }
     }
 
-    /// Injections so far, by the plan's fault id.
-    pub async fn injections(&self) -> BTreeMap<String, u64> {
-        let mut out = BTreeMap::new();
-        for status in self.statuses().await {
-            let Some(m) = status["summary"]["injections"].as_object() else {
-                continue;
-            };
-            for (id, v) in m {
-                let n = v["count"].as_u64().or(v.as_u64()).unwrap_or(0);
-                let base = id
-                    .split_once("--brownout-run")
-                    .map_or(id.as_str(), |(b, _)| b);
-                *out.entry(base.to_string()).or_insert(0) += n;
+    /// This run's injections so far, per relay (see [`super::injections`]).
+    pub async fn injections(&self) -> Vec<super::injections::Reading> {
+        use super::injections::{of_run, Reading};
+        match &self.faults {
+            Faults::Local(relay) => vec![Reading {
+                counts: of_run(&relay.status(), None),
+                ..Reading::default()
+            }],
+            Faults::Remote(r) => {
+                let relay = super::fleet_spec::redact(&r.api().admin);
+                let read = r.api().status().await;
+                let mut last = self.remote_last.lock().unwrap_or_else(|p| p.into_inner());
+                match read {
+                    Ok(v) => {
+                        let counts = of_run(&v, Some(r.run()));
+                        *last = Some((std::time::Instant::now(), counts.clone()));
+                        vec![Reading {
+                            relay,
+                            counts,
+                            unread: None,
+                        }]
+                    }
+                    Err(e) => {
+                        let (at, counts) = last
+                            .clone()
+                            .map_or((None, BTreeMap::new()), |(t, c)| (Some(t), c));
+                        vec![Reading {
+                            relay,
+                            counts,
+                            unread: Some((at, format!("it did not answer: {e}"))),
+                        }]
+                    }
+                }
             }
+            Faults::Fleet(f) => f.injections().await,
         }
-        out
     }
 
     /// `tools/call` requests the relay has carried, per tool (`None`: its status is out of
