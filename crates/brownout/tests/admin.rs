@@ -142,6 +142,69 @@ fn beyond_loopback_without_a_token_is_refused_before_the_server_starts() {
     assert!(!marker.exists());
 }
 
+/// F27: `faults list --fleet … --admin …` listed the fleet and ignored --admin without a
+/// word; `--admin-port` alone asked for --admin; `--fleet ""` blamed --admin. Each is
+/// refused now (exit 2), naming the flags at fault.
+#[test]
+fn faults_list_refuses_conflicting_fleet_flags_by_name() {
+    let refused = |args: &[&str], env: Option<&str>, says: &[&str]| {
+        let mut cmd = std::process::Command::new(brownout());
+        cmd.arg("faults").arg("list").args(args);
+        cmd.env_remove("BROWNOUT_ADMIN")
+            .env_remove("BROWNOUT_ADMIN_TOKEN");
+        if let Some(a) = env {
+            cmd.env("BROWNOUT_ADMIN", a);
+        }
+        let out = cmd.output().expect("brownout faults list");
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} listed something");
+        for s in says {
+            assert!(err.contains(s), "{args:?}: `{s}` not in {err}");
+        }
+        err
+    };
+    refused(
+        &["--fleet", "127.0.0.1:9", "--admin", "127.0.0.1:9"],
+        None,
+        &["--fleet", "cannot be used with", "--admin"],
+    );
+    refused(
+        &[
+            "--fleet",
+            "127.0.0.1:9",
+            "--fleet-dns",
+            "relays.test",
+            "--admin-port",
+            "9",
+        ],
+        None,
+        &["cannot be used with"],
+    );
+    refused(
+        &["--fleet", "127.0.0.1:9", "--admin-port", "9"],
+        None,
+        &["--admin-port", "cannot be used with", "--fleet"],
+    );
+    let err = refused(&["--admin-port", "9901"], None, &["--fleet-dns"]);
+    assert!(!err.contains("--admin <"), "asks for --admin: {err}");
+    refused(&["--fleet", ""], None, &["--fleet: an empty address"]);
+    refused(&[], None, &["say which relay", "BROWNOUT_ADMIN", "--fleet"]);
+    // BROWNOUT_ADMIN from the environment is not a conflict next to --fleet: the fleet is
+    // listed (its one relay not reached: exit 2, a table on stdout).
+    let out = std::process::Command::new(brownout())
+        .args(["faults", "list", "--fleet", "127.0.0.1:9"])
+        .env("BROWNOUT_ADMIN", "127.0.0.1:10")
+        .env_remove("BROWNOUT_ADMIN_TOKEN")
+        .output()
+        .expect("brownout faults list");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("http://127.0.0.1:9") && !table.contains("127.0.0.1:10"),
+        "{table}"
+    );
+}
+
 #[test]
 fn an_unreachable_admin_api_exits_2() {
     let (code, _, err) = faults(&["list", "--admin", "http://127.0.0.1:9"]);
