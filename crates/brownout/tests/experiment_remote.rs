@@ -315,7 +315,31 @@ fn a_removal_the_relay_did_not_confirm_is_journaled_as_failed() {
         detail.contains("not confirmed removed") && detail.contains("search-down--brownout-run"),
         "{detail}"
     );
-    assert!(detail.contains("until its lease lapses"), "{detail}");
+    // "… until its lease lapses (N from now)", or once the retries ran to the lease's end
+    // (a busy machine) "each lapses there one lease after the relay last took it".
+    assert!(
+        detail.contains("until its lease lapses") || detail.contains("each lapses there"),
+        "{detail}"
+    );
+}
+
+/// A run whose every stage ran, whose faults could not be removed, said "Failed — ; and
+/// the faults could not be removed: …" (no reason before the removal's).
+#[test]
+fn a_run_that_ran_every_stage_but_could_not_remove_says_so() {
+    let (_g, url, _) = remote_relay();
+    let admin = admin_that_cannot_delete();
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(&target, "[{stage: a, duration: 1s, sessions: 100%}]");
+    let (code, j, out) = run_experiment(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    assert_eq!(code, 4, "{out}\n{j:#}");
+    let reason = j["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("every stage ran; and the faults could not be removed: "),
+        "{reason}"
+    );
+    assert!(!out.contains("— ;"), "{out}");
 }
 
 /// F17: the run lock was one file for the whole fleet list, so fleets [1, 2] and [3, 2] ran

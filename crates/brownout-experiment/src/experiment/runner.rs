@@ -317,7 +317,12 @@ async fn with_target(
         }
     };
     if let Some(why) = removal_failed {
-        j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay drops each when its lease lapses)", j.reason);
+        // A run that ended well has no reason yet: say what happened before the removal.
+        let before = match j.reason.as_str() {
+            "" => "every stage ran",
+            r => r,
+        };
+        j.reason = format!("{before}; and the faults could not be removed: {why} (a remote relay drops each when its lease lapses)");
         status = Status::Failed;
     }
     if let Some(s) = live.status.as_mut() {
