@@ -327,6 +327,37 @@ fn the_http_relay_is_steered_live_and_shows_eta() {
     );
 }
 
+/// A renewal after a fault's lease ran out answered 200 and brought it back when the sweep
+/// had not removed it yet, and 404 ("no such fault") when it had: whether a lapse showed
+/// depended on timing. It answers 410 "lapsed" either way now, and the fault is gone.
+#[test]
+fn a_renewal_after_the_lease_ran_out_answers_that_it_lapsed() {
+    let dir = tmp();
+    let (_w, url) = relay_with_admin(dir.path(), "faults: []\n", &[]);
+    let (code, body) = http(&url, "POST", "/faults?ttl=1ms", "{id: brief, kind: drop}");
+    assert_eq!(code, 201, "{body}");
+    // Wait until the lease has run out (listed with no time left, or swept).
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = http(&url, "GET", "/faults", "");
+        let v: Value = serde_json::from_str(&listed).unwrap_or_default();
+        let left = v["faults"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["id"] == "brief"))
+            .map(|f| f["expires_in_s"].as_f64().unwrap_or(1.0));
+        if left.is_none_or(|l| l <= 0.0) {
+            break;
+        }
+        assert!(Instant::now() < until, "the lease never ran out: {listed}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (code, body) = http(&url, "PUT", "/faults/brief/lease?ttl=30s", "");
+    assert_eq!(code, 410, "{body}");
+    assert!(body.contains("lapsed"), "{body}");
+    assert!(fault_ids(&url).is_empty(), "the lapsed fault came back");
+    assert_eq!(http(&url, "PUT", "/faults/never/lease?ttl=5s", "").0, 404);
+}
+
 /// Leases (issue 23 §2): `PUT /faults/{id}/lease` pushes a fault's expiry out without
 /// touching its state, for ids holding `/`, `?`, `#` or `%` too (percent-encoded).
 #[test]

@@ -207,7 +207,8 @@ impl Api {
         Ok(())
     }
 
-    /// Renew one lease; `Ok(false)` when the relay has no such fault (it lapsed).
+    /// Renew one lease; `Ok(false)` when the lease lapsed (410) or the relay has no such
+    /// fault (404).
     async fn renew(&self, id: &str) -> anyhow::Result<bool> {
         let path = format!(
             "/faults/{}/lease?ttl={}ms",
@@ -221,7 +222,9 @@ impl Api {
                 "renewing the lease answered {s} without naming the fault: {}",
                 shown(&text)
             ),
-            StatusCode::NOT_FOUND => Ok(false),
+            // 410: the relay says the lease lapsed (before or after its sweep removed the
+            // fault); 404: a relay that does not say so (older, or one restarted).
+            StatusCode::NOT_FOUND | StatusCode::GONE => Ok(false),
             s => anyhow::bail!("renewing the lease answered {s}: {}", shown(&text)),
         }
     }
