@@ -44,6 +44,14 @@ fn faults_are_added_listed_expired_removed_and_cleared_on_a_running_relay() {
     let (code, _, err) = faults(&["add", "--admin", &url, "{kind: latency, added_msec: 5}"]);
     assert_eq!(code, 1);
     assert!(err.contains("added_msec"), "{err}");
+    // An id that would rewrite the relay's terminal, or that no URL can name, is refused.
+    for (id, said) in [("\\e]0;pwned\\a\\e[2J", "U+001B"), ("..", "path step")] {
+        let f = format!("{{id: \"{id}\", kind: latency, tools: [x], added_ms: 1}}");
+        let (code, _, err) = faults(&["add", "--admin", &url, &f]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(said), "{err}");
+    }
+    assert!(!w.stderr_text().contains('\u{1b}'), "{}", w.stderr_text());
 
     // Add two, remove one by id, clear the rest.
     for f in [
