@@ -4,6 +4,11 @@
 //! relay draws a fault's randomness from the id without the run id
 //! (`brownout_core::plan::ids::stream_name`), so a seed replays on the same relay.
 
+/// The most characters a run adds to a fault's id (`--brownout-run-`, a seed of up to 20
+/// digits, `-`, a run id of up to 64): a plan id must leave room for them within the
+/// relay's limit (`brownout_core::plan::MAX_ID_CHARS`).
+pub const MAX_SUFFIX: usize = 15 + 20 + 1 + 64;
+
 /// A run id as it goes into a fault id: letters, digits, `.` and `_` (anything else
 /// becomes `_`), at most 64 of them.
 pub fn id_part(run: &str) -> String {
@@ -49,5 +54,23 @@ mod tests {
         );
         assert_eq!(own_of("search-down--brownout-run-7", &run), None);
         assert_eq!(id_part("a/b c"), "a_b_c");
+    }
+
+    #[test]
+    fn a_plan_id_leaves_room_for_the_runs_suffix() {
+        let most = brownout_core::plan::MAX_ID_CHARS - MAX_SUFFIX;
+        let longest = fault_id(&"x".repeat(most), u64::MAX, &id_part(&"r".repeat(300)));
+        assert_eq!(longest.chars().count(), brownout_core::plan::MAX_ID_CHARS);
+        let exp = |id_len: usize| {
+            let text = format!(
+                "title: t\ntarget: {{fleet: [{{url: \"http://127.0.0.1:8900/mcp\", admin: \"http://127.0.0.1:9901\"}}]}}\nload: {{workload: {{steps: [{{calls: [{{tool: echo}}]}}]}}}}\nmethod: [{{stage: a, duration: 1s, sessions: 10%}}]\nfaults: [{{id: {}, kind: drop}}]\ngates: [\"error_rate < 1% over 1s\"]\n",
+                "f".repeat(id_len)
+            );
+            crate::experiment::load::load_text(&text, "x.yaml", std::path::Path::new("."))
+        };
+        assert!(exp(most).is_ok());
+        let e = exp(most + 1).err().expect("refused");
+        let text = format!("{e:?}");
+        assert!(text.contains(&format!("at most {most}")), "{text}");
     }
 }
