@@ -69,7 +69,9 @@ mod tests {
             crate::experiment::load::load_text(&text, "x.yaml", std::path::Path::new("."))
         };
         assert!(exp(most).is_ok());
-        let e = exp(most + 1).err().expect("refused");
+        let Err(e) = exp(most + 1) else {
+            panic!("a {}-character id was not refused", most + 1)
+        };
         let text = format!("{e:?}");
         assert!(text.contains(&format!("at most {most}")), "{text}");
     }
