@@ -90,6 +90,8 @@ struct Shared {
     http: reqwest::Client,
     nodes: Mutex<Vec<Arc<Node>>>,
     run: super::lock::RunOf,
+    /// The present relays' MCP URLs, sorted, as they change (the load follows them).
+    urls: tokio::sync::watch::Sender<Vec<String>>,
     /// Relays that could not join (another run holds them), said once each.
     refused: Mutex<std::collections::BTreeSet<String>>,
 }
@@ -161,6 +163,17 @@ impl Shared {
                 nodes.push(self.node(m.clone(), now));
             }
         }
+        let mut urls: Vec<String> = nodes
+            .iter()
+            .filter(|n| lock(&n.state).present)
+            .map(|n| n.member.url.clone())
+            .collect();
+        urls.sort();
+        self.urls.send_if_modified(|was| {
+            let changed = *was != urls;
+            *was = urls;
+            changed
+        });
     }
 }
 
@@ -168,6 +181,8 @@ impl Shared {
 pub struct Fleet {
     shared: Arc<Shared>,
     resolver: Option<tokio::task::JoinHandle<()>>,
+    /// Whether its relays can change during the run (a DNS fleet).
+    live: bool,
 }
 
 impl Drop for Fleet {
@@ -231,6 +246,7 @@ impl Fleet {
             http,
             nodes: Mutex::new(Vec::new()),
             run: run.clone(),
+            urls: tokio::sync::watch::Sender::new(Vec::new()),
             refused: Mutex::new(Default::default()),
         });
         let found = super::fleet_dns::members(spec).await?;
@@ -280,7 +296,18 @@ impl Fleet {
             }
             FleetSpec::List(_) => None,
         };
-        Ok(Fleet { shared, resolver })
+        let live = resolver.is_some();
+        Ok(Fleet {
+            shared,
+            resolver,
+            live,
+        })
+    }
+
+    /// With a DNS fleet: its MCP URLs as relays join and leave, for the load to follow.
+    pub fn live_urls(&self) -> Option<crate::load::LiveUrls> {
+        self.live
+            .then(|| crate::load::LiveUrls(self.shared.urls.subscribe()))
     }
 
     fn nodes(&self) -> Vec<Arc<Node>> {

@@ -88,7 +88,8 @@ impl Target {
         }
         if let Some(f) = &t.fleet {
             let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?, run).await?;
-            let endpoints = super::servers::Endpoints::fleet(fleet.urls());
+            let mut endpoints = super::servers::Endpoints::fleet(fleet.urls());
+            endpoints.fleet_live = fleet.live_urls();
             return Ok(Target {
                 url: endpoints.url.clone(),
                 kind: "fleet",
