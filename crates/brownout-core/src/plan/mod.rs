@@ -413,7 +413,7 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
         }
     }
     for (f, id) in faults.iter_mut().zip(ids::assign(&named)) {
-        f.id_hash = hash_str(&id);
+        f.id_hash = hash_str(ids::stream_name(&id));
         f.id = id;
     }
     if !errors.is_empty() {
