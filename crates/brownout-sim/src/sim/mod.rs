@@ -62,7 +62,14 @@ pub struct SimOptions {
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
 fn ms(x: f64) -> u64 {
-    (x.max(0.0) * 1000.0) as u64
+    let us = x.max(0.0) * 1000.0;
+    // The same value as `us as u64`; below 2^63 through the one-instruction signed
+    // conversion (`max` turned NaN into 0).
+    if us < 9.2e18 {
+        us as i64 as u64
+    } else {
+        us as u64
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +219,8 @@ struct Sim<'w> {
     target_tasks: u64,
     c: Counters,
     timeout_us: u64,
+    /// The workload has a task or step deadline (else no call has one to look up).
+    deadlines: bool,
     /// The gates, when the run has any.
     gates: Option<gates::SimGates>,
     stop_at_breach: bool,
@@ -475,6 +484,7 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+        deadlines: w.task_deadline_ms.is_some() || w.steps.iter().any(|s| s.deadline_ms.is_some()),
         gates: None,
         stop_at_breach: opts.stop_at_breach,
         sessions: opts.sessions,
