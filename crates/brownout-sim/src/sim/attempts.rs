@@ -236,9 +236,11 @@ impl Sim<'_> {
         if c.gen != call_gen || c.resolved {
             return;
         }
-        let tool = c.tool;
+        let (tool, consumed) = (c.tool, c.consumed);
         self.breaker_record(tool, answer);
         match answer {
+            // A clean answer no later step takes from: what `read_done` would do, directly.
+            Answer::Ok if !consumed => self.end_call(call, CallEnd::Ok),
             Answer::Ok => self.read_done(call, Read::Clean),
             Answer::Corrupt if outcome == SimOutcome::Corrupt => self.read_done(call, Read::Drift),
             Answer::Corrupt => self.read_done(call, Read::Wrong),
