@@ -195,6 +195,27 @@ impl Sliding {
         }
     }
 
+    /// Keep latency buckets (`histogram`) and the running max (`max`, count windows) from
+    /// now on too: for a window shared by gates that read different things, made before
+    /// any sample.
+    pub(crate) fn keep(&mut self, histogram: bool, max: bool) {
+        match self {
+            Sliding::Time { hist, .. } => {
+                if histogram && hist.is_none() {
+                    *hist = Some(Hist::new());
+                }
+            }
+            Sliding::Count { hist, maxes, .. } => {
+                if histogram && hist.is_none() {
+                    *hist = Some(Hist::new());
+                }
+                if max && maxes.is_none() {
+                    *maxes = Some(VecDeque::new());
+                }
+            }
+        }
+    }
+
     /// Whether [`Sliding::advance`] to `at_ms` would move the window (a count window never
     /// moves with time).
     pub(crate) fn slides_at(&mut self, at_ms: f64) -> bool {
