@@ -137,6 +137,7 @@ impl Sim<'_> {
 
     /// The attempt reaches its server: served at once (returns when its service ends) or
     /// queued.
+    #[inline(always)]
     pub(super) fn at_server(&mut self, a: u32) -> Option<u64> {
         let tool = self.attempts.items[a as usize].tool;
         let server = self.tools[tool].server;
@@ -165,6 +166,7 @@ impl Sim<'_> {
     }
 
     /// Service starts; returns when it ends.
+    #[inline(always)]
     pub(super) fn begin_service(&mut self, a: u32, tool: usize) -> u64 {
         let server = self.tools[tool].server;
         let r = self.attempts.items[a as usize].replica;

@@ -233,6 +233,7 @@ struct Sim<'w> {
 }
 
 impl Sim<'_> {
+    #[inline(always)]
     fn push(&mut self, at: u64, ev: Ev) {
         self.queue.push(at, ev);
     }

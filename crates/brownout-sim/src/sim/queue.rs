@@ -101,6 +101,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// An event at `at`.
+    #[inline(always)]
     pub(super) fn push(&mut self, at: u64, ev: T) {
         self.next = None;
         let e = Entry { at, ev, next: NIL };
@@ -126,6 +127,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// Append entry `i` to its slot's list.
+    #[inline(always)]
     fn link(&mut self, i: u32) {
         let s = (self.entries[i as usize].at & MASK) as usize;
         match self.tail[s] {

@@ -187,6 +187,7 @@ impl Sim<'_> {
     }
 
     /// Count one ended call (or one read of it): latency, gates, outcome counters.
+    #[inline(always)]
     pub(super) fn record_end(&mut self, call: u32, end: CallEnd) {
         let (started, tool, attempts, timed_out) = {
             let c = &self.calls.items[call as usize];
