@@ -62,14 +62,7 @@ pub struct SimOptions {
 
 /// Milliseconds → microseconds of virtual time (negative → 0).
 fn ms(x: f64) -> u64 {
-    let us = x.max(0.0) * 1000.0;
-    // The same value as `us as u64`; below 2^63 through the one-instruction signed
-    // conversion (`max` turned NaN into 0).
-    if us < 9.2e18 {
-        us as i64 as u64
-    } else {
-        us as u64
-    }
+    (x.max(0.0) * 1000.0) as u64
 }
 
 #[derive(Debug, Clone, Copy)]
