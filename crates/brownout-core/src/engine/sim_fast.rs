@@ -78,6 +78,26 @@ pub struct SimSession {
     keys: Vec<Option<StreamKey>>,
 }
 
+impl SimSession {
+    /// A copy of this session while no fault has counted a call in it or kept state for it
+    /// (a simulator's snapshot taken before any fault can act, run on under another plan
+    /// with the same faults); `None` once one has.
+    pub fn fork(&self) -> Option<SimSession> {
+        let untouched = self
+            .counters
+            .iter()
+            .all(|c| c.matches == 0 && c.injections == 0 && !c.bad && c.kind.is_empty());
+        untouched.then(|| SimSession {
+            generation: self.generation,
+            hash: self.hash,
+            radius_hash: self.radius_hash,
+            next_seq: self.next_seq,
+            counters: self.counters.iter().map(|_| Counters::default()).collect(),
+            keys: self.keys.clone(),
+        })
+    }
+}
+
 impl Engine {
     /// Resolve the static part of every fault's selectors for `tools/call` of `tool` on
     /// `server` (`None`: a workload of one unnamed server).

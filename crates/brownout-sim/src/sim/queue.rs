@@ -58,6 +58,7 @@ struct Entry<T> {
     next: u32,
 }
 
+#[derive(Clone)]
 pub(super) struct EventQueue<T> {
     /// The time of the last event taken out: every event on the wheel is at `base` or later
     /// in a slot less than `SLOTS` after `base`'s, every later one in `far`.
