@@ -13,14 +13,17 @@
 
 #[path = "support/proc_stats.rs"]
 mod proc_stats;
+#[path = "support/stdio_calls.rs"]
+mod stdio_calls;
 
-use brownout::client::{Reply, StdioClient};
+use brownout::client::StdioClient;
 use proc_stats::{brownout_exe, cpu_us, median, pct};
 use serde_json::json;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use stdio_calls::{latency_sample, throughput, WARM_UP};
 
 const ROUNDS: usize = 5;
 const LATENCY_CALLS: usize = 4000;
@@ -51,17 +54,6 @@ struct Sample {
     cpu_us_per_call: f64,
 }
 
-async fn call(c: &StdioClient, i: usize) {
-    let r = c
-        .request(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"message": format!("m{i}")}}),
-            Duration::from_secs(10),
-        )
-        .await;
-    assert!(matches!(r, Reply::Result(_)), "call failed: {r:?}");
-}
-
 async fn sample(exe: &str, path: Path, dead: &str, live: &str) -> Sample {
     let mut args: Vec<String> = vec!["proxy".into(), "stdio".into(), "--quiet".into()];
     match path {
@@ -73,38 +65,10 @@ async fn sample(exe: &str, path: Path, dead: &str, live: &str) -> Sample {
     let c = StdioClient::spawn(exe, &args, Stdio::null())
         .await
         .expect("spawn");
-    assert!(matches!(
-        c.initialize(Duration::from_secs(10)).await,
-        Reply::Result(_)
-    ));
-    for i in 0..200 {
-        call(&c, i).await;
-    }
-    let mut rtts = Vec::with_capacity(LATENCY_CALLS);
-    for i in 0..LATENCY_CALLS {
-        let t = Instant::now();
-        call(&c, i).await;
-        rtts.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    rtts.sort_by(f64::total_cmp);
+    let rtts = latency_sample(&c, LATENCY_CALLS).await;
     let c = Arc::new(c);
-    let t = Instant::now();
-    let per = THROUGHPUT_CALLS / IN_FLIGHT;
-    let tasks: Vec<_> = (0..IN_FLIGHT)
-        .map(|w| {
-            let c = Arc::clone(&c);
-            tokio::spawn(async move {
-                for i in 0..per {
-                    call(&c, w * per + i).await;
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        let _ = t.await;
-    }
-    let tput = THROUGHPUT_CALLS as f64 / t.elapsed().as_secs_f64();
-    let calls = (201 + LATENCY_CALLS + THROUGHPUT_CALLS) as f64;
+    let tput = throughput(Arc::clone(&c), THROUGHPUT_CALLS, IN_FLIGHT).await;
+    let calls = (WARM_UP + 1 + LATENCY_CALLS + THROUGHPUT_CALLS) as f64;
     let cpu = c.pid().map_or(0.0, cpu_us) / calls;
     if let Ok(c) = Arc::try_unwrap(c) {
         let _ = c.close(Duration::from_secs(10)).await;

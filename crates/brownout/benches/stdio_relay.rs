@@ -9,13 +9,16 @@
 
 #[path = "support/proc_stats.rs"]
 mod proc_stats;
+#[path = "support/stdio_calls.rs"]
+mod stdio_calls;
 
-use brownout::client::{Reply, StdioClient};
+use brownout::client::StdioClient;
 use proc_stats::{brownout_exe, cpu_us, median, pct, peak_rss_kib};
 use serde_json::json;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use stdio_calls::{latency_sample, throughput, WARM_UP};
 
 const ROUNDS: usize = 5;
 const LATENCY_CALLS: usize = 4000;
@@ -50,36 +53,6 @@ struct Sample {
     rss_kib: u64,
 }
 
-async fn call(c: &StdioClient, i: usize) {
-    let r = c
-        .request(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"message": format!("m{i}")}}),
-            Duration::from_secs(10),
-        )
-        .await;
-    assert!(matches!(r, Reply::Result(_)), "call failed: {r:?}");
-}
-
-async fn throughput(c: Arc<StdioClient>, in_flight: usize) -> f64 {
-    let t = Instant::now();
-    let per = THROUGHPUT_CALLS / in_flight;
-    let tasks: Vec<_> = (0..in_flight)
-        .map(|w| {
-            let c = Arc::clone(&c);
-            tokio::spawn(async move {
-                for i in 0..per {
-                    call(&c, w * per + i).await;
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        let _ = t.await;
-    }
-    (per * in_flight) as f64 / t.elapsed().as_secs_f64()
-}
-
 async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     let args: Vec<String> = match path {
         Path::Direct => vec!["fixture".into()],
@@ -105,30 +78,17 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     let c = StdioClient::spawn(exe, &args, Stdio::inherit())
         .await
         .expect("spawn");
-    assert!(matches!(
-        c.initialize(Duration::from_secs(10)).await,
-        Reply::Result(_)
-    ));
-    for i in 0..200 {
-        call(&c, i).await; // warm-up
-    }
-    let mut rtts = Vec::with_capacity(LATENCY_CALLS);
-    for i in 0..LATENCY_CALLS {
-        let t = Instant::now();
-        call(&c, i).await;
-        rtts.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    rtts.sort_by(f64::total_cmp);
+    let rtts = latency_sample(&c, LATENCY_CALLS).await;
     let pid = c.pid();
     let c = Arc::new(c);
-    let tput1 = throughput(Arc::clone(&c), 1).await;
-    let tput16 = throughput(Arc::clone(&c), 16).await;
+    let tput1 = throughput(Arc::clone(&c), THROUGHPUT_CALLS, 1).await;
+    let tput16 = throughput(Arc::clone(&c), THROUGHPUT_CALLS, 16).await;
     let rss_kib = if path == Path::Direct {
         0
     } else {
         pid.map_or(0, peak_rss_kib)
     };
-    let calls = (200 + LATENCY_CALLS + 2 * THROUGHPUT_CALLS) as f64;
+    let calls = (WARM_UP + LATENCY_CALLS + 2 * THROUGHPUT_CALLS) as f64;
     let cpu_us_per_call = if path == Path::Direct {
         0.0
     } else {

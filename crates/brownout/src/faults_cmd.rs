@@ -28,6 +28,12 @@ pub struct Target {
 pub enum FaultsCmd {
     /// List the running faults, of one relay or of a whole fleet (`--fleet`, `--fleet-dns`).
     ///
+    /// One of --admin (or BROWNOUT_ADMIN), --fleet, --fleet-dns with --admin-port; two of
+    /// them together are refused.
+    ///
+    /// Exit codes: 0 listed; 1 a relay refused the token; 2 a relay not reached, or the
+    /// command line is wrong (conflicting or missing flags, an address that is none).
+    ///
     /// Example:
     ///   brownout faults list --fleet 10.0.0.5:9901,10.0.0.6:9901 --token "$TOKEN"
     List(fleet::ListArgs),
@@ -67,8 +73,15 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
     let (target, method, path, body) = match cmd {
         FaultsCmd::List(l) if l.is_fleet() => return fleet::list(&l).await,
         FaultsCmd::List(l) => {
+            let admin = match l.one_relay() {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("brownout faults list: {e}");
+                    return Ok(2);
+                }
+            };
             let t = Target {
-                admin: l.admin.unwrap_or_default(),
+                admin,
                 token: l.token,
                 json: l.json,
             };

@@ -15,12 +15,13 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 #[derive(Args)]
 pub struct ListArgs {
     /// The running relay's admin API: the address given to `proxy --admin` (127.0.0.1:9901)
-    /// or the URL it printed when it started (http://127.0.0.1:9901).
+    /// or the URL it printed when it started (http://127.0.0.1:9901). Default: the
+    /// environment's BROWNOUT_ADMIN. Not with --fleet or --fleet-dns (next to them,
+    /// BROWNOUT_ADMIN is ignored).
     #[arg(
         long,
-        env = "BROWNOUT_ADMIN",
         value_name = "ADDR|URL",
-        required_unless_present_any = ["fleet", "fleet_dns"]
+        conflicts_with_all = ["fleet", "fleet_dns"]
     )]
     pub admin: Option<String>,
     /// Instead of --admin, a fleet's relays: their admin APIs, comma-separated
@@ -29,7 +30,7 @@ pub struct ListArgs {
         long,
         value_delimiter = ',',
         value_name = "ADMIN,ADMIN…",
-        conflicts_with = "fleet_dns"
+        conflicts_with_all = ["fleet_dns", "admin_port"]
     )]
     pub fleet: Vec<String>,
     /// Instead of --admin, a fleet found by DNS: every address NAME resolves to is a relay
@@ -48,6 +49,19 @@ pub struct ListArgs {
 }
 
 impl ListArgs {
+    /// The one relay to list (`--admin`, else BROWNOUT_ADMIN), when this lists no fleet.
+    pub fn one_relay(&self) -> anyhow::Result<String> {
+        if let Some(a) = &self.admin {
+            return Ok(a.clone());
+        }
+        match std::env::var("BROWNOUT_ADMIN") {
+            Ok(a) if !a.trim().is_empty() => Ok(a),
+            _ => anyhow::bail!(
+                "say which relay: --admin ADDR (or BROWNOUT_ADMIN in the environment), or a fleet: --fleet ADMIN,ADMIN… or --fleet-dns NAME --admin-port PORT"
+            ),
+        }
+    }
+
     /// Whether this lists a fleet rather than one relay.
     pub fn is_fleet(&self) -> bool {
         !self.fleet.is_empty() || self.fleet_dns.is_some()
@@ -74,7 +88,7 @@ async fn admins(a: &ListArgs) -> anyhow::Result<Vec<String>> {
     }
     let mut out: Vec<String> = Vec::new();
     for given in &a.fleet {
-        let url = crate::admin_addr::admin_url(given)?;
+        let url = crate::admin_addr::admin_url_of("--fleet", given)?;
         if !out.contains(&url) {
             out.push(url);
         }

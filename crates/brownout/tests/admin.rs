@@ -44,6 +44,14 @@ fn faults_are_added_listed_expired_removed_and_cleared_on_a_running_relay() {
     let (code, _, err) = faults(&["add", "--admin", &url, "{kind: latency, added_msec: 5}"]);
     assert_eq!(code, 1);
     assert!(err.contains("added_msec"), "{err}");
+    // An id that would rewrite the relay's terminal, or that no URL can name, is refused.
+    for (id, said) in [("\\e]0;pwned\\a\\e[2J", "U+001B"), ("..", "path step")] {
+        let f = format!("{{id: \"{id}\", kind: latency, tools: [x], added_ms: 1}}");
+        let (code, _, err) = faults(&["add", "--admin", &url, &f]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(said), "{err}");
+    }
+    assert!(!w.stderr_text().contains('\u{1b}'), "{}", w.stderr_text());
 
     // Add two, remove one by id, clear the rest.
     for f in [
@@ -140,6 +148,69 @@ fn beyond_loopback_without_a_token_is_refused_before_the_server_starts() {
         w.stderr_text()
     );
     assert!(!marker.exists());
+}
+
+/// F27: `faults list --fleet … --admin …` listed the fleet and ignored --admin without a
+/// word; `--admin-port` alone asked for --admin; `--fleet ""` blamed --admin. Each is
+/// refused now (exit 2), naming the flags at fault.
+#[test]
+fn faults_list_refuses_conflicting_fleet_flags_by_name() {
+    let refused = |args: &[&str], env: Option<&str>, says: &[&str]| {
+        let mut cmd = std::process::Command::new(brownout());
+        cmd.arg("faults").arg("list").args(args);
+        cmd.env_remove("BROWNOUT_ADMIN")
+            .env_remove("BROWNOUT_ADMIN_TOKEN");
+        if let Some(a) = env {
+            cmd.env("BROWNOUT_ADMIN", a);
+        }
+        let out = cmd.output().expect("brownout faults list");
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} listed something");
+        for s in says {
+            assert!(err.contains(s), "{args:?}: `{s}` not in {err}");
+        }
+        err
+    };
+    refused(
+        &["--fleet", "127.0.0.1:9", "--admin", "127.0.0.1:9"],
+        None,
+        &["--fleet", "cannot be used with", "--admin"],
+    );
+    refused(
+        &[
+            "--fleet",
+            "127.0.0.1:9",
+            "--fleet-dns",
+            "relays.test",
+            "--admin-port",
+            "9",
+        ],
+        None,
+        &["cannot be used with"],
+    );
+    refused(
+        &["--fleet", "127.0.0.1:9", "--admin-port", "9"],
+        None,
+        &["--admin-port", "cannot be used with", "--fleet"],
+    );
+    let err = refused(&["--admin-port", "9901"], None, &["--fleet-dns"]);
+    assert!(!err.contains("--admin <"), "asks for --admin: {err}");
+    refused(&["--fleet", ""], None, &["--fleet: an empty address"]);
+    refused(&[], None, &["say which relay", "BROWNOUT_ADMIN", "--fleet"]);
+    // BROWNOUT_ADMIN from the environment is not a conflict next to --fleet: the fleet is
+    // listed (its one relay not reached: exit 2, a table on stdout).
+    let out = std::process::Command::new(brownout())
+        .args(["faults", "list", "--fleet", "127.0.0.1:9"])
+        .env("BROWNOUT_ADMIN", "127.0.0.1:10")
+        .env_remove("BROWNOUT_ADMIN_TOKEN")
+        .output()
+        .expect("brownout faults list");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("http://127.0.0.1:9") && !table.contains("127.0.0.1:10"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -262,6 +333,37 @@ fn the_http_relay_is_steered_live_and_shows_eta() {
         after["ops"][0]["ok"], true,
         "the fault expired by its TTL: {after}"
     );
+}
+
+/// A renewal after a fault's lease ran out answered 200 and brought it back when the sweep
+/// had not removed it yet, and 404 ("no such fault") when it had: whether a lapse showed
+/// depended on timing. It answers 410 "lapsed" either way now, and the fault is gone.
+#[test]
+fn a_renewal_after_the_lease_ran_out_answers_that_it_lapsed() {
+    let dir = tmp();
+    let (_w, url) = relay_with_admin(dir.path(), "faults: []\n", &[]);
+    let (code, body) = http(&url, "POST", "/faults?ttl=1ms", "{id: brief, kind: drop}");
+    assert_eq!(code, 201, "{body}");
+    // Wait until the lease has run out (listed with no time left, or swept).
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = http(&url, "GET", "/faults", "");
+        let v: Value = serde_json::from_str(&listed).unwrap_or_default();
+        let left = v["faults"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["id"] == "brief"))
+            .map(|f| f["expires_in_s"].as_f64().unwrap_or(1.0));
+        if left.is_none_or(|l| l <= 0.0) {
+            break;
+        }
+        assert!(Instant::now() < until, "the lease never ran out: {listed}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (code, body) = http(&url, "PUT", "/faults/brief/lease?ttl=30s", "");
+    assert_eq!(code, 410, "{body}");
+    assert!(body.contains("lapsed"), "{body}");
+    assert!(fault_ids(&url).is_empty(), "the lapsed fault came back");
+    assert_eq!(http(&url, "PUT", "/faults/never/lease?ttl=5s", "").0, 404);
 }
 
 /// Leases (issue 23 §2): `PUT /faults/{id}/lease` pushes a fault's expiry out without

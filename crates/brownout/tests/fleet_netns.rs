@@ -308,7 +308,25 @@ fn dns_discovery_finds_every_relay_and_follows_the_name() {
         60,
         |f| has(&f[2]),
     );
+    // The load follows the name: its sessions spread over the relay that joined (it got
+    // faults but no load before) and leave the one that left, each at its next call.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while lab.calls(2, brownout()) == 0 {
+        assert!(
+            std::time::Instant::now() < until,
+            "the relay that joined got no load: {}",
+            run_err(dir.path())
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left_then = lab.calls(0, brownout());
     let code = support::wait_exit(&mut run, 120);
+    // Six sessions: at most a call or two each still on their way when they moved.
+    let left_after = lab.calls(0, brownout()).saturating_sub(left_then);
+    assert!(
+        left_after <= 12,
+        "the relay that left took {left_after} more calls"
+    );
     let j = support::journal(dir.path());
     assert_eq!(code, 0, "{}\n{}", j["reason"], run_err(dir.path()));
     support::valid_journal(&j);

@@ -984,6 +984,35 @@ fn find_boundary_reports_progress_and_writes_a_valid_plan() {
     assert_eq!(sc(&doc, 0)["ok"], true, "{doc:#}");
 }
 
+/// A search whose budget runs out before its seeds finish ("no result", exit 4 on the
+/// command line) is an answer, not an error: the tool result says `no_result` in words,
+/// with no boundary and no file written (it said nothing of the kind before, and its
+/// result looked like a range without a crossing).
+#[test]
+fn find_boundary_says_no_result_when_its_budget_runs_out() {
+    let env = Env::new();
+    let plan =
+        std::fs::read_to_string(repo().join("examples/search/cascade-search.yaml")).expect("plan");
+    let workload =
+        std::fs::read_to_string(repo().join("examples/sim/cascade.yaml")).expect("workload");
+    let script = json!([
+        {"op": "call_tool", "name": "find_boundary", "timeout_s": 120,
+         "arguments": {"plan": plan, "workload": workload, "gates": ["error_rate < 1% over 10s"],
+                       "seeds": 64, "time_budget_s": 1}},
+    ]);
+    let doc = agent_stdio(&script, &env.server(&[]), &[]);
+    assert_ne!(doc["ops"][0]["result"]["isError"], true, "{doc:#}");
+    let out = sc(&doc, 0);
+    assert_eq!(out["outcome"], "no_result", "{out:#}");
+    let summary = out["summary"].as_str().unwrap_or_default();
+    assert!(summary.starts_with("no result: the budget"), "{summary}");
+    assert!(
+        out["result"]["segments"][0]["boundary"].is_null(),
+        "{out:#}"
+    );
+    assert_eq!(out["written"], "", "{out:#}");
+}
+
 /// A code approves the exact text it was printed for: one character changed, it is refused.
 #[test]
 fn a_code_approves_only_the_exact_text_it_was_printed_for() {

@@ -8,9 +8,30 @@
 //! the first in plan order keeps it, the second becomes `<kind>-<hash>-2`, the third
 //! `-3`, and so on; a name an explicit `id` already uses is skipped the same way.
 
+//!
+//! A fault's random stream is named by its id, except for a fault a brownout run put on a
+//! relay (`<id>--brownout-run-<seed>-<run id>`): its stream is named without the run id
+//! ([`stream_name`]), so two runs never share a fault id on a relay, and the same seed
+//! still draws the same on it.
+
 use crate::rng::hash_str;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+
+/// What names a fault's random stream: its id, or for a run's fault on a relay
+/// (`<id>--brownout-run-<seed>-<run id>`) the id up to its seed.
+pub fn stream_name(id: &str) -> &str {
+    const MARK: &str = "--brownout-run-";
+    let Some(at) = id.rfind(MARK) else {
+        return id;
+    };
+    let from = at + MARK.len();
+    let digits = id[from..].bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return id;
+    }
+    &id[..from + digits]
+}
 
 /// Keys that do not change what a fault does, left out of its content hash.
 const NOT_CONTENT: [&str; 3] = ["id", "description", "enabled"];
@@ -146,5 +167,30 @@ mod tests {
                 format!("{base}-4")
             ]
         );
+    }
+
+    #[test]
+    fn a_runs_fault_draws_from_its_id_without_the_run_id() {
+        assert_eq!(
+            stream_name("slow--brownout-run-7-20261127T045249Z_1a2b3c4d"),
+            "slow--brownout-run-7"
+        );
+        assert_eq!(stream_name("slow--brownout-run-7"), "slow--brownout-run-7");
+        assert_eq!(stream_name("slow"), "slow");
+        assert_eq!(stream_name("slow--brownout-run-x"), "slow--brownout-run-x");
+        // The compiled plan: two runs' copies of one fault share their draws.
+        let plan = |id: &str| {
+            crate::Plan::from_str_named(
+                &format!("faults:\n  - {{id: \"{id}\", kind: drop}}\n"),
+                "p",
+            )
+            .expect("plan")
+        };
+        let a = plan("x--brownout-run-7-run_a");
+        let b = plan("x--brownout-run-7-run_b");
+        let c = plan("x--brownout-run-8-run_a");
+        assert_eq!(a.faults[0].id_hash, b.faults[0].id_hash);
+        assert_ne!(a.faults[0].id_hash, c.faults[0].id_hash);
+        assert_ne!(a.faults[0].id, b.faults[0].id);
     }
 }

@@ -69,6 +69,33 @@ impl fmt::Display for PlanErrors {
     }
 }
 
+/// The longest fault id, in characters (a fleet run adds its run id to each).
+pub const MAX_ID_CHARS: usize = 256;
+
+/// Why `id` cannot name a fault, if it cannot: ids are printed on terminals and in reports
+/// and put in admin URLs (`/faults/{id}`), so no control or invisible direction characters
+/// (they could rewrite a terminal or hide text), no `.`/`..` (a URL client drops them as
+/// path segments, so such a fault could never be removed), and a bounded length.
+fn id_problem(id: &str) -> Option<String> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if let Some(c) = id.chars().find(|&c| hidden(c)) {
+        return Some(format!(
+            "contains the character U+{:04X}: ids are printable text",
+            c as u32
+        ));
+    }
+    if id == "." || id == ".." {
+        return Some(format!(
+            "`{id}` cannot be used: it is a path step in admin URLs"
+        ));
+    }
+    let n = id.chars().count();
+    (n > MAX_ID_CHARS).then(|| format!("is {n} characters long (at most {MAX_ID_CHARS})"))
+}
+
 /// A compiled fault, ready for the engine.
 #[derive(Debug, Clone)]
 pub struct Fault {
@@ -369,7 +396,14 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
         .collect();
     let mut seen = std::collections::HashSet::new();
     for (f, (i, _)) in faults.iter().zip(&origin) {
-        if !f.id.is_empty() && !seen.insert(f.id.as_str()) {
+        if let Some(problem) = id_problem(&f.id) {
+            errors.push(error_at(
+                root,
+                &format!("/faults/{i}/id"),
+                false,
+                format!("fault id {problem}"),
+            ));
+        } else if !f.id.is_empty() && !seen.insert(f.id.as_str()) {
             errors.push(error_at(
                 root,
                 &format!("/faults/{i}/id"),
@@ -379,7 +413,7 @@ fn compile(root: &Node) -> Result<Plan, Vec<PlanError>> {
         }
     }
     for (f, id) in faults.iter_mut().zip(ids::assign(&named)) {
-        f.id_hash = hash_str(&id);
+        f.id_hash = hash_str(ids::stream_name(&id));
         f.id = id;
     }
     if !errors.is_empty() {

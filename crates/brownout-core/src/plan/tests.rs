@@ -124,6 +124,19 @@ fn semantic_checks() {
         "p.yaml",
     );
     assert!(errs[0].contains("duplicate fault id"), "{errs:?}");
+    // Ids reach terminals and admin URLs: no escapes, no `..`, bounded.
+    let errs = errors(
+        "faults:\n  - {id: \"\\e]0;pwned\\a\\e[2J\", kind: drop}\n",
+        "p.yaml",
+    );
+    assert!(errs[0].contains("U+001B"), "{errs:?}");
+    let errs = errors("faults:\n  - {id: '..', kind: drop}\n", "p.yaml");
+    assert!(errs[0].contains("path step"), "{errs:?}");
+    let errs = errors("faults:\n  - {id: \"a\\u202Eb\", kind: drop}\n", "p.yaml");
+    assert!(errs[0].contains("U+202E"), "{errs:?}");
+    let long = format!("faults:\n  - {{id: {}, kind: drop}}\n", "x".repeat(257));
+    assert!(errors(&long, "p.yaml")[0].contains("257 characters"));
+    assert!(errors("faults:\n  - {id: 'fehler-ä.1', kind: drop}\n", "p.yaml").is_empty());
     let errs = errors(
         "faults:\n  - kind: error\n    arguments: {env: {regex: '('}}\n",
         "p.yaml",

@@ -114,6 +114,35 @@ fn pointer_escape(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
 }
 
+/// With a relay already running (`admin`, `fleet`) a run adds its own suffix to each fault
+/// id ([`super::fault_ids`]): an id too long to take it is refused here, not mid-run by the
+/// relay.
+pub fn remote_ids(spec: &Experiment, plan_doc: &Value) -> Vec<(String, String)> {
+    let t = &spec.target;
+    if t.fleet.is_none() && t.admin.is_none() {
+        return Vec::new();
+    }
+    let most = brownout_core::plan::MAX_ID_CHARS - super::fault_ids::MAX_SUFFIX;
+    plan_doc["faults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let n = f["id"].as_str()?.chars().count();
+            (n > most).then(|| {
+                (
+                    format!("/faults/{i}/id"),
+                    format!(
+                        "is {n} characters long: with a relay already running (`admin`, `fleet`) the run adds up to {} of its own (`--brownout-run-<seed>-<run id>`), so at most {most}",
+                        super::fault_ids::MAX_SUFFIX
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 /// What a schema cannot say about `target.fleet` and the stages' `relays`: (JSON pointer,
 /// message) per mistake.
 pub fn fleet(spec: &Experiment) -> Vec<(String, String)> {

@@ -11,6 +11,7 @@
 //! the next stage; one that disappears is recorded (and its faults, if it had any, are
 //! still removed, or lapse with their lease).
 
+pub use super::fleet_choice::{chosen, how_many};
 use super::fleet_dns::Member;
 use super::fleet_spec::{redact, FleetSpec};
 pub use super::records::RelayRecord;
@@ -66,6 +67,8 @@ struct State {
     removed: Option<Instant>,
     /// What went wrong with it last, if anything.
     detail: Option<String>,
+    /// This run's injections on it at its last good read, and when.
+    counted: Option<(Instant, std::collections::BTreeMap<String, u64>)>,
 }
 
 /// One relay and its faults.
@@ -86,16 +89,24 @@ struct Shared {
     token: Option<String>,
     http: reqwest::Client,
     nodes: Mutex<Vec<Arc<Node>>>,
+    run: super::lock::RunOf,
+    /// The present relays' MCP URLs, sorted, as they change (the load follows them).
+    urls: tokio::sync::watch::Sender<Vec<String>>,
+    /// Relays that could not join (another run holds them), said once each.
+    refused: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Shared {
     fn node(&self, member: Member, now: Instant) -> Arc<Node> {
         Arc::new(Node {
-            remote: Remote::new(Api {
-                admin: member.admin.clone(),
-                token: self.token.clone(),
-                http: self.http.clone(),
-            }),
+            remote: Remote::new(
+                Api {
+                    admin: member.admin.clone(),
+                    token: self.token.clone(),
+                    http: self.http.clone(),
+                },
+                &self.run.id,
+            ),
             member,
             state: Mutex::new(State {
                 present: true,
@@ -104,6 +115,7 @@ impl Shared {
                 stages: Vec::new(),
                 removed: None,
                 detail: None,
+                counted: None,
             }),
         })
     }
@@ -133,6 +145,15 @@ impl Shared {
         }
         for m in found {
             if !nodes.iter().any(|n| n.member.admin == m.admin) {
+                if let Some(Err(busy)) = self.run.lock.as_ref().map(|l| l.join(&m.admin)) {
+                    if lock(&self.refused).insert(m.admin.clone()) {
+                        eprintln!(
+                            "brownout: relay {} does not join the fleet: {busy}",
+                            redact(&m.admin)
+                        );
+                    }
+                    continue;
+                }
                 if say {
                     eprintln!(
                         "brownout: relay {} joined the fleet (faults from the next stage)",
@@ -142,6 +163,17 @@ impl Shared {
                 nodes.push(self.node(m.clone(), now));
             }
         }
+        let mut urls: Vec<String> = nodes
+            .iter()
+            .filter(|n| lock(&n.state).present)
+            .map(|n| n.member.url.clone())
+            .collect();
+        urls.sort();
+        self.urls.send_if_modified(|was| {
+            let changed = *was != urls;
+            *was = urls;
+            changed
+        });
     }
 }
 
@@ -149,6 +181,8 @@ impl Shared {
 pub struct Fleet {
     shared: Arc<Shared>,
     resolver: Option<tokio::task::JoinHandle<()>>,
+    /// Whether its relays can change during the run (a DNS fleet).
+    live: bool,
 }
 
 impl Drop for Fleet {
@@ -165,28 +199,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn ms(origin: Instant, at: Instant) -> f64 {
     at.saturating_duration_since(origin).as_secs_f64() * 1000.0
-}
-
-/// How many of `n` relays a share reaches: the most not above the share, at least one.
-pub fn how_many(share: f64, n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    ((share * n as f64 + 1e-9).floor() as usize).clamp(1, n)
-}
-
-/// The admin addresses a stage at `share` reaches among `admins`, for `seed`.
-pub fn chosen(seed: u64, share: f64, admins: &[&str]) -> Vec<String> {
-    let mut ranked: Vec<(u64, &str)> = admins
-        .iter()
-        .map(|a| (mix(seed ^ hash_str(a)), *a))
-        .collect();
-    ranked.sort();
-    ranked
-        .into_iter()
-        .take(how_many(share, admins.len()))
-        .map(|(_, a)| a.to_string())
-        .collect()
 }
 
 /// Refuse a list naming one relay twice under two spellings (`127.0.0.1:9901` and
@@ -225,6 +237,7 @@ impl Fleet {
         spec: &FleetSpec,
         seed: u64,
         token: Option<String>,
+        run: &super::lock::RunOf,
     ) -> anyhow::Result<Fleet> {
         let http = admin_client()?;
         let shared = Arc::new(Shared {
@@ -232,9 +245,20 @@ impl Fleet {
             token,
             http,
             nodes: Mutex::new(Vec::new()),
+            run: run.clone(),
+            urls: tokio::sync::watch::Sender::new(Vec::new()),
+            refused: Mutex::new(Default::default()),
         });
         let found = super::fleet_dns::members(spec).await?;
         same_relay_twice(&found).await?;
+        // Each relay is locked before the run touches it (most were at the run's start; a
+        // name may resolve otherwise now): one another run holds fails the start.
+        if let Some(l) = &run.lock {
+            for m in &found {
+                l.join(&m.admin)
+                    .map_err(|busy| anyhow::anyhow!("relay {}: {busy}", redact(&m.admin)))?;
+            }
+        }
         shared.update(&found, false);
         let nodes = lock(&shared.nodes).clone();
         let checks = nodes.iter().map(|n| async move {
@@ -272,7 +296,18 @@ impl Fleet {
             }
             FleetSpec::List(_) => None,
         };
-        Ok(Fleet { shared, resolver })
+        let live = resolver.is_some();
+        Ok(Fleet {
+            shared,
+            resolver,
+            live,
+        })
+    }
+
+    /// With a DNS fleet: its MCP URLs as relays join and leave, for the load to follow.
+    pub fn live_urls(&self) -> Option<crate::load::LiveUrls> {
+        self.live
+            .then(|| crate::load::LiveUrls(self.shared.urls.subscribe()))
     }
 
     fn nodes(&self) -> Vec<Arc<Node>> {
@@ -425,6 +460,48 @@ impl Fleet {
         }
     }
 
+    /// This run's injections on every relay the run has known (present or gone), each
+    /// read now; one that does not answer keeps its last reading, marked unread.
+    pub async fn injections(&self) -> Vec<super::injections::Reading> {
+        let nodes = self.nodes();
+        let got = futures::future::join_all(nodes.iter().map(|n| n.remote.api().status())).await;
+        let now = Instant::now();
+        nodes
+            .iter()
+            .zip(got)
+            .map(|(n, r)| {
+                let mut s = lock(&n.state);
+                let relay = redact(&n.member.admin);
+                match r {
+                    Ok(v) => {
+                        let counts = super::injections::of_run(&v, Some(n.remote.run()));
+                        s.counted = Some((now, counts.clone()));
+                        super::injections::Reading {
+                            relay,
+                            counts,
+                            unread: None,
+                        }
+                    }
+                    Err(e) => {
+                        let (at, counts) = s
+                            .counted
+                            .clone()
+                            .map_or((None, Default::default()), |(t, c)| (Some(t), c));
+                        let why = match s.left {
+                            Some(_) => format!("it left the fleet and did not answer: {e}"),
+                            None => format!("it did not answer: {e}"),
+                        };
+                        super::injections::Reading {
+                            relay,
+                            counts,
+                            unread: Some((at, why)),
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Every present relay's `GET /status` (those that answer).
     pub async fn statuses(&self) -> Vec<Value> {
         let present = self.present();
@@ -498,39 +575,5 @@ impl Fleet {
         let mut nodes = self.present();
         nodes.sort_by_key(|n| n.rank(self.shared.seed));
         nodes.iter().map(|n| n.member.admin.clone()).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_share_of_relays_is_at_most_the_share_and_at_least_one() {
-        assert_eq!(how_many(0.34, 3), 1);
-        assert_eq!(how_many(0.67, 3), 2);
-        assert_eq!(how_many(1.0, 3), 3);
-        assert_eq!(how_many(0.01, 8), 1);
-        assert_eq!(how_many(0.5, 8), 4);
-        assert_eq!(how_many(0.5, 0), 0);
-    }
-
-    #[test]
-    fn the_seed_picks_the_relays_stably_and_wider_stages_reach_a_superset() {
-        let admins: Vec<String> = (1..=8).map(|i| format!("http://10.0.0.{i}:9901")).collect();
-        let refs: Vec<&str> = admins.iter().map(String::as_str).collect();
-        let a = chosen(7, 0.25, &refs);
-        assert_eq!(a, chosen(7, 0.25, &refs), "a seed replays");
-        let mut shuffled = refs.clone();
-        shuffled.reverse();
-        assert_eq!(
-            a,
-            chosen(7, 0.25, &shuffled),
-            "the order they are listed in is moot"
-        );
-        let wide = chosen(7, 0.5, &refs);
-        assert!(a.iter().all(|x| wide.contains(x)), "{a:?} ⊄ {wide:?}");
-        // Some seed picks otherwise: the choice is the seed's, not the list's.
-        assert!((0..50).any(|s| chosen(s, 0.25, &refs) != a));
     }
 }

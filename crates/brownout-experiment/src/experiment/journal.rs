@@ -186,8 +186,13 @@ pub struct StageRecord {
     pub end_ms: f64,
     /// It ran its whole duration with every gate holding.
     pub completed: bool,
-    /// Injections during the stage, by fault id.
+    /// This run's injections during the stage, by fault id: each relay's change since the
+    /// stage began, summed.
     pub injections: BTreeMap<String, u64>,
+    /// Relays whose injections count as of an earlier reading (one that left the fleet, or
+    /// did not answer at the stage's end); empty (left out) when every relay was read.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub injections_unread: Vec<super::records::UnreadRecord>,
     pub slis: Slis,
     /// Every gate evaluation during the stage that changed a gate's status.
     pub gate_changes: Vec<GateView>,

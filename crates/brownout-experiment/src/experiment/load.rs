@@ -192,9 +192,11 @@ fn load_checked(text: &str, file: &str, dir: &Path) -> Result<Loaded, PlanErrors
         }
     };
     let fleet = super::checks::fleet(&spec).into_iter();
+    let remote_ids = super::checks::remote_ids(&spec, &plan_doc).into_iter();
     for (pointer, message) in super::checks::servers(&spec, &plan_doc)
         .into_iter()
         .chain(fleet)
+        .chain(remote_ids)
     {
         errors.push(at(&pointer, message));
     }

@@ -205,3 +205,15 @@ pub struct PredictionError {
     /// The predicted error rate was near the actual one ([`rates_agree`]).
     pub error_rate_right: bool,
 }
+
+/// A relay whose injections a stage counts as of an earlier reading: it left the fleet, or
+/// did not answer its `/status` at the stage's end.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct UnreadRecord {
+    /// The relay's admin API.
+    pub relay: String,
+    /// When it was last read (`null`: never, so it counts none).
+    pub read_ms: Option<f64>,
+    /// Why it was not read.
+    pub detail: String,
+}

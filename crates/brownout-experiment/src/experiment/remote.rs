@@ -4,8 +4,10 @@
 //! Each fault goes on with a short lease ([`LEASE`]) that a task of this runner renews
 //! (`PUT /faults/{id}/lease`) every [`RENEW_EVERY`]: a runner killed with `-9` leaves its
 //! faults for at most one lease. A fault keeps one id for the whole run
-//! (`<plan id>--brownout-run-<seed>`), so renewals keep its state (counters, token buckets,
-//! draws) and a seed replays on the same relay. The faults of one relay are posted and
+//! (`<plan id>--brownout-run-<seed>-<run id>`), so renewals keep its state (counters, token
+//! buckets, draws); two runs never share an id (one cannot renew or remove the other's),
+//! and the relay draws a fault's randomness from its id without the run id
+//! (`brownout_core::plan::stream_name`), so a seed replays on the same relay. The faults of one relay are posted and
 //! renewed at once (one slow answer holds up no other), and a removal cancels a renewal
 //! round in flight rather than wait for it. Removal keeps every id until the relay
 //! confirms it gone (a 404 for a fault the relay still lists is a failure), retries until
@@ -26,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+pub use super::fault_ids::{fault_id, id_part, own_of};
 pub use super::remote_log::{Lapse, Log, Outage};
 
 /// How long a posted fault lives without renewal.
@@ -204,7 +207,8 @@ impl Api {
         Ok(())
     }
 
-    /// Renew one lease; `Ok(false)` when the relay has no such fault (it lapsed).
+    /// Renew one lease; `Ok(false)` when the lease lapsed (410) or the relay has no such
+    /// fault (404).
     async fn renew(&self, id: &str) -> anyhow::Result<bool> {
         let path = format!(
             "/faults/{}/lease?ttl={}ms",
@@ -218,7 +222,9 @@ impl Api {
                 "renewing the lease answered {s} without naming the fault: {}",
                 shown(&text)
             ),
-            StatusCode::NOT_FOUND => Ok(false),
+            // 410: the relay says the lease lapsed (before or after its sweep removed the
+            // fault); 404: a relay that does not say so (older, or one restarted).
+            StatusCode::NOT_FOUND | StatusCode::GONE => Ok(false),
             s => anyhow::bail!("renewing the lease answered {s}: {}", shown(&text)),
         }
     }
@@ -236,6 +242,8 @@ struct Posted {
 
 struct Shared {
     api: Api,
+    /// The run's id as it goes into fault ids (`[A-Za-z0-9._]` only).
+    run: String,
     /// Posted and not yet confirmed removed.
     posted: Mutex<Vec<Posted>>,
     /// Whether the renewer keeps the leases (false from the start of a removal).
@@ -257,10 +265,11 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn new(api: Api) -> Remote {
+    pub fn new(api: Api, run: &str) -> Remote {
         Remote {
             shared: Arc::new(Shared {
                 api,
+                run: id_part(run),
                 posted: Mutex::new(Vec::new()),
                 renewing: AtomicBool::new(false),
                 stop: Mutex::new(CancellationToken::new()),
@@ -274,6 +283,11 @@ impl Remote {
 
     pub fn api(&self) -> &Api {
         &self.shared.api
+    }
+
+    /// The run id as this run's fault ids carry it.
+    pub fn run(&self) -> &str {
+        &self.shared.run
     }
 
     /// What happened to this relay's faults so far.
@@ -324,7 +338,7 @@ impl Remote {
             let own = f["id"]
                 .as_str()
                 .map_or_else(|| format!("fault-{i}"), str::to_string);
-            let id = format!("{own}--brownout-run-{seed}");
+            let id = fault_id(&own, seed, &self.shared.run);
             spec["id"] = Value::String(id.clone());
             fresh.push(Posted {
                 id,

@@ -113,21 +113,19 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         j.reason = "dry run: checked, nothing sent to the target".into();
         return finish(j, Status::Completed, a).map(Some);
     }
-    // One run per target: held until this function returns (or the process dies).
-    let _lock = match super::lock::acquire_within(&x, &super::lock::dir(&a.keep), a.wait_for_target)
-    {
-        Ok(l) => l,
+    // One run per target and per relay: held until this function returns (or the process
+    // dies); a relay joining a DNS fleet is locked as it joins.
+    let lock = match super::lock::acquire_within(
+        &x,
+        &super::lock::dir(&a.keep),
+        &j.run_id,
+        a.wait_for_target,
+    ) {
+        Ok(l) => std::sync::Arc::new(l),
         Err(busy) => {
-            let detail = match busy {
-                super::lock::Busy::Held { holder, path } => format!(
-                    "another run is going against this target ({holder}; lock {}): one run per target at a time",
-                    path.display()
-                ),
-                super::lock::Busy::Io(e) => format!("the target's run lock could not be taken: {e}"),
-            };
             let r = policy::Refusal {
                 rule: "target_lock".into(),
-                detail,
+                detail: busy.to_string(),
             };
             j.reason = r.to_string();
             j.refusal = Some(r);
@@ -139,7 +137,7 @@ pub fn run_loaded(mut x: Loaded, a: &RunArgs) -> anyhow::Result<Option<Outcome>>
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref()));
+    let status = rt.block_on(live(&x, &mut j, progress, &a.watch, a.otlp.as_ref(), &lock));
     rt.shutdown_timeout(Duration::from_secs(2));
     finish(j, status, a).map(Some)
 }
@@ -151,10 +149,15 @@ async fn live(
     progress: bool,
     w: &super::stop::Watched,
     otlp: Option<&Otlp>,
+    lock: &std::sync::Arc<super::lock::TargetLock>,
 ) -> Status {
     let origin = Instant::now();
     let mut sig = super::stop::signals(w.stop_on_stdin_eof);
-    let target = match Target::start(x, otlp).await {
+    let run = super::target::RunOf {
+        id: j.run_id.clone(),
+        lock: Some(std::sync::Arc::clone(lock)),
+    };
+    let target = match Target::start(x, otlp, &run).await {
         Ok(t) => t,
         Err(e) => {
             j.reason = format!("cannot reach the target: {e}");
@@ -314,7 +317,12 @@ async fn with_target(
         }
     };
     if let Some(why) = removal_failed {
-        j.reason = format!("{}; and the faults could not be removed: {why} (a remote relay drops each when its lease lapses)", j.reason);
+        // A run that ended well has no reason yet: say what happened before the removal.
+        let before = match j.reason.as_str() {
+            "" => "every stage ran",
+            r => r,
+        };
+        j.reason = format!("{before}; and the faults could not be removed: {why} (a remote relay drops each when its lease lapses)");
         status = Status::Failed;
     }
     if let Some(s) = live.status.as_mut() {
@@ -476,16 +484,14 @@ async fn drive(
             (Some(b), Some(a)) => Some(super::silent::total(&a).since(&super::silent::total(&b))),
             _ => None,
         };
-        let injections = after
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    v.saturating_sub(before.get(k).copied().unwrap_or(0)),
-                )
-            })
-            .filter(|(_, v)| *v > 0)
-            .collect();
+        let injections = super::injections::stage(&before, &after);
+        let injections_unread = super::injections::unread(&after, live.origin);
+        for u in &injections_unread {
+            eprintln!(
+                "brownout: stage `{}`: relay {}'s injections are as of its last reading: {}",
+                st.stage, u.relay, u.detail
+            );
+        }
         let probes: Vec<_> = c
             .probes
             .iter()
@@ -525,6 +531,7 @@ async fn drive(
             end_ms: live.now_ms(),
             completed: matches!(end, End::Done),
             injections,
+            injections_unread,
             slis: c.acc.slis(),
             gate_changes: c.changes,
             silent,

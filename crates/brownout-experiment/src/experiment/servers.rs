@@ -38,6 +38,8 @@ pub struct Endpoints {
     /// With a fleet (`target.fleet`): every relay's MCP URL; the load's sessions go to them
     /// round-robin.
     pub fleet: Vec<String>,
+    /// With a DNS fleet: the URLs as relays join and leave (the load follows them).
+    pub fleet_live: Option<crate::load::LiveUrls>,
 }
 
 impl Endpoints {
@@ -76,9 +78,10 @@ impl Endpoints {
 
     /// The load's target: one URL, or every server's (the load routes by tool).
     pub fn load_target(&self) -> crate::load::LoadTarget {
-        if self.fleet.len() > 1 {
+        if self.fleet.len() > 1 || self.fleet_live.is_some() {
             return crate::load::LoadTarget::Fleet {
                 urls: self.fleet.clone(),
+                live: self.fleet_live.clone(),
             };
         }
         if self.servers.is_empty() {
@@ -244,6 +247,7 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
         servers: servers.to_vec(),
         routes,
         fleet: Vec::new(),
+        fleet_live: None,
     })
 }
 

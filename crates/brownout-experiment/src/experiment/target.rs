@@ -30,6 +30,8 @@ pub struct Target {
     pub endpoints: super::servers::Endpoints,
     faults: Faults,
     local: Option<Local>,
+    /// A remote relay's last reading of this run's injections, and when.
+    remote_last: std::sync::Mutex<Option<(std::time::Instant, BTreeMap<String, u64>)>>,
 }
 
 /// The in-process relay's fronts (one per server); stopping them stops the backs' server
@@ -43,6 +45,8 @@ enum Faults {
     Remote(Remote),
     Fleet(super::fleet::Fleet),
 }
+
+pub use super::lock::RunOf;
 
 /// The admin API's token, from the variable `admin_token_env` names.
 fn admin_token(t: &super::spec::Target) -> anyhow::Result<Option<String>> {
@@ -58,7 +62,7 @@ impl Target {
     /// Resolve the target: start the in-process relay, or reach the remote one's admin API.
     /// Reach the experiment's target (starting its servers and relay when it names
     /// commands); with `otlp`, an in-process relay exports a span per relayed call.
-    pub async fn start(x: &Loaded, otlp: Option<&Otlp>) -> anyhow::Result<Target> {
+    pub async fn start(x: &Loaded, otlp: Option<&Otlp>, run: &RunOf) -> anyhow::Result<Target> {
         let t = &x.spec.target;
         if let Some(servers) = &t.servers {
             let started = super::servers::start(x, servers, otlp).await?;
@@ -79,28 +83,34 @@ impl Target {
                 local: Some(Local {
                     running: started.running,
                 }),
+                remote_last: Default::default(),
             });
         }
         if let Some(f) = &t.fleet {
-            let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?).await?;
-            let endpoints = super::servers::Endpoints::fleet(fleet.urls());
+            let fleet = super::fleet::Fleet::start(f, x.plan.seed, admin_token(t)?, run).await?;
+            let mut endpoints = super::servers::Endpoints::fleet(fleet.urls());
+            endpoints.fleet_live = fleet.live_urls();
             return Ok(Target {
                 url: endpoints.url.clone(),
                 kind: "fleet",
                 endpoints,
                 faults: Faults::Fleet(fleet),
                 local: None,
+                remote_last: Default::default(),
             });
         }
         if let (Some(url), Some(admin)) = (&t.url, &t.admin) {
             let token = admin_token(t)?;
-            let remote = Remote::new(Api {
-                admin: admin.trim_end_matches('/').to_string(),
-                token,
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(5))
-                    .build()?,
-            });
+            let remote = Remote::new(
+                Api {
+                    admin: admin.trim_end_matches('/').to_string(),
+                    token,
+                    http: reqwest::Client::builder()
+                        .timeout(Duration::from_secs(5))
+                        .build()?,
+                },
+                &run.id,
+            );
             remote
                 .api()
                 .send(reqwest::Method::GET, "/status", None)
@@ -111,6 +121,7 @@ impl Target {
                 endpoints: super::servers::Endpoints::one(url),
                 faults: Faults::Remote(remote),
                 local: None,
+                remote_last: Default::default(),
             });
         }
         let driver = x.driver().unwrap_or_else(http_front::driver::<UrlBack>);
@@ -170,6 +181,7 @@ impl Target {
             local: Some(Local {
                 running: vec![running],
             }),
+            remote_last: Default::default(),
         })
     }
 
@@ -241,22 +253,42 @@ impl Target {
         }
     }
 
-    /// Injections so far, by the plan's fault id.
-    pub async fn injections(&self) -> BTreeMap<String, u64> {
-        let mut out = BTreeMap::new();
-        for status in self.statuses().await {
-            let Some(m) = status["summary"]["injections"].as_object() else {
-                continue;
-            };
-            for (id, v) in m {
-                let n = v["count"].as_u64().or(v.as_u64()).unwrap_or(0);
-                let base = id
-                    .split_once("--brownout-run")
-                    .map_or(id.as_str(), |(b, _)| b);
-                *out.entry(base.to_string()).or_insert(0) += n;
+    /// This run's injections so far, per relay (see [`super::injections`]).
+    pub async fn injections(&self) -> Vec<super::injections::Reading> {
+        use super::injections::{of_run, Reading};
+        match &self.faults {
+            Faults::Local(relay) => vec![Reading {
+                counts: of_run(&relay.status(), None),
+                ..Reading::default()
+            }],
+            Faults::Remote(r) => {
+                let relay = super::fleet_spec::redact(&r.api().admin);
+                let read = r.api().status().await;
+                let mut last = self.remote_last.lock().unwrap_or_else(|p| p.into_inner());
+                match read {
+                    Ok(v) => {
+                        let counts = of_run(&v, Some(r.run()));
+                        *last = Some((std::time::Instant::now(), counts.clone()));
+                        vec![Reading {
+                            relay,
+                            counts,
+                            unread: None,
+                        }]
+                    }
+                    Err(e) => {
+                        let (at, counts) = last
+                            .clone()
+                            .map_or((None, BTreeMap::new()), |(t, c)| (Some(t), c));
+                        vec![Reading {
+                            relay,
+                            counts,
+                            unread: Some((at, format!("it did not answer: {e}"))),
+                        }]
+                    }
+                }
             }
+            Faults::Fleet(f) => f.injections().await,
         }
-        out
     }
 
     /// `tools/call` requests the relay has carried, per tool (`None`: its status is out of

@@ -52,9 +52,34 @@ pub enum LoadTarget {
     /// call goes to the server whose `tools/list` has its tool.
     Servers { servers: Vec<(String, String)> },
     /// A fleet of relays, each in front of one replica of the same server: session `i`
-    /// goes to `urls[i mod n]` (labelled `load-i` as with one URL).
-    Fleet { urls: Vec<String> },
+    /// goes to `urls[i mod n]` (labelled `load-i` as with one URL). With `live` (a DNS
+    /// fleet resolved again during the run), the list is followed: a session whose relay is
+    /// no longer `urls[i mod n]` moves (a new MCP session, same label) at its next call, so
+    /// the load spreads over relays that join and leaves those that left.
+    Fleet {
+        urls: Vec<String>,
+        live: Option<LiveUrls>,
+    },
 }
+
+/// A fleet's MCP URLs as they change during a run (sorted; the runner's DNS resolution).
+#[derive(Clone)]
+pub struct LiveUrls(pub tokio::sync::watch::Receiver<Vec<String>>);
+
+impl std::fmt::Debug for LiveUrls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LiveUrls({:?})", *self.0.borrow())
+    }
+}
+
+/// Two live lists are alike: a target is compared by what it names, not by its updates.
+impl PartialEq for LiveUrls {
+    fn eq(&self, _: &LiveUrls) -> bool {
+        true
+    }
+}
+
+impl Eq for LiveUrls {}
 
 /// How to play the workload.
 #[derive(Debug, Clone)]

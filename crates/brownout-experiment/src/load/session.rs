@@ -21,6 +21,9 @@ pub const RESTART_GAP: Duration = Duration::from_secs(1);
 pub enum Session {
     Stdio(StdioSlot),
     Http(HttpSession),
+    /// A session on one relay of a fleet whose relays change ([`super::LoadTarget::Fleet`]
+    /// with `live`): it moves to the relay the list now gives it.
+    Fleet(FleetSlot),
     /// One agent's sessions on several servers ([`super::routed`]).
     Routed(super::routed::Routed),
 }
@@ -64,6 +67,68 @@ impl StdioSlot {
     }
 }
 
+/// How long a session a fleet's session moved away from is kept before it is closed (calls
+/// still in flight on it finish there).
+const MOVED_CLOSE_AFTER: Duration = Duration::from_secs(10);
+
+/// A fleet session: its relay now and what it follows.
+pub struct FleetSlot {
+    index: usize,
+    urls: super::LiveUrls,
+    current: std::sync::RwLock<(String, Arc<HttpSession>)>,
+    moving: tokio::sync::Mutex<()>,
+    moves: AtomicU64,
+}
+
+impl FleetSlot {
+    fn current(&self) -> (String, Arc<HttpSession>) {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The relay this session should be on now, if the list names any.
+    fn wanted(&self) -> Option<String> {
+        let urls = self.urls.0.borrow();
+        (!urls.is_empty()).then(|| urls[self.index % urls.len()].clone())
+    }
+
+    /// The session to call through: moved first if the list now gives this session another
+    /// relay (a new MCP session there, initialized; if that fails, it stays where it is and
+    /// tries again at its next call).
+    async fn live(&self) -> Arc<HttpSession> {
+        let (url, cur) = self.current();
+        let Some(want) = self.wanted().filter(|w| *w != url) else {
+            return cur;
+        };
+        let _moving = self.moving.lock().await;
+        let (url, cur) = self.current();
+        if url == want {
+            return cur;
+        }
+        match open_http(&want, &[], self.index).await {
+            Ok(fresh) => {
+                let fresh = Arc::new(fresh);
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) =
+                    (want, Arc::clone(&fresh));
+                self.moves.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    tokio::time::sleep(MOVED_CLOSE_AFTER).await;
+                    cur.close(Duration::from_secs(2)).await;
+                });
+                fresh
+            }
+            Err(_) => cur,
+        }
+    }
+
+    /// The relay it is on now (for tests).
+    pub fn url(&self) -> String {
+        self.current().0
+    }
+}
+
 impl Session {
     /// A request; an `ok` answer is checked against `schema` (the tool's `outputSchema`),
     /// and the value its result offers later steps returned when `keep`.
@@ -84,6 +149,12 @@ impl Session {
             }
             Session::Http(s) => {
                 s.request(method, params, timeout, schema.map(|v| &**v), keep)
+                    .await
+            }
+            Session::Fleet(f) => {
+                f.live()
+                    .await
+                    .request(method, params, timeout, schema.map(|v| &**v), keep)
                     .await
             }
             // Calls reach a routed agent's parts through [`Session::part`]; a request made
@@ -114,6 +185,7 @@ impl Session {
         match self {
             Session::Stdio(s) => s.current().request_raw(method, params, timeout).await,
             Session::Http(s) => s.request_raw(method, params, timeout).await,
+            Session::Fleet(f) => f.live().await.request_raw(method, params, timeout).await,
             Session::Routed(r) => match r.parts.first() {
                 Some(p) => Box::pin(p.request_raw(method, params, timeout)).await,
                 None => None,
@@ -140,6 +212,7 @@ impl Session {
         match self {
             Session::Stdio(s) => s.current().close(wait).await,
             Session::Http(s) => s.close(wait).await,
+            Session::Fleet(f) => f.current().1.close(wait).await,
             Session::Routed(r) => {
                 futures::future::join_all(r.parts.iter().map(|p| Box::pin(p.close()))).await;
             }
@@ -150,7 +223,7 @@ impl Session {
     pub fn restarts(&self) -> u64 {
         match self {
             Session::Stdio(s) => s.restarts.load(Ordering::Relaxed),
-            Session::Http(_) => 0,
+            Session::Http(_) | Session::Fleet(_) => 0,
             Session::Routed(r) => r.parts.iter().map(Session::restarts).sum(),
         }
     }
@@ -168,7 +241,7 @@ pub async fn open_all_from(
     n: usize,
 ) -> Result<Vec<Session>, LoadError> {
     use futures::stream::{self, StreamExt, TryStreamExt};
-    if let LoadTarget::Fleet { urls } = target {
+    if let LoadTarget::Fleet { urls, live } = target {
         if urls.is_empty() {
             return Err(LoadError::BadUrl { url: String::new() });
         }
@@ -176,15 +249,17 @@ pub async fn open_all_from(
         return stream::iter(first..first + n)
             .map(|i| async move {
                 let url = urls[i % urls.len()].clone();
-                let one = LoadTarget::Http {
-                    url: url.clone(),
-                    headers: Vec::new(),
-                };
-                let parsed = reqwest::Url::parse(&url)
-                    .ok()
-                    .filter(|u| matches!(u.scheme(), "http" | "https"))
-                    .ok_or(LoadError::BadUrl { url })?;
-                open(&one, Some(parsed), i).await
+                let s = open_http(&url, &[], i).await?;
+                Ok(match live {
+                    None => Session::Http(s),
+                    Some(live) => Session::Fleet(FleetSlot {
+                        index: i,
+                        urls: live.clone(),
+                        current: std::sync::RwLock::new((url, Arc::new(s))),
+                        moving: tokio::sync::Mutex::new(()),
+                        moves: AtomicU64::new(0),
+                    }),
+                })
             })
             .buffered(16)
             .try_collect()
@@ -214,6 +289,30 @@ pub async fn open_all_from(
         .buffered(16)
         .try_collect()
         .await
+}
+
+/// Session `i` on the streamable-HTTP endpoint `url`, initialized.
+async fn open_http(
+    url: &str,
+    headers: &[(String, String)],
+    i: usize,
+) -> Result<HttpSession, LoadError> {
+    let parsed = reqwest::Url::parse(url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| LoadError::BadUrl {
+            url: url.to_string(),
+        })?;
+    let target = LoadTarget::Http {
+        url: url.to_string(),
+        headers: headers.to_vec(),
+    };
+    match open(&target, Some(parsed), i).await? {
+        Session::Http(s) => Ok(s),
+        _ => Err(LoadError::BadUrl {
+            url: url.to_string(),
+        }),
+    }
 }
 
 pub(super) async fn open(

@@ -24,6 +24,40 @@ fn fmt_values(p: &Problem, v: &[f64]) -> String {
 
 /// The result as JSON (`--json`).
 pub fn to_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
+    let mut doc = found_json(p, a, f);
+    let (_, outcome, summary) = outcome(a, f);
+    doc["outcome"] = outcome.into();
+    doc["summary"] = summary.into();
+    doc
+}
+
+/// How the search ended: its exit code (0 a boundary, 3 no crossing, 4 no result), the
+/// outcome's name (`boundary`, `no_crossing`, `no_result`) and a sentence.
+pub fn outcome(a: &SearchArgs, f: &Found) -> (i32, &'static str, String) {
+    let found = f.segments.iter().any(|(_, c)| c.boundary.is_some())
+        || f.multi
+            .as_ref()
+            .is_some_and(|m| m.outcome.nearest.is_some());
+    let cut = f.multi.as_ref().map_or_else(
+        || (0..f.segments.len()).all(|k| unfinished(a, f, k)),
+        |m| m.outcome.stopped == "time",
+    );
+    match (found, cut) {
+        (true, _) => (0, "boundary", "a boundary was found".into()),
+        (false, true) => (
+            super::EXIT_NO_RESULT,
+            "no_result",
+            "no result: the budget (time, evaluations) ran out before the seeds finished; nothing is known of a boundary (this is not \"no crossing\"): give the search more time or fewer seeds".into(),
+        ),
+        (false, false) => (
+            3,
+            "no_crossing",
+            "no crossing: over the whole range every seed holds, or breaks at its start".into(),
+        ),
+    }
+}
+
+fn found_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
     if let Some(m) = &f.multi {
         return super::output_wide::multi_json(p, f, m);
     }
@@ -89,7 +123,6 @@ const BUDGET_SPENT: &str = "the --time budget ran out";
 
 /// Print the result, write the file and the chart; the exit code.
 pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
-    let found = f.segments.iter().any(|(_, c)| c.boundary.is_some());
     if a.json {
         // With --live, one document with both comes at the end.
         if !a.live {
@@ -197,19 +230,7 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
             Err(e) => anyhow::bail!("the chart: {e}"),
         }
     }
-    let found = found
-        || f.multi
-            .as_ref()
-            .is_some_and(|m| m.outcome.nearest.is_some());
-    let cut = f.multi.as_ref().map_or_else(
-        || (0..f.segments.len()).all(|k| unfinished(a, f, k)),
-        |m| m.outcome.stopped == "time",
-    );
-    Ok(match (found, cut) {
-        (true, _) => 0,
-        (false, true) => super::EXIT_NO_RESULT,
-        (false, false) => 3,
-    })
+    Ok(outcome(a, f).0)
 }
 
 /// Segment `k`'s seeds that finished (both ends measured).

@@ -196,7 +196,9 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         rays: 5,
         tasks: None,
         max_evals: Some(args["max_evals"].as_u64().unwrap_or(500).clamp(10, 5000)),
-        time: Some(std::time::Duration::from_secs(60)),
+        time: Some(std::time::Duration::from_secs(
+            args["time_budget_s"].as_u64().unwrap_or(60).clamp(1, 60),
+        )),
         out: None,
         chart: None,
         json: true,
@@ -231,7 +233,10 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         .as_ref()
         .map(|b| p.written(&b.values))
         .unwrap_or_default();
-    Ok(json!({"result": result, "written": written}))
+    // "No result" (the budget ran out) is an answer, not an error: said in words, with
+    // the search's document as it stands.
+    let (_, outcome, summary) = brownout_experiment::search::output::outcome(&a, &found);
+    Ok(json!({"outcome": outcome, "summary": summary, "result": result, "written": written}))
 }
 
 pub fn get_policy(ctx: &Ctx) -> Out {

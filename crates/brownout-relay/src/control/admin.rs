@@ -254,6 +254,7 @@ fn refused(e: ControlError) -> Response {
         ControlError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
         ControlError::NoSuchFault(_) => StatusCode::NOT_FOUND,
         ControlError::DuplicateId(_) => StatusCode::CONFLICT,
+        ControlError::Lapsed(_) => StatusCode::GONE,
     };
     let text = e.to_string();
     let errors: Vec<&str> = text.lines().collect();

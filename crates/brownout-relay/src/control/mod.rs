@@ -28,7 +28,15 @@ pub enum ControlError {
     NoSuchFault(String),
     #[error("a fault with id `{0}` exists already; remove it first or pick another id")]
     DuplicateId(String),
+    /// A renewal came after the fault's lease ran out: it is gone (swept now if it was not
+    /// yet), whether or not the relay had got round to removing it.
+    #[error("the lease of fault `{0}` lapsed: it is gone; add it again")]
+    Lapsed(String),
 }
+
+/// How many lapsed fault ids the relay remembers, so a late renewal hears "lapsed" rather
+/// than "no such fault" whether or not the sweep removed the fault first.
+const REMEMBER_LAPSED: usize = 256;
 
 /// One fault of the running plan, as written.
 #[derive(Debug, Clone)]
@@ -55,6 +63,8 @@ pub struct Control {
     started: Instant,
     /// Where a plan came from, for error messages.
     label: String,
+    /// The ids of the last faults whose lease ran out (at most [`REMEMBER_LAPSED`]).
+    lapsed: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl Control {
@@ -76,6 +86,7 @@ impl Control {
             }),
             started: Instant::now(),
             label: label.to_string(),
+            lapsed: Mutex::new(Default::default()),
         };
         if let Some(text) = plan_text {
             control.replace_text(text, label, Format::from_path(label))?;
@@ -89,6 +100,22 @@ impl Control {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lapsed(&self) -> MutexGuard<'_, std::collections::VecDeque<String>> {
+        self.lapsed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remember that these faults' leases ran out.
+    fn note_lapsed(&self, ids: &[String]) {
+        let mut lapsed = self.lapsed();
+        for id in ids {
+            lapsed.retain(|l| l != id);
+            lapsed.push_back(id.clone());
+            while lapsed.len() > REMEMBER_LAPSED {
+                lapsed.pop_front();
+            }
+        }
     }
 
     /// Replace the whole plan with the one in `text`; `file` names it in errors.
@@ -231,6 +258,9 @@ impl Control {
                 return Err(ControlError::DuplicateId(id.to_string()));
             }
         }
+        if let Some(id) = spec.get("id").and_then(Value::as_str) {
+            self.lapsed().retain(|l| l != id);
+        }
         let previous = state.entries.clone();
         state.entries.push(Entry {
             id: String::new(),
@@ -264,18 +294,35 @@ impl Control {
 
     /// Renew a fault's lease: it now expires `ttl` from now. Nothing else changes — no plan
     /// is compiled, so its counters, token buckets and draws continue. A fault added
-    /// without a TTL takes one.
+    /// without a TTL takes one. A fault whose lease has already run out is not renewed,
+    /// whether the sweep removed it yet or not: it is removed now, and the answer is
+    /// [`ControlError::Lapsed`] (so whether a lapse shows never depends on the sweep's
+    /// timing).
     pub fn renew(&self, id: &str, ttl: Duration) -> Result<f64, ControlError> {
-        let until = Instant::now().checked_add(ttl).ok_or_else(|| {
+        let now = Instant::now();
+        let until = now.checked_add(ttl).ok_or_else(|| {
             ControlError::Invalid(format!("ttl of {}s is out of range", ttl.as_secs()))
         })?;
         let mut state = self.state();
-        let e = state
-            .entries
-            .iter_mut()
-            .find(|e| e.id == id)
-            .ok_or_else(|| ControlError::NoSuchFault(id.to_string()))?;
-        e.expires = Some(until);
+        let Some(at) = state.entries.iter().position(|e| e.id == id) else {
+            drop(state);
+            if self.lapsed().contains(&id.to_string()) {
+                return Err(ControlError::Lapsed(id.to_string()));
+            }
+            return Err(ControlError::NoSuchFault(id.to_string()));
+        };
+        if state.entries[at].expires.is_some_and(|t| t <= now) {
+            state.entries.remove(at);
+            let _ = self.commit(&mut state, &self.label);
+            drop(state);
+            self.note_lapsed(&[id.to_string()]);
+            eprintln!(
+                "brownout: fault `{}` expired",
+                brownout_core::human::clean_n(id, 200)
+            );
+            return Err(ControlError::Lapsed(id.to_string()));
+        }
+        state.entries[at].expires = Some(until);
         Ok(ttl.as_secs_f64())
     }
 
@@ -313,6 +360,8 @@ impl Control {
         if !gone.is_empty() {
             state.entries.retain(|e| e.expires.is_none_or(|t| t > now));
             let _ = self.commit(&mut state, &self.label);
+            drop(state);
+            self.note_lapsed(&gone);
         }
         gone
     }
@@ -388,3 +437,6 @@ fn pin(entries: &mut [Entry], plan: &Plan) {
         }
     }
 }
+
+#[cfg(test)]
+mod lease_tests;

@@ -125,6 +125,7 @@ impl<'w> Prefix<'w> {
             step_calls: s.step_calls.clone(),
             chain: s.chain.clone(),
             policy: s.policy,
+            deadlines: s.deadlines,
             servers: s.servers.clone(),
             breakers: s.breakers.clone(),
             open_breakers: s.open_breakers,

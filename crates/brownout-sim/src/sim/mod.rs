@@ -218,6 +218,8 @@ struct Sim<'w> {
     target_tasks: u64,
     c: Counters,
     timeout_us: u64,
+    /// The workload has a task or step deadline (else no call has one to look up).
+    deadlines: bool,
     /// The gates, when the run has any.
     gates: Option<gates::SimGates>,
     stop_at_breach: bool,
@@ -234,6 +236,7 @@ struct Sim<'w> {
 }
 
 impl Sim<'_> {
+    #[inline(always)]
     fn push(&mut self, at: u64, ev: Ev) {
         self.queue.push(at, ev);
     }
@@ -514,6 +517,7 @@ fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+        deadlines: w.task_deadline_ms.is_some() || w.steps.iter().any(|s| s.deadline_ms.is_some()),
         gates: None,
         stop_at_breach: opts.stop_at_breach,
         sessions: opts.sessions,
