@@ -1,7 +1,7 @@
 //! Benchmark: the boundary search's wider modes on the seed's cascade
 //! (examples/sim/cascade.yaml, gate `error_rate < 1% over 10s`), the same library code
 //! `brownout search` runs (the marks are substituted as it does; each evaluation parses the
-//! plan and simulates).
+//! plan and simulates, each seed's run up to the burst shared through `sim::fork::Forks`).
 //!
 //! Run: `nice -n 5 cargo bench -p brownout-sim --bench search` (`SEARCH_BENCH=quick` for one
 //! round of each and a reference from one long GP run; `SEARCH_BENCH_BUDGET` and
@@ -9,7 +9,8 @@
 //! point, default 8). It measures
 //! 1. seeds per second on 1 and 2 threads (32 seeds' bisections, alternating rounds, medians);
 //! 2. adaptive seeds to ±0.01 on examples/search/cascade-search.yaml (`--precision 0.01`):
-//!    wall time, seeds, simulations, half width reached — three first seeds, medians;
+//!    wall time, seeds, simulations, half width reached, and how busy the threads were (the
+//!    simulations' time over wall time × threads) — three first seeds, medians;
 //! 3. the Gaussian-process level-set search against the genetic search with the same budget:
 //!    simulations until the nearest breach is within 1 % of the reference boundary's distance
 //!    — on a four-dimension plane with a known boundary (exact reference), and on
@@ -25,7 +26,8 @@ use brownout_core::slo::Gate;
 use brownout_core::Plan;
 use brownout_sim::search::space::{Field, Outcome, Settings};
 use brownout_sim::search::{adaptive, genetic, levelset};
-use brownout_sim::{simulate, SimOptions, Workload};
+use brownout_sim::sim::fork::Forks;
+use brownout_sim::{SimOptions, Workload};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -76,8 +78,27 @@ impl Marked {
         }
     }
 
-    /// ρ at `x` (the unit cube) for `seed`, the run stopping at its first breach.
-    fn rho(&self, x: &[f64], seed: u64, full: bool) -> f64 {
+    /// The options of the search's simulations (the seed set per run).
+    fn opts(&self) -> SimOptions {
+        SimOptions {
+            tasks: None,
+            seed: None,
+            keep_series: false,
+            gates: vec![self.gate.clone()],
+            stop_at_breach: true,
+            sessions: None,
+            budget: Default::default(),
+        }
+    }
+
+    /// ρ at `x` (the unit cube) for `seed`, the run stopping at its first breach, through
+    /// `forks` (each seed's run up to the burst simulated once), as `brownout search` does.
+    fn rho(&self, forks: &Forks, x: &[f64], seed: u64) -> f64 {
+        forks.simulate(self.plan(x), seed).robustness.unwrap_or(1.0)
+    }
+
+    /// The plan at `x`.
+    fn plan(&self, x: &[f64]) -> Plan {
         let mut out = String::new();
         let mut at = 0;
         for (m, v) in self.marks.iter().zip(x) {
@@ -87,21 +108,7 @@ impl Marked {
             at = m.1;
         }
         out.push_str(&self.text[at..]);
-        let mut plan =
-            Plan::from_str_format(&out, "plan.yaml", Format::from_path("plan.yaml")).expect("plan");
-        plan.seed = seed;
-        let opts = SimOptions {
-            tasks: None,
-            seed: Some(seed),
-            keep_series: false,
-            gates: vec![self.gate.clone()],
-            stop_at_breach: !full,
-            sessions: None,
-            budget: Default::default(),
-        };
-        simulate(&self.workload, plan, &opts)
-            .robustness
-            .unwrap_or(1.0)
+        Plan::from_str_format(&out, "plan.yaml", Format::from_path("plan.yaml")).expect("plan")
     }
 }
 
@@ -133,7 +140,16 @@ fn main() {
     let quick = std::env::var("SEARCH_BENCH").is_ok_and(|v| v == "quick");
     let rounds = if quick { 1 } else { 3 };
     let one = Marked::new("examples/search/cascade-search.yaml");
-    let obj = |t: f64, seed: u64, full: bool| one.rho(&[t], seed, full);
+    let forks1 = Forks::new(&one.workload, one.opts(), 8);
+    // Time spent simulating, summed over the threads (how busy they were).
+    let busy = std::sync::atomic::AtomicU64::new(0);
+    let obj = |t: f64, seed: u64, _full: bool| {
+        let t0 = Instant::now();
+        let r = one.rho(&forks1, &[t], seed);
+        let ns = t0.elapsed().as_nanos() as u64;
+        busy.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        r
+    };
 
     // 1. Seeds per second, 1 vs 2 threads: 32 seeds bisected to 1/32 (the first round only).
     let (mut s1, mut s2) = (Vec::new(), Vec::new());
@@ -165,19 +181,24 @@ fn main() {
 
     // 2. Adaptive seeds to ±0.01 (0.05 of the range [0, 0.2]).
     let (mut secs, mut seeds, mut sims, mut halves) = (vec![], vec![], vec![], vec![]);
+    let mut busies = vec![];
     for first in [1u64, 1001, 2001].into_iter().take(rounds) {
+        busy.store(0, std::sync::atomic::Ordering::Relaxed);
         let t = Instant::now();
         let o = adaptive::search(&obj, &adaptive_settings(first, 2, 0.05), &|_| {});
         let el = t.elapsed().as_secs_f64();
+        let b = busy.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9 / (2.0 * el);
         let h = o.half_width.unwrap_or(f64::NAN) * 0.2;
         println!(
-            "adaptive from seed {first}: median {:.4} ±{h:.4}, reached {}, {} seeds, {} rounds, {} simulations, {el:.2}s",
+            "adaptive from seed {first}: median {:.4} ±{h:.4}, reached {}, {} seeds, {} rounds, {} simulations, {el:.2}s, threads busy {:.0}%",
             o.median.unwrap_or(f64::NAN) * 0.2,
             o.reached,
             o.seeds.len(),
             o.rounds.len(),
-            o.evals
+            o.evals,
+            b * 100.0
         );
+        busies.push(b);
         secs.push(el);
         seeds.push(o.seeds.len() as f64);
         sims.push(o.evals as f64);
@@ -213,7 +234,8 @@ fn main() {
 
     // 3b. The four-dimension cascade.
     let four = Marked::new("examples/search/cascade-4d.yaml");
-    let field = |x: &[f64], s: u64| four.rho(x, s, false);
+    let forks4 = Forks::new(&four.workload, four.opts(), 16);
+    let field = |x: &[f64], s: u64| four.rho(&forks4, x, s);
     let env = |k: &str, d: u64| {
         std::env::var(k)
             .ok()
@@ -267,7 +289,8 @@ fn main() {
     let out = json!({
         "seeds_per_second": {"one_thread": r1, "two_threads": r2, "ratio": r2 / r1},
         "adaptive_to_0_01": {"median_seconds": median(secs), "median_seeds": median(seeds),
-            "median_simulations": median(sims), "median_half_width": median(halves)},
+            "median_simulations": median(sims), "median_half_width": median(halves),
+            "median_threads_busy": median(busies)},
         "plane_4d": {"reference": plane_ref, "gp_median_simulations_to_1pct": median(gp_plane),
             "ga_median_simulations_to_1pct": median(ga_plane), "budget": 1500},
         "cascade_4d": {"reference": reference, "gp_median_simulations_to_1pct": median(gp4),

@@ -3,7 +3,9 @@
 //! Run: `cargo bench -p brownout-sim --bench simulator`. Workloads from `examples/sim/`
 //! under the headline's 2 % error plan: the headline without resilience, the same with four
 //! SLO gates watched in virtual time (the cost of `--gate`), the headline with retries, a
-//! retry budget, degradation and a breaker, and 1,000,000 tasks at fan-out 8.
+//! retry budget, degradation and a breaker, 1,000,000 tasks at fan-out 8, and the cascade
+//! the boundary search simulates (`examples/sim/cascade.yaml` under its trigger: unbounded
+//! retries, a rate limiter, a squeezed pool).
 //! Reports the median over rounds of logical calls per second and attempts per second, and
 //! writes `target/bench/simulator.json`.
 //!
@@ -45,7 +47,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let plan_text = load("examples/sim/errors-2pct.yaml");
+    let errors_2pct = "examples/sim/errors-2pct.yaml";
     let gates: Vec<Gate> = GATES
         .iter()
         .map(|g| Gate::parse(g).unwrap_or_else(|e| panic!("{g}: {e}")))
@@ -54,25 +56,36 @@ fn main() {
         (
             "headline, no resilience",
             "examples/sim/headline.yaml",
+            errors_2pct,
             200_000u64,
             Vec::new(),
         ),
         (
             "headline, no resilience, 4 gates",
             "examples/sim/headline.yaml",
+            errors_2pct,
             200_000u64,
             gates,
         ),
         (
             "headline, retries + breaker + degradation",
             "examples/sim/headline-resilient.yaml",
+            errors_2pct,
             200_000,
             Vec::new(),
         ),
         (
             "1,000,000 tasks at fan-out 8, no resilience",
             "examples/sim/headline.yaml",
+            errors_2pct,
             1_000_000,
+            Vec::new(),
+        ),
+        (
+            "cascade, unbounded retries + rate limiter",
+            "examples/sim/cascade.yaml",
+            "examples/sim/cascade-trigger.yaml",
+            9_000,
             Vec::new(),
         ),
     ];
@@ -83,18 +96,19 @@ fn main() {
         "{:<46} {:>10} {:>12} {:>14} {:>14} {:>9}",
         "workload", "tasks", "calls", "calls/s", "attempts/s", "wall s"
     );
-    for (name, workload, tasks, gates) in cases {
+    for (name, workload, plan_path, tasks, gates) in cases {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
         let tasks = env_number("BENCH_TASKS").unwrap_or(tasks);
         let w =
             Workload::from_str_named(&load(workload), workload).unwrap_or_else(|e| panic!("{e}"));
+        let plan_text = load(plan_path);
         let (mut calls_s, mut attempts_s, mut wall) = (Vec::new(), Vec::new(), Vec::new());
         let mut calls = 0;
         for _ in 0..rounds {
-            let plan = Plan::from_str_named(&plan_text, "errors-2pct.yaml")
-                .unwrap_or_else(|e| panic!("{e}"));
+            let plan =
+                Plan::from_str_named(&plan_text, plan_path).unwrap_or_else(|e| panic!("{e}"));
             let opts = SimOptions {
                 tasks: Some(tasks),
                 gates: gates.clone(),

@@ -20,6 +20,7 @@ pub mod gp;
 pub mod levelset;
 pub mod order;
 pub mod pool;
+pub mod probes;
 pub mod space;
 #[cfg(test)]
 mod space_tests;

@@ -36,8 +36,20 @@ pub struct SimCallSite {
     generation: u64,
     server: Option<String>,
     tool: String,
-    /// (fault index, the kind takes the call whatever its dynamic selectors say).
-    faults: Box<[(usize, bool)]>,
+    /// (fault index, how its dynamic selectors are decided).
+    faults: Box<[(usize, Gate)]>,
+}
+
+/// What is left to decide per call for one fault at one site.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Gate {
+    /// The kind takes the call whatever its dynamic selectors say.
+    Always,
+    /// Only the draw against this probability: no `sessions`, `window`, `after_calls`,
+    /// `every_nth`, `max_injections` or correlation (most faults).
+    Draw(f64),
+    /// Every dynamic selector, in the engine's order.
+    Selected,
 }
 
 impl SimCallSite {
@@ -66,6 +78,26 @@ pub struct SimSession {
     keys: Vec<Option<StreamKey>>,
 }
 
+impl SimSession {
+    /// A copy of this session while no fault has counted a call in it or kept state for it
+    /// (a simulator's snapshot taken before any fault can act, run on under another plan
+    /// with the same faults); `None` once one has.
+    pub fn fork(&self) -> Option<SimSession> {
+        let untouched = self
+            .counters
+            .iter()
+            .all(|c| c.matches == 0 && c.injections == 0 && !c.bad && c.kind.is_empty());
+        untouched.then(|| SimSession {
+            generation: self.generation,
+            hash: self.hash,
+            radius_hash: self.radius_hash,
+            next_seq: self.next_seq,
+            counters: self.counters.iter().map(|_| Counters::default()).collect(),
+            keys: self.keys.clone(),
+        })
+    }
+}
+
 impl Engine {
     /// Resolve the static part of every fault's selectors for `tools/call` of `tool` on
     /// `server` (`None`: a workload of one unnamed server).
@@ -84,7 +116,7 @@ impl Engine {
                     .targets(METHOD, Some(tool), f.select.tools.as_ref())
                 {
                     Targets::Skip => return None,
-                    Targets::Always => return Some((i, true)),
+                    Targets::Always => return Some((i, Gate::Always)),
                     Targets::IgnoreTools => {}
                     Targets::BySelector => {
                         if !f.select.tool_matches(Some(tool)) {
@@ -93,8 +125,19 @@ impl Engine {
                     }
                 }
                 // A simulated call has no arguments: a fault that asks for some never hits.
-                (f.select.server_matches(server) && f.select.arguments_match(|| None))
-                    .then_some((i, false))
+                let sel = &f.select;
+                let plain = sel.sessions.is_none()
+                    && sel.window.is_none()
+                    && sel.after_calls == 0
+                    && sel.every_nth.is_none()
+                    && sel.max_injections.is_none()
+                    && f.correlation.is_none();
+                let gate = if plain {
+                    Gate::Draw(sel.probability)
+                } else {
+                    Gate::Selected
+                };
+                (sel.server_matches(server) && sel.arguments_match(|| None)).then_some((i, gate))
             })
             .collect();
         SimCallSite {
@@ -169,14 +212,24 @@ impl Engine {
         // Borrowed beside `shared` and `summary` (other fields): no reference count per call.
         let plan = &*self.plan;
         let seed = plan.seed;
-        for &(i, always) in site.faults.iter() {
+        for &(i, gate) in site.faults.iter() {
             let f = &plan.faults[i];
             let key = *session.keys[i]
                 .get_or_insert_with(|| StreamKey::new(seed, f.id_hash, session.hash));
-            if !always {
+            if let Gate::Draw(p) = gate {
+                // What the general path below decides when no dynamic selector is set: the
+                // counter, then the draw (none when it cannot fire).
+                let c = &mut session.counters[i];
+                c.matches += 1;
+                let fire = p >= 1.0 || (p > 0.0 && key.unit(seq, salt::FIRE) < p);
+                if !fire {
+                    continue;
+                }
+                c.injections += 1;
+            } else if gate == Gate::Selected {
                 let sel = &f.select;
                 if let Some(frac) = sel.sessions {
-                    if !session_selected_hash(seed, session.radius_hash, frac) {
+                    if !in_radius(seed, session.radius_hash, frac) {
                         continue;
                     }
                 }
@@ -198,14 +251,7 @@ impl Engine {
                 }
                 let p = sel.probability;
                 let fire = match &f.correlation {
-                    Some(corr) => corr.fires(
-                        p,
-                        key,
-                        StreamKey::new(seed, f.id_hash, 0),
-                        seq,
-                        now,
-                        &mut c.bad,
-                    ),
+                    Some(corr) => correlated(corr, p, key, seed, f.id_hash, seq, now, &mut c.bad),
                     None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
                 };
                 if !fire {
@@ -236,4 +282,29 @@ impl Engine {
         }
         out
     }
+}
+
+// Out of line, so that the hashes they compute are not hoisted onto every call's path (the
+// optimiser computed them for every fault whether its selectors asked for them or not).
+
+/// [`session_selected_hash`], for a fault with `sessions`.
+#[inline(never)]
+fn in_radius(seed: u64, radius_hash: u64, fraction: f64) -> bool {
+    session_selected_hash(seed, radius_hash, fraction)
+}
+
+/// A correlated fault's draw.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn correlated(
+    corr: &crate::faults::correlation::Correlation,
+    p: f64,
+    key: StreamKey,
+    seed: u64,
+    id_hash: u64,
+    seq: u64,
+    now: Time,
+    bad: &mut bool,
+) -> bool {
+    corr.fires(p, key, StreamKey::new(seed, id_hash, 0), seq, now, bad)
 }

@@ -24,6 +24,7 @@ faults:
   - {id: off, kind: error, enabled: false}
   - {id: fail-fast, kind: error, phase: request, tools: [\"*_metrics\"], probability: 0.1}
   - {id: hang, kind: latency, direction: to_server, added_ms: 5, probability: 0.5, servers: [\"obs*\"]}
+  - {id: never, kind: error, probability: 0}
 ";
 
 const SITES: [(Option<&str>, &str); 6] = [

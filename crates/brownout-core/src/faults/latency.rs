@@ -104,6 +104,7 @@ impl Latency {
     }
 
     /// Draw the delay for one call from two uniform draws.
+    #[inline]
     pub fn sample_ms(&self, u1: f64, u2: f64) -> f64 {
         let base = match self.distribution {
             Distribution::Fixed => self.added_ms.unwrap_or(0.0),

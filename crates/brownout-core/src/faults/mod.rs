@@ -422,6 +422,11 @@ impl fmt::Debug for Effect {
 pub struct KindState(Option<Box<dyn Any + Send>>);
 
 impl KindState {
+    /// No state was made yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// The state as a `T`, made with `T::default()` on first use.
     pub fn get<T: Default + Send + 'static>(&mut self) -> &mut T {
         if !self.0.as_ref().is_some_and(|b| b.is::<T>()) {

@@ -112,3 +112,105 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
         );
     }
 }
+
+/// Gates that watch the same samples over the same window share one: a watch of them all
+/// must come to what one watch per gate (each with a window of its own) does.
+#[test]
+fn gates_sharing_a_window_come_to_what_a_window_each_does() {
+    const SHARING: [&str; 14] = [
+        "error_rate < 1% over 10s",
+        "p99 < 800ms over 10s",
+        "mean < 100ms over 10s",
+        "availability > 99% over 10s for 2s",
+        "max < 300ms over 50 calls",
+        "p50 < 40ms over 50 calls",
+        "error_rate < 5% over 50 calls",
+        "error_rate{tool=\"get_traces\"} < 10% over 3s for 500ms",
+        "p95{tool=\"get_traces\"} < 300ms over 3s",
+        "max{tool=\"get_logs\"} < 300ms over 3s",
+        "blast_radius <= 20% over 10s",
+        "task_success >= 90% over 10s",
+        "silent_rate < 5% over 5s",
+        "safe_rate > 50% over 5s",
+    ];
+    let gate = |g: &str| Gate::parse(g).unwrap_or_else(|e| panic!("{g}: {e}"));
+    for seed in 0..4u64 {
+        let mut rng = SplitMix::new(seed);
+        let mut shared = GateWatch::new(SHARING.iter().map(|g| gate(g)).collect());
+        let mut alone: Vec<GateWatch> = SHARING
+            .iter()
+            .map(|g| GateWatch::new(vec![gate(g)]))
+            .collect();
+        let tools = ["get_logs", "get_metrics", "get_traces"];
+        let mut now = 0.0;
+        for i in 0..30_000u32 {
+            now += match rng.below(100) {
+                0 => 2_500.0,
+                1..=9 => 40.0 * rng.unit(),
+                _ => 2.0 * rng.unit(),
+            };
+            let storm = (12_000..18_000).contains(&i);
+            let failing = rng.unit() < if storm { 0.4 } else { 0.005 };
+            match rng.below(10) {
+                0 => {
+                    let task = TaskObservation {
+                        at_ms: now,
+                        ok: !failing,
+                    };
+                    shared.observe_task(&task);
+                    alone.iter_mut().for_each(|w| w.observe_task(&task));
+                }
+                1 => {
+                    let mark = [
+                        TaintMark::Altered,
+                        TaintMark::Propagated,
+                        TaintMark::Noticed,
+                    ][rng.below(3)];
+                    let tool = Some(tools[rng.below(3)]);
+                    shared.observe_taint(now, tool, mark);
+                    alone
+                        .iter_mut()
+                        .for_each(|w| w.observe_taint(now, tool, mark));
+                }
+                2..=3 => {}
+                _ => {
+                    let c = CallObservation {
+                        at_ms: now,
+                        method: "tools/call".into(),
+                        tool: Some(tools[rng.below(3)].into()),
+                        outcome: if failing { Outcome::Error } else { Outcome::Ok },
+                        latency_ms: if storm {
+                            900.0 * rng.unit()
+                        } else {
+                            30.0 + 20.0 * rng.unit()
+                        },
+                        correct: rng.unit() > 0.01,
+                        timed_out: failing && rng.below(2) == 0,
+                        attempts: 1 + rng.below(3) as u32,
+                    };
+                    shared.observe_call(&c);
+                    alone.iter_mut().for_each(|w| w.observe_call(&c));
+                }
+            }
+            let breached = shared.tick(now);
+            let mut any = false;
+            for w in &mut alone {
+                any |= w.tick(now);
+            }
+            assert_eq!(breached, any, "seed {seed}, step {i}");
+        }
+        let each: Vec<GateSummary> = alone
+            .iter()
+            .enumerate()
+            .map(|(i, w)| GateSummary {
+                index: i,
+                ..w.summaries().remove(0)
+            })
+            .collect();
+        assert_eq!(shared.summaries(), each, "seed {seed}");
+        assert!(each.iter().filter(|g| g.breached).count() >= 3);
+    }
+    // They did share: 14 gates over 6 windows.
+    let w = GateWatch::new(SHARING.iter().map(|g| gate(g)).collect());
+    assert_eq!(w.windows(), 6);
+}

@@ -1,4 +1,6 @@
-//! [`GateWatch`]: one sliding window per gate, fed calls and tasks, evaluated on demand.
+//! [`GateWatch`]: sliding windows fed calls and tasks, one per distinct (samples, scope,
+//! window) — gates that watch the same samples over the same window share it, so a call is
+//! pushed once for `error_rate` and `p99` over 10 s — each gate evaluated on demand.
 
 use super::grammar::{Gate, Window};
 use super::measure::{Cmp, Sli};
@@ -8,11 +10,43 @@ use super::window::{
 use super::{CallObservation, GateState, GateStatus, GateSummary, TaintMark, TaskObservation};
 use crate::event::Outcome;
 
+/// Which samples reach a window.
+#[derive(Debug, Clone, PartialEq)]
+enum Domain {
+    /// Calls in a scope (method, tool as written).
+    Call(Option<String>, Option<String>),
+    Task,
+    /// What became of changed results, in a scope.
+    Taint(Option<String>, Option<String>),
+    /// Readings of one of the target's health SLIs.
+    Reading(Sli),
+}
+
+/// A window and what feeds it.
+#[derive(Debug, Clone)]
+struct Feed {
+    domain: Domain,
+    /// Its gates' scope (the same for all of them).
+    scope: super::grammar::Scope,
+    window: Sliding,
+    /// Bumped whenever a sample comes in or the window slides: a gate that evaluated at
+    /// this version would evaluate to the same again.
+    version: u64,
+}
+
+impl Feed {
+    fn push(&mut self, at_ms: f64, sample: Sample) {
+        self.version += 1;
+        self.window.push(at_ms, sample);
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Watched {
     gate: Gate,
     text: String,
-    window: Sliding,
+    /// Its window: an index into `GateWatch::feeds`.
+    feed: usize,
     status: GateStatus,
     since_ms: f64,
     /// When the condition started failing (for `for DURATION`).
@@ -21,13 +55,17 @@ struct Watched {
     breach_value: Option<f64>,
     worst: Option<f64>,
     breaches: u64,
-    /// Nothing reached the window since the last evaluation (see [`GateWatch::tick`]).
-    settled: bool,
+    /// Its window's version at the last evaluation (see [`GateWatch::tick`]).
+    seen: Option<u64>,
     /// When the last evaluation was.
     stepped_ms: f64,
+    /// The gate's limit, its least samples and its `for` duration, read per evaluation.
+    limit: f64,
+    min_samples: u64,
+    sustain_ms: f64,
 }
 
-/// Which gates of a [`GateWatch`] count a call of one method and tool
+/// Which windows of a [`GateWatch`] count a call of one method and tool
 /// ([`GateWatch::call_scope`]).
 #[derive(Debug, Clone)]
 pub struct CallScope(Box<[usize]>);
@@ -37,6 +75,7 @@ pub struct CallScope(Box<[usize]>);
 #[derive(Debug, Clone)]
 pub struct GateWatch {
     gates: Vec<Watched>,
+    feeds: Vec<Feed>,
     /// Some gate needs latency buckets.
     histogram: bool,
 }
@@ -44,32 +83,56 @@ pub struct GateWatch {
 impl GateWatch {
     pub fn new(gates: Vec<Gate>) -> GateWatch {
         let histogram = gates.iter().any(|g| g.sli.needs_histogram());
+        let mut feeds: Vec<Feed> = Vec::new();
+        let gates = gates
+            .into_iter()
+            .map(|gate| {
+                let domain = domain_of(&gate);
+                let hist = gate.sli.needs_histogram();
+                let max = gate.sli == Sli::Max;
+                let same = |f: &Feed| f.domain == domain && window_of(&f.window, gate.window);
+                let feed = match feeds.iter().position(same) {
+                    Some(i) => {
+                        // A window kept for more gates keeps what any of them reads.
+                        feeds[i].window.keep(hist, max);
+                        i
+                    }
+                    None => {
+                        feeds.push(Feed {
+                            domain,
+                            scope: gate.scope.clone(),
+                            window: match gate.window {
+                                Window::Time { ms } => Sliding::time(ms, hist),
+                                Window::Count { n } => Sliding::count(n, hist, max),
+                            },
+                            version: 0,
+                        });
+                        feeds.len() - 1
+                    }
+                };
+                Watched {
+                    limit: gate.limit(),
+                    min_samples: u64::from(gate.min_samples()),
+                    sustain_ms: gate.sustain_ms(),
+                    text: gate.to_string(),
+                    gate,
+                    feed,
+                    status: GateStatus::Insufficient,
+                    since_ms: 0.0,
+                    failing_since: None,
+                    first_breach_ms: None,
+                    breach_value: None,
+                    worst: None,
+                    breaches: 0,
+                    seen: None,
+                    stepped_ms: f64::NEG_INFINITY,
+                }
+            })
+            .collect();
         GateWatch {
             histogram,
-            gates: gates
-                .into_iter()
-                .map(|gate| {
-                    let hist = gate.sli.needs_histogram();
-                    let window = match gate.window {
-                        Window::Time { ms } => Sliding::time(ms, hist),
-                        Window::Count { n } => Sliding::count(n, hist, gate.sli == Sli::Max),
-                    };
-                    Watched {
-                        text: gate.to_string(),
-                        gate,
-                        window,
-                        status: GateStatus::Insufficient,
-                        since_ms: 0.0,
-                        failing_since: None,
-                        first_breach_ms: None,
-                        breach_value: None,
-                        worst: None,
-                        breaches: 0,
-                        settled: false,
-                        stepped_ms: f64::NEG_INFINITY,
-                    }
-                })
-                .collect(),
+            gates,
+            feeds,
         }
     }
 
@@ -82,13 +145,18 @@ impl GateWatch {
         self.gates.is_empty()
     }
 
+    /// How many windows the gates keep between them (gates on the same samples and window
+    /// share one).
+    pub fn windows(&self) -> usize {
+        self.feeds.len()
+    }
+
     /// A completed call: every call gate whose scope matches counts it.
     pub fn observe_call(&mut self, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
-        for w in &mut self.gates {
-            if w.counts_call(&c.method, c.tool.as_deref()) {
-                w.settled = false;
-                w.window.push(c.at_ms, sample);
+        for f in &mut self.feeds {
+            if f.counts_call(&c.method, c.tool.as_deref()) {
+                f.push(c.at_ms, sample);
             }
         }
     }
@@ -97,8 +165,8 @@ impl GateWatch {
     /// shows the watch many calls of a few (method, tool) pairs (the simulator's tools).
     pub fn call_scope(&self, method: &str, tool: Option<&str>) -> CallScope {
         CallScope(
-            (0..self.gates.len())
-                .filter(|&i| self.gates[i].counts_call(method, tool))
+            (0..self.feeds.len())
+                .filter(|&i| self.feeds[i].counts_call(method, tool))
                 .collect(),
         )
     }
@@ -108,9 +176,8 @@ impl GateWatch {
     pub fn observe_call_in(&mut self, scope: &CallScope, c: &CallObservation) {
         let sample = call_sample(c, self.histogram);
         for &i in scope.0.iter() {
-            if let Some(w) = self.gates.get_mut(i) {
-                w.settled = false;
-                w.window.push(c.at_ms, sample);
+            if let Some(f) = self.feeds.get_mut(i) {
+                f.push(c.at_ms, sample);
             }
         }
     }
@@ -118,10 +185,9 @@ impl GateWatch {
     /// A finished task: every task gate counts it.
     pub fn observe_task(&mut self, t: &TaskObservation) {
         let sample = Sample::new(if t.ok { OK } else { 0 }, 1, 0.0, false);
-        for w in &mut self.gates {
-            if w.gate.sli.is_task() {
-                w.settled = false;
-                w.window.push(t.at_ms, sample);
+        for f in &mut self.feeds {
+            if f.domain == Domain::Task {
+                f.push(t.at_ms, sample);
             }
         }
     }
@@ -135,10 +201,9 @@ impl GateWatch {
             TaintMark::Noticed => NOTICED,
         };
         let sample = Sample::new(flags, 1, 0.0, false);
-        for w in &mut self.gates {
-            if w.gate.sli.is_taint() && w.gate.scope.matches("tools/call", tool) {
-                w.settled = false;
-                w.window.push(at_ms, sample);
+        for f in &mut self.feeds {
+            if matches!(f.domain, Domain::Taint(..)) && f.scope.matches("tools/call", tool) {
+                f.push(at_ms, sample);
             }
         }
     }
@@ -150,10 +215,9 @@ impl GateWatch {
             return;
         }
         let sample = Sample::new(0, 1, value, false);
-        for w in &mut self.gates {
-            if w.gate.sli == sli {
-                w.settled = false;
-                w.window.push(at_ms, sample);
+        for f in &mut self.feeds {
+            if f.domain == Domain::Reading(sli) {
+                f.push(at_ms, sample);
             }
         }
     }
@@ -161,10 +225,11 @@ impl GateWatch {
     /// Re-evaluate every gate at `now_ms` (run clock). Returns each gate's state; `changed`
     /// marks a state transition since the last evaluation.
     pub fn evaluate(&mut self, now_ms: f64) -> Vec<GateState> {
+        let feeds = &mut self.feeds;
         self.gates
             .iter_mut()
             .enumerate()
-            .map(|(index, w)| w.evaluate(index, now_ms))
+            .map(|(index, w)| w.evaluate(index, &mut feeds[w.feed], now_ms))
             .collect()
     }
 
@@ -176,17 +241,19 @@ impl GateWatch {
     /// A gate whose window took no sample and did not slide since its last evaluation, and
     /// that is not waiting out a `for` duration, would evaluate to what it did then (same
     /// value, same worst, same state) at that time or later: it is not evaluated again.
+    /// (A window another gate slid has a new version: its other gates evaluate too.)
     pub fn tick(&mut self, now_ms: f64) -> bool {
         let mut breached = false;
         for w in &mut self.gates {
-            let status = if w.settled
+            let f = &mut self.feeds[w.feed];
+            let status = if w.seen == Some(f.version)
                 && w.status != GateStatus::Failing
                 && now_ms >= w.stepped_ms
-                && !w.window.slides_at(now_ms)
+                && !f.window.slides_at(now_ms)
             {
                 w.status
             } else {
-                w.step(now_ms).status
+                w.step(f, now_ms).status
             };
             breached |= status == GateStatus::Breached;
         }
@@ -246,7 +313,7 @@ fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).
 pub(crate) fn value_of(sli: Sli, window: &mut Sliding) -> Option<f64> {
-    let frac = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+    let frac = |a: u64, b: u64| (b > 0).then(|| float(a) / float(b));
     if let Sli::Percentile(ppm) = sli {
         return window.quantile(ppm);
     }
@@ -276,6 +343,16 @@ pub(crate) fn value_of(sli: Sli, window: &mut Sliding) -> Option<f64> {
     }
 }
 
+/// `x as f64` (the same value), through the one-instruction signed conversion below 2⁶³.
+#[inline]
+fn float(x: u64) -> f64 {
+    if x < 1 << 63 {
+        x as i64 as f64
+    } else {
+        x as f64
+    }
+}
+
 fn taint_frac(a: u64, altered: u64) -> Option<f64> {
     match (a, altered) {
         (0, 0) => None,
@@ -292,18 +369,38 @@ struct Step {
     changed: bool,
 }
 
-impl Watched {
-    /// A call gate whose scope takes `method` on `tool`.
-    fn counts_call(&self, method: &str, tool: Option<&str>) -> bool {
-        let sli = self.gate.sli;
-        !sli.is_task()
-            && !sli.is_taint()
-            && !sli.is_reading()
-            && self.gate.scope.matches(method, tool)
+/// Which samples reach a gate's window.
+fn domain_of(g: &Gate) -> Domain {
+    let (m, t) = (g.scope.method.clone(), g.scope.tool.clone());
+    match g.sli {
+        sli if sli.is_task() => Domain::Task,
+        sli if sli.is_taint() => Domain::Taint(m, t),
+        sli if sli.is_reading() => Domain::Reading(sli),
+        _ => Domain::Call(m, t),
     }
+}
 
-    fn evaluate(&mut self, index: usize, now_ms: f64) -> GateState {
-        let s = self.step(now_ms);
+/// Whether `window` is a window of this length.
+fn window_of(window: &Sliding, w: Window) -> bool {
+    match (window, w) {
+        (Sliding::Time { width_ms, .. }, Window::Time { ms }) => {
+            *width_ms == ms / super::window::SLOTS as f64
+        }
+        (Sliding::Count { size, .. }, Window::Count { n }) => *size == n.max(1) as usize,
+        _ => false,
+    }
+}
+
+impl Feed {
+    /// A call window whose scope takes `method` on `tool`.
+    fn counts_call(&self, method: &str, tool: Option<&str>) -> bool {
+        matches!(self.domain, Domain::Call(..)) && self.scope.matches(method, tool)
+    }
+}
+
+impl Watched {
+    fn evaluate(&mut self, index: usize, feed: &mut Feed, now_ms: f64) -> GateState {
+        let s = self.step(feed, now_ms);
         GateState {
             index,
             gate: self.text.clone(),
@@ -316,14 +413,17 @@ impl Watched {
         }
     }
 
-    fn step(&mut self, now_ms: f64) -> Step {
-        self.window.advance(now_ms);
-        self.settled = true;
+    fn step(&mut self, feed: &mut Feed, now_ms: f64) -> Step {
+        if feed.window.slides_at(now_ms) {
+            feed.window.advance(now_ms);
+            feed.version += 1;
+        }
+        self.seen = Some(feed.version);
         self.stepped_ms = now_ms;
-        let samples = self.window.totals().n;
-        let value = value_of(self.gate.sli, &mut self.window);
-        let limit = self.gate.limit();
-        let enough = samples >= u64::from(self.gate.min_samples());
+        let samples = feed.window.totals().n;
+        let value = value_of(self.gate.sli, &mut feed.window);
+        let limit = self.limit;
+        let enough = samples >= self.min_samples;
         let status = match value {
             Some(v) if enough => {
                 self.worst = Some(match self.worst {
@@ -334,7 +434,7 @@ impl Watched {
                     GateStatus::Holding
                 } else {
                     let since = *self.failing_since.get_or_insert(now_ms);
-                    if now_ms - since >= self.gate.sustain_ms() {
+                    if now_ms - since >= self.sustain_ms {
                         GateStatus::Breached
                     } else {
                         GateStatus::Failing

@@ -52,9 +52,26 @@ impl Sample {
         Sample {
             flags,
             attempts,
-            latency_ns: (ms * 1e6).round().min(u64::MAX as f64 / 2.0) as u64,
+            latency_ns: round_nonneg(ms * 1e6).min(u64::MAX as f64 / 2.0) as u64,
             bucket: if histogram { bucket(ms) } else { 0 },
         }
+    }
+}
+
+/// `x.round()` for `x ≥ 0` (or +∞) without the library call x86-64's baseline makes for it
+/// (a sample per call is rounded): below 2⁵² truncate and compare the exact remainder,
+/// above it every float is an integer already.
+#[inline]
+fn round_nonneg(x: f64) -> f64 {
+    if x < 4_503_599_627_370_496.0 {
+        let t = x as i64 as f64;
+        if x - t >= 0.5 {
+            t + 1.0
+        } else {
+            t
+        }
+    } else {
+        x
     }
 }
 
@@ -175,6 +192,27 @@ impl Sliding {
             maxes: max.then(VecDeque::new),
             totals: Totals::default(),
             hist: histogram.then(Hist::new),
+        }
+    }
+
+    /// Keep latency buckets (`histogram`) and the running max (`max`, count windows) from
+    /// now on too: for a window shared by gates that read different things, made before
+    /// any sample.
+    pub(crate) fn keep(&mut self, histogram: bool, max: bool) {
+        match self {
+            Sliding::Time { hist, .. } => {
+                if histogram && hist.is_none() {
+                    *hist = Some(Hist::new());
+                }
+            }
+            Sliding::Count { hist, maxes, .. } => {
+                if histogram && hist.is_none() {
+                    *hist = Some(Hist::new());
+                }
+                if max && maxes.is_none() {
+                    *maxes = Some(VecDeque::new());
+                }
+            }
         }
     }
 
@@ -402,6 +440,36 @@ fn reset(slot: &mut Slot, hist: Option<&mut Hist>, index: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_nonneg_is_round_for_every_non_negative_float() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut values = vec![
+            0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(f64::from_bits(x >> 1)); // any non-negative bit pattern
+            values.push((x % 100_000_000) as f64 / 64.0); // halves and quarters
+            values.push((x % 1_000_000_000) as f64 * 1e-3 * 1e6); // latencies as sampled
+        }
+        for &v in values.iter().filter(|v| !v.is_nan()) {
+            assert_eq!(round_nonneg(v).to_bits(), v.round().to_bits(), "{v:e}");
+        }
+    }
 
     #[test]
     fn slot_index_is_the_floor_of_the_quotient_for_every_float() {

@@ -21,6 +21,7 @@ use brownout_core::plan::source::Format;
 use brownout_core::slo::Gate;
 use brownout_core::Plan;
 use brownout_sim::search::{crossing, Budget, Crossing};
+use brownout_sim::sim::fork::Forks;
 use brownout_sim::{simulate, SimOptions, Workload};
 use clap::Args;
 use std::io::IsTerminal;
@@ -244,6 +245,42 @@ impl Problem {
         self.rho_until(values, seed, full, self.deadline)
     }
 
+    /// The seeds' runs shared up to where the faults can first act ([`Forks`], keeping
+    /// `keep` seeds'), for a search's simulations that stop at their first breach; `None`
+    /// for an experiment file (its marks may be in the load, which the runs then share not).
+    pub fn forks(&self, keep: usize) -> Option<Forks<'_>> {
+        let w = self.workload.as_ref()?;
+        let opts = SimOptions {
+            tasks: self.tasks,
+            seed: None,
+            keep_series: false,
+            gates: self.gates.clone(),
+            stop_at_breach: true,
+            sessions: None,
+            budget: brownout_sim::sim::budget::Budget {
+                deadline: self.deadline,
+                ..Default::default()
+            },
+        };
+        Some(Forks::new(w, opts, keep))
+    }
+
+    /// [`Problem::rho`] of a simulation that may stop at its first breach, through `forks`
+    /// when there are: the same answer, the shared part simulated once.
+    pub fn rho_in(&self, forks: Option<&Forks>, values: &[f64], seed: u64) -> f64 {
+        let Some(forks) = forks else {
+            return self.rho(values, seed, false);
+        };
+        let Ok((plan, ..)) = self.prepare(values) else {
+            return f64::NAN;
+        };
+        let r = forks.simulate(plan, seed);
+        if r.stopped_by.is_some() {
+            return f64::NAN;
+        }
+        r.robustness.unwrap_or(1.0)
+    }
+
     /// [`Problem::rho`] with its own deadline (`None`: run to the end).
     pub fn rho_until(
         &self,
@@ -424,7 +461,11 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
             adaptive.push(o);
             c
         } else {
-            let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
+            let forks = p.forks(4 * threads);
+            let obj = |t: f64, seed: u64, full: bool| match full {
+                true => p.rho(&seg.at(t), seed, true),
+                false => p.rho_in(forks.as_ref(), &seg.at(t), seed),
+            };
             crossing(&obj, &seeds, a.tol, budget, threads, progress)
         };
         evals += c.evals;

@@ -50,11 +50,14 @@ impl WideArgs {
     }
 }
 
-/// The seeds' crossings' standard deviation, in t.
+/// The seeds' crossings' standard deviation, in t, over the first round's seeds: those are
+/// bisected over the whole segment (later seeds are only placed against the interval's
+/// ends, so their brackets say little about the spread).
 fn spread(o: &adaptive::Outcome) -> Option<f64> {
     let b: Vec<f64> = o
         .seeds
         .iter()
+        .take(o.checked)
         .filter_map(brownout_sim::search::SeedCrossing::boundary)
         .collect();
     let n = b.len() as f64;
@@ -92,7 +95,11 @@ pub fn adaptive_segment(
         deadline,
         threads: a.wide.threads(),
     };
-    let obj = |t: f64, seed: u64, full: bool| p.rho(&seg.at(t), seed, full);
+    let forks = p.forks(4 * s.threads);
+    let obj = |t: f64, seed: u64, full: bool| match full {
+        true => p.rho(&seg.at(t), seed, true),
+        false => p.rho_in(forks.as_ref(), &seg.at(t), seed),
+    };
     let o = adaptive::search(&obj, &s, progress);
     let c = Crossing {
         method: "adaptive per-seed bisection",
@@ -147,7 +154,9 @@ pub fn multi(
         threads: a.wide.threads(),
         rng_seed: a.seed,
     };
-    let field = |x: &[f64], seed: u64| p.rho(&p.denormalise(x), seed, false);
+    // Every point runs on the same seeds: each seed's prefix is kept for all of them.
+    let forks = p.forks(seeds.len().clamp(16, 64));
+    let field = |x: &[f64], seed: u64| p.rho_in(forks.as_ref(), &p.denormalise(x), seed);
     let field: &dyn Field = &field;
     let outcome = match a.wide.method {
         Method::Gp => levelset::search(field, &s, progress),

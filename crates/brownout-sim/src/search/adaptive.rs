@@ -1,35 +1,57 @@
 //! Adaptive seeds: keep adding seeds until the median of the seeds' boundaries is known to
 //! the asked precision, or a budget is spent.
 //!
-//! **The interval.** Each seed's bisection ends in a bracket `[hold, break]` that holds its
-//! crossing. The interval for the median of the crossings over seeds is distribution-free,
-//! from order statistics: `[hold₍r₎, break₍n+1−r₎]` with the largest `r` whose coverage
-//! `1 − 2·P(Binomial(n, ½) < r)` is at least 95 %. Using the holds for the lower end and the
-//! breaks for the upper end makes it honest about each seed's bracket too (the r-th smallest
-//! crossing is at least the r-th smallest hold). Order statistics rather than a bootstrap:
-//! the coverage is exact for any distribution of crossings (the cascade's is skewed and
-//! lumpy, where a bootstrap of the median is known to be unreliable), it needs no resampling
-//! and no random draws (nothing to seed), and the median printed (of the brackets' midpoints)
-//! always lies inside it.
+//! **The interval.** Each seed's simulations end in a bracket `[hold, break]` that holds one
+//! of its crossings. The interval for the median of the crossings over seeds is
+//! distribution-free, from order statistics: `[hold₍r₎, break₍n+1−r₎]` with the largest `r`
+//! whose coverage `1 − 2·P(Binomial(n, ½) < r)` is at least 95 %. Using the holds for the
+//! lower end and the breaks for the upper end makes it honest about each seed's bracket too
+//! (the r-th smallest crossing is at least the r-th smallest hold), however wide the
+//! brackets are. Order statistics rather than a bootstrap: the coverage is exact for any
+//! distribution of crossings (the cascade's is skewed and lumpy, where a bootstrap of the
+//! median is known to be unreliable), it needs no resampling and no random draws, and the
+//! median printed (of the brackets' midpoints) always lies inside it.
 //!
-//! **Rounds.** A first round of seeds, then rounds sized from the interval so far (its width
-//! shrinks as 1/√n), each capped by what is left of the budgets. A round's seeds are
-//! bisected in parallel; a seed's result depends only on the seed, and the rounds' sizes
-//! only on earlier results, so the outcome does not depend on the threads (only a
-//! `deadline` can cut a round at a time that depends on the machine: then it is said).
+//! **Cut points, not bisections.** What decides the interval is only on which side of its
+//! two ends each seed's crossing lies: `hold₍r₎ ≥ L` exactly when at most `r − 1` seeds
+//! have breached at or below `L`, and `break₍n+1−r₎ ≤ U` when at most `r − 1` have held at
+//! or above `U` (the same reason a sample median's precision comes from the signs of the
+//! observations around it, not their distances). So the first round's seeds are bisected
+//! (coarsely: [`FIRST_TOL`]) for a first median; from then on the search certifies an
+//! interval `[L, U] = median ∓ 0.9·precision` ([`HALF`]): every later seed gets a
+//! simulation at one cut and, unless that already puts it beyond the cut, one at the other
+//! — one or two simulations a seed instead of a bisection's five or more. The cuts move
+//! (to where the counts either side put the median) when the first ones were off; a seed
+//! whose bracket then straddles a new cut gets one more simulation there. Every simulation
+//! lies inside its seed's bracket, so brackets stay honest ([`super::probes`]).
 //!
-//! **Focus.** From the second round on, a seed's bisection stops refining once its bracket
-//! lies wholly outside the region where the interval's ends can fall (the last interval,
-//! widened by its own width on each side): where far seeds are, only their side matters.
-//! Their wide brackets are still used as they are, so the interval stays honest.
+//! **Rounds.** Seeds are added in rounds sized from the counts either side of the cuts
+//! (the seeds that should make both counts small enough), at least a sixth more each
+//! round, capped by what is left of the budgets. A round's seeds are simulated in
+//! parallel, one or two simulations each, so no core waits long for the round's last seed.
+//! A seed's result depends only on the seed and the cuts, and the cuts and rounds only on
+//! earlier results, so the outcome does not depend on the threads (only a `deadline` can
+//! cut a round at a time that depends on the machine: then it is said).
 //!
 //! **Monotonicity** is checked on the first round's seeds (two extra points each, as in the
 //! fixed-seed search): enough to say whether seeds cross more than once, without paying two
 //! simulations more for every seed added.
 
 use super::order::interval_rank;
+use super::probes::{bisect, place, Bracket};
 use super::{pool, Objective, SeedCrossing};
 use std::time::Instant;
+
+/// The first round's bisection stops at brackets this wide (or `tol`, if wider): its seeds
+/// give a first median; precision comes from the cut points.
+pub const FIRST_TOL: f64 = 1.0 / 16.0;
+/// The cut points' distance from the median, as a share of the precision asked: the
+/// interval certified is this much inside the goal, so that the median of the brackets'
+/// midpoints may sit a little off its centre.
+pub const HALF: f64 = 0.9;
+/// The cut points move when the counts either side put the median this far (as a share of
+/// their half distance) from their centre.
+const RECENTRE: f64 = 0.25;
 
 /// What the adaptive search may do.
 #[derive(Debug, Clone)]
@@ -41,7 +63,7 @@ pub struct Settings {
     pub max_seeds: usize,
     /// The interval's half width to reach, in t (a fraction of the segment).
     pub precision: f64,
-    /// Each seed's bracket, in t, at most this wide where it matters.
+    /// The first round's brackets, in t, at most this wide (or [`FIRST_TOL`]).
     pub tol: f64,
     /// Simulations at most (checked between rounds: a round is sized to fit).
     pub max_evals: u64,
@@ -61,7 +83,8 @@ pub struct Round {
 /// The adaptive search's result.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Outcome {
-    /// Every seed searched, in seed order.
+    /// Every seed searched, in seed order. A seed placed beyond a cut point has only that
+    /// side simulated (`hold` or `break` is `None` for the side never simulated).
     pub seeds: Vec<SeedCrossing>,
     /// The median of the seeds' crossings (brackets' midpoints), in t; `None` when most
     /// seeds do not cross (hold everywhere or break at the start).
@@ -74,7 +97,8 @@ pub struct Outcome {
     pub reached: bool,
     /// Why it stopped short: `max-seeds`, `max-evals`, `time`, `no crossing`.
     pub stopped: Option<&'static str>,
-    /// The median of the seeds' breaking points (the barely-violating point), in t.
+    /// The median of the crossing seeds' breaking points (the barely-violating point), in
+    /// t: each seed's bracket's upper end.
     pub barely: Option<f64>,
     pub rounds: Vec<Round>,
     pub evals: u64,
@@ -82,96 +106,11 @@ pub struct Outcome {
     /// the bisection found), of the `checked` ones (the first round's).
     pub non_monotone: usize,
     pub checked: usize,
+    /// Seeds simulated at an end of the segment and found never to cross there.
     pub always_hold: usize,
     pub always_break: usize,
     /// A deadline cut a round: this result depends on the machine's speed.
     pub timed_out: bool,
-}
-
-/// One seed's bisection, refined only where `focus` (in t) says it matters. `None` if the
-/// deadline passed. The second value is the simulations it took.
-fn one_seed(
-    obj: &dyn Objective,
-    seed: u64,
-    tol: f64,
-    focus: (f64, f64),
-    check: bool,
-    deadline: Option<Instant>,
-) -> Option<(SeedCrossing, u64)> {
-    let mut evals = 0u64;
-    let late = || deadline.is_some_and(|d| Instant::now() >= d);
-    let mut f = |t: f64| {
-        evals += 1;
-        obj.rho(t, seed, false)
-    };
-    let (mut a, mut b) = (0.0f64, 1.0f64);
-    let (mut held, mut broke) = (false, false);
-    while b - a > tol && b > focus.0 && a < focus.1 {
-        if late() {
-            return None;
-        }
-        let m = (a + b) / 2.0;
-        let r = f(m);
-        if r.is_nan() {
-            return None; // no answer: the objective's own deadline stopped it
-        } else if r >= 0.0 {
-            (a, held) = (m, true);
-        } else {
-            (b, broke) = (m, true);
-        }
-    }
-    let mut c = SeedCrossing {
-        seed,
-        hold: Some(a),
-        brk: Some(b),
-        rho_start: f64::NAN,
-        rho_end: f64::NAN,
-        monotone: true,
-    };
-    // The ends, only where the bisection never saw that side.
-    if !held {
-        c.rho_start = f(0.0);
-        if c.rho_start.is_nan() {
-            return None;
-        }
-        if c.rho_start < 0.0 {
-            (c.hold, c.brk) = (None, None);
-        }
-    }
-    if !broke {
-        c.rho_end = f(1.0);
-        if c.rho_end.is_nan() {
-            return None;
-        }
-        if c.rho_end >= 0.0 {
-            (c.hold, c.brk) = (None, None);
-        }
-    }
-    // Monotone where the bracket is fine: halfway below the hold holds, halfway above the
-    // break breaks.
-    if let (Some(h), Some(k)) = (c.hold, c.brk) {
-        if check && k - h <= tol {
-            if late() {
-                return None;
-            }
-            if h > 0.0 && f(h * 0.5) < 0.0 {
-                c.monotone = false;
-            }
-            if k < 1.0 && f(k + (1.0 - k) * 0.5) >= 0.0 {
-                c.monotone = false;
-            }
-        }
-    }
-    Some((c, evals))
-}
-
-/// A seed's bracket, with the seeds that never cross censored at the ends.
-fn bracket(c: &SeedCrossing) -> (f64, f64) {
-    match (c.hold, c.brk) {
-        (Some(h), Some(k)) => (h, k),
-        _ if c.rho_start < 0.0 => (0.0, 0.0),
-        _ => (1.0, 1.0),
-    }
 }
 
 fn median_of(v: &mut [f64]) -> f64 {
@@ -186,20 +125,18 @@ fn median_of(v: &mut [f64]) -> f64 {
 
 /// The median of the seeds' crossings and its interval (`None` when the median is
 /// censored: most seeds do not cross).
-fn summarise(seeds: &[SeedCrossing]) -> (Option<f64>, Option<(f64, f64)>) {
+fn summarise(seeds: &[Bracket]) -> (Option<f64>, Option<(f64, f64)>) {
     let n = seeds.len();
     if n == 0 {
         return (None, None);
     }
-    let br: Vec<(f64, f64)> = seeds.iter().map(bracket).collect();
+    let br: Vec<(f64, f64)> = seeds.iter().map(Bracket::span).collect();
     let mut mids: Vec<f64> = br.iter().map(|(h, k)| (h + k) / 2.0).collect();
     let mut holds: Vec<f64> = br.iter().map(|b| b.0).collect();
     let mut brks: Vec<f64> = br.iter().map(|b| b.1).collect();
     let m = median_of(&mut mids);
-    let (lo_censored, hi_censored) = (
-        seeds.iter().filter(|c| bracket(c) == (0.0, 0.0)).count(),
-        seeds.iter().filter(|c| bracket(c) == (1.0, 1.0)).count(),
-    );
+    let lo_censored = seeds.iter().filter(|c| c.always_breaks()).count();
+    let hi_censored = seeds.iter().filter(|c| c.always_holds()).count();
     if 2 * lo_censored >= n || 2 * hi_censored >= n {
         return (None, None);
     }
@@ -209,38 +146,90 @@ fn summarise(seeds: &[SeedCrossing]) -> (Option<f64>, Option<(f64, f64)>) {
     (Some(m), Some((holds[r - 1], brks[n - r])))
 }
 
+/// Seeds wholly below `lo` (breached at or below it) and wholly above `hi`.
+fn beyond(seeds: &[Bracket], (lo, hi): (f64, f64)) -> (usize, usize) {
+    let below = seeds.iter().filter(|b| b.span().1 <= lo).count();
+    let above = seeds.iter().filter(|b| b.span().0 >= hi).count();
+    (below, above)
+}
+
+/// Where the cut points go next: around the median, kept where they are unless the counts
+/// either side put the median clearly elsewhere.
+fn next_cuts(
+    seeds: &[Bracket],
+    cuts: Option<(f64, f64)>,
+    median: f64,
+    precision: f64,
+) -> (f64, f64) {
+    let half = HALF * precision;
+    let around = |c: f64| ((c - half).max(0.0), (c + half).min(1.0));
+    let Some((lo, hi)) = cuts else {
+        return around(median);
+    };
+    let n = seeds.len() as f64;
+    let (below, above) = beyond(seeds, (lo, hi));
+    let (f_lo, f_hi) = (below as f64 / n, 1.0 - above as f64 / n);
+    // The median by the counts: interpolated between the cuts, or past the nearer one.
+    let estimate = if f_lo < 0.5 && f_hi > 0.5 {
+        lo + (0.5 - f_lo) / (f_hi - f_lo) * (hi - lo)
+    } else if f_lo >= 0.5 {
+        median.max(lo - (hi - lo))
+    } else {
+        median.min(hi + (hi - lo))
+    };
+    let centre = (lo + hi) / 2.0;
+    if (estimate - centre).abs() > RECENTRE * (hi - lo) / 2.0 {
+        around(estimate)
+    } else {
+        (lo, hi)
+    }
+}
+
+/// Seeds in all that should bring both counts beyond the cuts under the interval's rank
+/// (at the shares seen so far).
+fn seeds_wanted(seeds: &[Bracket], cuts: (f64, f64), max_seeds: usize) -> usize {
+    let n = seeds.len();
+    let (below, above) = beyond(seeds, cuts);
+    let q = below.max(above) as f64 / n.max(1) as f64;
+    (n..=max_seeds)
+        .find(|&m| q * m as f64 <= (interval_rank(m) - 1) as f64)
+        .unwrap_or(max_seeds)
+}
+
+/// A round's work: a new seed, or a seed already searched to place against moved cuts.
+enum Job {
+    New(u64),
+    Again(usize),
+}
+
 /// Search seeds in rounds until the median's interval is `precision` wide on each side.
 pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync)) -> Outcome {
-    let tol = s.tol.clamp(1e-9, 0.5);
+    let tol = s.tol.clamp(1e-9, 0.5).max(FIRST_TOL);
     let max_seeds = s.max_seeds.max(1);
-    let mut seeds: Vec<SeedCrossing> = Vec::new();
+    let mut seeds: Vec<Bracket> = Vec::new();
     let mut rounds = Vec::new();
     let mut evals = 0u64;
-    let mut focus = (0.0, 1.0);
-    let mut next_size = s.initial.clamp(6, max_seeds.max(6)).min(max_seeds);
     let (mut stopped, mut timed_out, mut reached) = (None, false, false);
-    let mut checked = 0;
+    // The first round: bisected, checked for monotonicity.
+    let first = s.initial.clamp(6, max_seeds.max(6)).min(max_seeds);
+    let jobs: Vec<u64> = (s.first_seed..s.first_seed + first as u64).collect();
+    let done = pool::map(&jobs, s.threads, &|&seed| {
+        bisect(obj, seed, tol, s.deadline)
+    });
+    let checked = done.iter().filter(|r| r.is_some()).count();
+    for r in done {
+        match r {
+            Some((b, e)) => {
+                evals += e;
+                seeds.push(b);
+            }
+            None => timed_out = true,
+        }
+    }
+    let mut next_seed = s.first_seed + first as u64;
+    let mut cuts = None;
     let (mut median, mut interval);
     loop {
-        let first = s.first_seed + seeds.len() as u64;
-        let jobs: Vec<u64> = (first..first + next_size as u64).collect();
-        let check = rounds.is_empty();
-        let done = pool::map(&jobs, s.threads, &|&seed| {
-            one_seed(obj, seed, tol, focus, check, s.deadline)
-        });
-        if check {
-            // The seeds that finished (a seed the deadline cut was not checked).
-            checked = done.iter().filter(|r| r.is_some()).count();
-        }
-        for r in done {
-            match r {
-                Some((c, e)) => {
-                    evals += e;
-                    seeds.push(c);
-                }
-                None => timed_out = true,
-            }
-        }
         (median, interval) = summarise(&seeds);
         rounds.push(Round {
             seeds: seeds.len(),
@@ -262,7 +251,7 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
             timed_out = true;
             break;
         }
-        let Some(h) = half else {
+        let (Some(h), Some(m)) = (half, median) else {
             stopped = Some("no crossing");
             break;
         };
@@ -274,36 +263,66 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
             stopped = Some("max-seeds");
             break;
         }
-        // The width shrinks as 1/√n: the seeds that should reach the goal, at least a
-        // quarter more and at most as many again as there are; no more than the budgets
-        // leave room for at this round's cost per seed.
+        let c = next_cuts(&seeds, cuts, m, s.precision);
+        cuts = Some(c);
+        // Seeds already searched whose bracket straddles a cut: one or two simulations
+        // each; new seeds: one or two each. No more than the budgets leave room for.
+        let again: Vec<usize> = (0..seeds.len())
+            .filter(|&i| seeds[i].straddles(c.0) || seeds[i].straddles(c.1))
+            .collect();
         let n = seeds.len();
-        let want = ((n as f64) * (h / s.precision).powi(2)).ceil() as usize;
-        let per_seed = (evals as f64 / n as f64).max(1.0);
-        let room = ((s.max_evals.saturating_sub(evals)) as f64 / per_seed).floor() as usize;
-        next_size = want
+        let left = s.max_evals.saturating_sub(evals);
+        let room = (left.saturating_sub(2 * again.len() as u64) / 2) as usize;
+        let size = seeds_wanted(&seeds, c, max_seeds)
             .saturating_sub(n)
-            .clamp(n.div_ceil(4).max(2), n)
+            .clamp(n.div_ceil(6).max(2), n)
             .min(max_seeds - n)
             .min(room);
-        if next_size == 0 {
+        if size == 0 && (again.is_empty() || left < 2 * again.len() as u64) {
             stopped = Some("max-evals");
             break;
         }
-        if let Some((lo, hi)) = interval {
-            let w = hi - lo;
-            focus = ((lo - w).max(0.0), (hi + w).min(1.0));
+        // The cut with more seeds beyond it first: those then need one simulation.
+        let (below, above) = beyond(&seeds, c);
+        let low_first = below >= above;
+        let jobs: Vec<Job> = again
+            .iter()
+            .map(|&i| Job::Again(i))
+            .chain((next_seed..next_seed + size as u64).map(Job::New))
+            .collect();
+        next_seed += size as u64;
+        let base = &seeds;
+        let done = pool::map(&jobs, s.threads, &|j| {
+            let b = match j {
+                Job::New(seed) => Bracket::new(*seed),
+                Job::Again(i) => base[*i].clone(),
+            };
+            place(obj, b, c, low_first, s.deadline)
+        });
+        for (j, r) in jobs.iter().zip(done) {
+            match (j, r) {
+                (Job::Again(i), Some((b, e))) => {
+                    evals += e;
+                    seeds[*i] = b;
+                }
+                (Job::New(_), Some((b, e))) => {
+                    evals += e;
+                    seeds.push(b);
+                }
+                (_, None) => timed_out = true,
+            }
         }
     }
-    let mut brks: Vec<f64> = seeds.iter().filter_map(|c| c.brk).collect();
+    let crossing = |b: &&Bracket| !b.always_breaks() && !b.always_holds();
+    let mut brks: Vec<f64> = seeds.iter().filter(crossing).map(|b| b.span().1).collect();
     let barely = (median.is_some() && !brks.is_empty()).then(|| median_of(&mut brks));
     Outcome {
         non_monotone: seeds.iter().filter(|c| !c.monotone).count(),
         checked,
-        always_hold: seeds.iter().filter(|c| bracket(c) == (1.0, 1.0)).count(),
-        always_break: seeds.iter().filter(|c| bracket(c) == (0.0, 0.0)).count(),
+        always_hold: seeds.iter().filter(|c| c.always_holds()).count(),
+        always_break: seeds.iter().filter(|c| c.always_breaks()).count(),
         half_width: half_width(median, interval),
-        seeds,
+        seeds: seeds.iter().map(Bracket::crossing).collect(),
         median,
         interval,
         reached,

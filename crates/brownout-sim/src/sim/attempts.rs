@@ -12,7 +12,11 @@ use brownout_core::Time;
 impl Sim<'_> {
     pub(super) fn try_attempt(&mut self, call: u32) {
         let tool = self.calls.items[call as usize].tool;
-        let deadline = self.deadline_of(call);
+        let deadline = if self.deadlines {
+            self.deadline_of(call)
+        } else {
+            None
+        };
         if let Some(d) = deadline {
             let left = d.saturating_sub(self.now);
             if left == 0 || (self.w.client.deadline_aware && left < self.tools[tool].expect_us) {
@@ -99,32 +103,51 @@ impl Sim<'_> {
         );
         let gen = self.attempts.items[a as usize].gen;
         let timeout = self.now + self.timeout_us;
-        match deadline {
-            Some(d) if d < timeout => self.push(d, Ev::ClientTimeout(a, gen)),
-            _ => self.queue.push_timeout(timeout, a, gen),
-        }
+        // The client's timeout: an earlier deadline on the event queue, else on the FIFO of
+        // timeouts (pushed below, once it is known whether it can ever fire).
+        let fifo = match deadline {
+            Some(d) if d < timeout => {
+                self.push(d, Ev::ClientTimeout(a, gen));
+                false
+            }
+            _ => true,
+        };
         let arrive = self.now + sim.request_delay.0;
+        let mut answered_by = None;
         if sim.outcome == SimOutcome::FailFast {
             self.push(arrive, Ev::Reply(a, gen, Answer::Fail));
         } else {
             self.attempts.items[a as usize].server = true;
             if arrive == self.now {
-                self.at_server(a);
+                answered_by = self
+                    .at_server(a)
+                    .filter(|_| sim.outcome != SimOutcome::NoAnswer)
+                    .map(|done| done + sim.response_delay.0);
             } else {
                 self.push(arrive, Ev::AtServer(a, gen));
             }
         }
+        // A timeout that comes due after the answer (or with it: at one instant the answer's
+        // event goes first) would find the attempt answered and do nothing: it is not queued.
+        // Only the FIFO's order matters, and this is the only push onto it.
+        if fifo && answered_by.is_none_or(|t| t > timeout) {
+            self.queue.push_timeout(timeout, a, gen);
+        }
     }
 
-    pub(super) fn at_server(&mut self, a: u32) {
+    /// The attempt reaches its server: served at once (returns when its service ends) or
+    /// queued.
+    #[inline(always)]
+    pub(super) fn at_server(&mut self, a: u32) -> Option<u64> {
         let tool = self.attempts.items[a as usize].tool;
         let server = self.tools[tool].server;
         let s = &mut self.servers[server];
-        let r = s.next % s.replicas.len();
-        s.next = s.next.wrapping_add(1);
+        // Round robin: `next` stays below the replica count (no division per attempt).
+        let r = s.next;
+        s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
         self.attempts.items[a as usize].replica = r;
         if s.replicas[r].busy < s.concurrency {
-            self.begin_service(a, tool);
+            Some(self.begin_service(a, tool))
         } else {
             s.replicas[r]
                 .queue
@@ -138,17 +161,22 @@ impl Sim<'_> {
                 let gen = self.attempts.items[a as usize].gen;
                 self.push(self.now + qt, Ev::QueueTimeout(a, gen));
             }
+            None
         }
     }
 
-    pub(super) fn begin_service(&mut self, a: u32, tool: usize) {
+    /// Service starts; returns when it ends.
+    #[inline(always)]
+    pub(super) fn begin_service(&mut self, a: u32, tool: usize) -> u64 {
         let server = self.tools[tool].server;
         let r = self.attempts.items[a as usize].replica;
         self.servers[server].replicas[r].busy += 1;
         let (u1, u2) = (self.rng.unit(), self.rng.unit());
         let service = ms(self.tools[tool].latency.sample_ms(u1, u2));
         let gen = self.attempts.items[a as usize].gen;
-        self.push(self.now + service, Ev::ServiceDone(a, gen));
+        let done = self.now + service;
+        self.push(done, Ev::ServiceDone(a, gen));
+        done
     }
 
     pub(super) fn service_done(&mut self, a: u32) {
@@ -210,9 +238,11 @@ impl Sim<'_> {
         if c.gen != call_gen || c.resolved {
             return;
         }
-        let tool = c.tool;
+        let (tool, consumed) = (c.tool, c.consumed);
         self.breaker_record(tool, answer);
         match answer {
+            // A clean answer no later step takes from: what `read_done` would do, directly.
+            Answer::Ok if !consumed => self.end_call(call, CallEnd::Ok),
             Answer::Ok => self.read_done(call, Read::Clean),
             Answer::Corrupt if outcome == SimOutcome::Corrupt => self.read_done(call, Read::Drift),
             Answer::Corrupt => self.read_done(call, Read::Wrong),

@@ -67,6 +67,7 @@ impl Sim<'_> {
 /// How often gates are evaluated between calls, in microseconds of virtual time.
 const TICK_US: u64 = 100_000;
 
+#[derive(Clone)]
 pub(super) struct SimGates {
     watch: GateWatch,
     next_tick_us: u64,

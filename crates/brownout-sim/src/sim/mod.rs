@@ -14,6 +14,7 @@ mod attempts;
 pub mod breaker;
 pub mod budget;
 mod chain;
+pub mod fork;
 mod gates;
 #[cfg(test)]
 mod gates_tests;
@@ -96,6 +97,7 @@ enum CallEnd {
     Skipped,
 }
 
+#[derive(Clone)]
 struct ToolInfo {
     server: usize,
     latency: Latency,
@@ -104,6 +106,7 @@ struct ToolInfo {
     expect_us: u64,
 }
 
+#[derive(Clone)]
 struct Task {
     /// Its session's decision state: an index into `Sim::sim_sessions`.
     session: usize,
@@ -121,6 +124,7 @@ struct Task {
     pending: Vec<usize>,
 }
 
+#[derive(Clone)]
 struct Call {
     task: u32,
     tool: usize,
@@ -138,6 +142,7 @@ struct Call {
     log: [chain::Read; 3],
 }
 
+#[derive(Clone)]
 struct Attempt {
     gen: u32,
     call: u32,
@@ -158,12 +163,13 @@ struct Attempt {
     started: u64,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Replica {
     busy: u32,
     queue: VecDeque<(u32, u32)>,
 }
 
+#[derive(Clone)]
 struct ServerState {
     replicas: Vec<Replica>,
     next: usize,
@@ -212,6 +218,8 @@ struct Sim<'w> {
     target_tasks: u64,
     c: Counters,
     timeout_us: u64,
+    /// The workload has a task or step deadline (else no call has one to look up).
+    deadlines: bool,
     /// The gates, when the run has any.
     gates: Option<gates::SimGates>,
     stop_at_breach: bool,
@@ -221,14 +229,25 @@ struct Sim<'w> {
     budget: budget::Budget,
     /// The bound that stopped the run early, if one did.
     stopped_by: Option<String>,
+    /// Events handled so far (for the budget's bounds).
+    events: u64,
+    /// The next event, taken out of the queue when the run paused before it.
+    held: Option<Due<Ev>>,
 }
 
 impl Sim<'_> {
+    #[inline(always)]
     fn push(&mut self, at: u64, ev: Ev) {
         self.queue.push(at, ev);
     }
 
     fn run(&mut self) {
+        self.start();
+        self.run_until(None);
+    }
+
+    /// The first events.
+    fn start(&mut self) {
         match self.w.arrival {
             Some(Arrival::Closed { concurrency }) => {
                 for _ in 0..concurrency {
@@ -238,11 +257,21 @@ impl Sim<'_> {
             Some(Arrival::Open { .. }) => self.push(0, Ev::Arrive),
             None => self.push(0, Ev::StartTask),
         }
-        let mut events: u64 = 0;
-        while let Some(due) = self.queue.pop() {
-            events += 1;
-            if events.is_multiple_of(budget::EVERY) {
-                if let Some(why) = self.budget.exceeded(events, || self.footprint()) {
+    }
+
+    /// Handle events until none is left or a bound or a breach ends the run (`false`), or,
+    /// with `pause`, until the next one is at or after it (`true`: that one is kept, and
+    /// handled first when the run goes on — [`fork`] runs on from there).
+    fn run_until(&mut self, pause: Option<u64>) -> bool {
+        while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
+            let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
+            if pause.is_some_and(|p| at >= p) {
+                self.held = Some(due);
+                return true;
+            }
+            self.events += 1;
+            if self.events.is_multiple_of(budget::EVERY) {
+                if let Some(why) = self.budget.exceeded(self.events, || self.footprint()) {
                     self.stopped_by = Some(why);
                     break;
                 }
@@ -261,15 +290,7 @@ impl Sim<'_> {
                 Due::Timeout(at, a, gen) => self.timeout_due(at, a, gen),
             }
         }
-        // Carry breaker state through seconds with no change.
-        let mut open = 0;
-        for s in &mut self.c.series {
-            if s.open_breakers == u64::MAX {
-                s.open_breakers = open;
-            } else {
-                open = s.open_breakers;
-            }
-        }
+        false
     }
 
     fn handle(&mut self, ev: Ev) {
@@ -375,8 +396,37 @@ impl Sim<'_> {
 
 /// Run a workload under a plan.
 pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
+    let mut sim = build(w, plan, opts);
+    sim.run();
+    sim.report(opts)
+}
+
+/// The engine a run decides its faults with.
+fn engine_for(plan: Plan) -> Engine {
+    let config = EngineConfig {
+        record_events: false,
+        ..EngineConfig::default()
+    };
+    Engine::new(plan, config)
+}
+
+/// Per tool, the faults a call of it can meet.
+fn sites_of(
+    engine: &Engine,
+    w: &Workload,
+    tools: &[ToolInfo],
+    names: &[String],
+) -> Vec<SimCallSite> {
+    tools
+        .iter()
+        .zip(names)
+        .map(|(t, name)| engine.sim_call_site(Some(w.servers[t.server].name.as_str()), name))
+        .collect()
+}
+
+/// A run's state before its first event.
+fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
     let seed = opts.seed.or(w.seed).unwrap_or(0);
-    let plan_seed = plan.seed;
     let mut tools = Vec::new();
     let mut names = Vec::new();
     let mut tool_index = std::collections::HashMap::new();
@@ -434,16 +484,8 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         .collect();
     let breakers = tools.iter().map(|_| Breaker::new()).collect();
     let limiter = w.client.rate_limiter.as_ref().map(TokenBucket::new);
-    let config = EngineConfig {
-        record_events: false,
-        ..EngineConfig::default()
-    };
-    let engine = Engine::new(plan, config);
-    let sites = tools
-        .iter()
-        .zip(&names)
-        .map(|(t, name)| engine.sim_call_site(Some(w.servers[t.server].name.as_str()), name))
-        .collect();
+    let engine = engine_for(plan);
+    let sites = sites_of(&engine, w, &tools, &names);
     let mut sim = Sim {
         w,
         engine,
@@ -475,39 +517,57 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
         target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
         c: Counters::default(),
         timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
+        deadlines: w.task_deadline_ms.is_some() || w.steps.iter().any(|s| s.deadline_ms.is_some()),
         gates: None,
         stop_at_breach: opts.stop_at_breach,
         sessions: opts.sessions,
         timing_out: false,
         budget: opts.budget.clone(),
         stopped_by: None,
+        events: 0,
+        held: None,
     };
     sim.c.chain.policy = w.client.agent.policy;
     if !opts.gates.is_empty() {
         sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
     }
-    sim.run();
-    let injections = sim
-        .engine
-        .summary()
-        .report()
-        .injections
-        .into_iter()
-        .map(|(k, v)| (k, v.count))
-        .collect();
-    let duration = sim.now;
-    let gates = sim.gates.take().map(|g| g.finish(duration));
-    let mut report = Report::from_counters(
-        &sim.c,
-        w.name.clone(),
-        seed,
-        plan_seed,
-        duration,
-        injections,
-        opts.keep_series,
-    );
-    report.gates = gates.unwrap_or_default();
-    report.robustness = Report::robustness_of(&report.gates);
-    report.stopped_by = sim.stopped_by.take();
-    report
+    sim
+}
+
+impl Sim<'_> {
+    /// The report of a run that has ended.
+    fn report(mut self, opts: &SimOptions) -> Report {
+        // Carry breaker state through seconds with no change.
+        let mut open = 0;
+        for s in &mut self.c.series {
+            if s.open_breakers == u64::MAX {
+                s.open_breakers = open;
+            } else {
+                open = s.open_breakers;
+            }
+        }
+        let injections = self
+            .engine
+            .summary()
+            .report()
+            .injections
+            .into_iter()
+            .map(|(k, v)| (k, v.count))
+            .collect();
+        let duration = self.now;
+        let gates = self.gates.take().map(|g| g.finish(duration));
+        let mut report = Report::from_counters(
+            &self.c,
+            self.w.name.clone(),
+            opts.seed.or(self.w.seed).unwrap_or(0),
+            self.engine.plan().seed,
+            duration,
+            injections,
+            opts.keep_series,
+        );
+        report.gates = gates.unwrap_or_default();
+        report.robustness = Report::robustness_of(&report.gates);
+        report.stopped_by = self.stopped_by.take();
+        report
+    }
 }

@@ -1,17 +1,19 @@
 //! The event queue of virtual time: events ordered by (time, insertion), and beside them a
 //! FIFO for client timeouts.
 //!
-//! Events sit on a **timing wheel** of one slot per microsecond of virtual time, 2¹⁶ slots
-//! (65 ms) ahead of the last event taken out; each slot is a FIFO list, so events at one
-//! time leave in the order they were pushed, and a bitmap (with a bitmap of its non-empty
-//! words) finds the next busy slot in a few word operations. Events further ahead wait in a
-//! binary heap on (time, insertion) and move onto the wheel, in that order, as soon as
-//! their time comes within its reach — before anything can be pushed onto their slot — so
-//! the order is the binary heap's (time, then insertion) exactly, which the simulator's
-//! replay depends on (a test drives both side by side). Service times, backoffs and think
-//! times are mostly shorter than the wheel: a push and a pop cost O(1) instead of the
-//! heap's O(log n) sifting. Written by hand because that tie order is the point and no
-//! crate promises it.
+//! Events sit on a **timing wheel** of 2¹² slots of 16 µs of virtual time each (65 ms) ahead
+//! of the last event taken out; each slot is a list sorted by time, events at one time in
+//! the order they were pushed (a slot rarely holds two: a push appends, or walks a step or
+//! two), and a bitmap (with a word of its non-empty words) finds the next busy slot in a few
+//! word operations. The wheel's tables are 32 KiB and a slot's two ends share a cache line:
+//! they stay in the first-level cache (a wheel of one slot per microsecond spread every
+//! push and pop over half a megabyte). Events further ahead wait in a binary heap on (time,
+//! insertion) and move onto the wheel, in that order, as soon as their slot comes within
+//! its reach — before anything can be pushed onto their slot — so the order is the binary
+//! heap's (time, then insertion) exactly, which the simulator's replay depends on (a test
+//! drives both side by side). Service times, backoffs and think times are mostly shorter
+//! than the wheel: a push and a pop cost O(1) instead of the heap's O(log n) sifting.
+//! Written by hand because that tie order is the point and no crate promises it.
 //!
 //! Client timeouts all have the same length, so they come due in the order they were set: a
 //! FIFO beside the wheel keeps it small (most timeouts never fire). Events at one instant
@@ -30,8 +32,10 @@ pub(super) enum Due<T> {
     Timeout(u64, u32, u32),
 }
 
-/// Slots on the wheel: one per microsecond, 65.5 ms ahead.
-const SLOTS: usize = 1 << 16;
+/// A slot spans 2^SHIFT microseconds.
+const SHIFT: u32 = 4;
+/// Slots on the wheel: 16 µs each, 65.5 ms ahead.
+const SLOTS: usize = 1 << 12;
 const MASK: u64 = SLOTS as u64 - 1;
 /// Words of the slot bitmap, and of its summary.
 const WORDS: usize = SLOTS / 64;
@@ -54,13 +58,13 @@ struct Entry<T> {
     next: u32,
 }
 
+#[derive(Clone)]
 pub(super) struct EventQueue<T> {
-    /// The time of the last event taken out: every event on the wheel is in
-    /// `[base, base + SLOTS)`, every later one in `far`.
+    /// The time of the last event taken out: every event on the wheel is at `base` or later
+    /// in a slot less than `SLOTS` after `base`'s, every later one in `far`.
     base: u64,
-    /// Per slot, the first and last entry of its list.
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    /// Per slot, the first and last entry of its list (side by side: one cache line).
+    ends: Vec<[u32; 2]>,
     /// Bit per slot: its list is not empty; bit per word of `bits`: that word is not zero.
     bits: Vec<u64>,
     summary: [u64; SUMMARY],
@@ -85,8 +89,7 @@ impl<T: Copy> EventQueue<T> {
     pub(super) fn new() -> Self {
         EventQueue {
             base: 0,
-            head: vec![NIL; SLOTS],
-            tail: vec![NIL; SLOTS],
+            ends: vec![[NIL; 2]; SLOTS],
             bits: vec![0; WORDS],
             summary: [0; SUMMARY],
             entries: Vec::new(),
@@ -101,6 +104,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// An event at `at`.
+    #[inline(always)]
     pub(super) fn push(&mut self, at: u64, ev: T) {
         self.next = None;
         let e = Entry { at, ev, next: NIL };
@@ -117,7 +121,7 @@ impl<T: Copy> EventQueue<T> {
         if at < self.base {
             self.seq += 1;
             self.past.push(Reverse((at, self.seq, i)));
-        } else if at - self.base < SLOTS as u64 {
+        } else if reach(self.base, at) {
             self.link(i);
         } else {
             self.seq += 1;
@@ -125,19 +129,44 @@ impl<T: Copy> EventQueue<T> {
         }
     }
 
-    /// Append entry `i` to its slot's list.
+    /// Put entry `i` (its `next` is `NIL`) into its slot's list, after every entry at its
+    /// time or earlier.
+    #[inline(always)]
     fn link(&mut self, i: u32) {
-        let s = (self.entries[i as usize].at & MASK) as usize;
-        match self.tail[s] {
-            NIL => {
-                self.head[s] = i;
-                self.bits[s / 64] |= 1 << (s % 64);
-                self.summary[s / 4096] |= 1 << ((s / 64) % 64);
-            }
-            t => self.entries[t as usize].next = i,
+        let at = self.entries[i as usize].at;
+        let s = ((at >> SHIFT) & MASK) as usize;
+        let [head, tail] = self.ends[s];
+        if tail == NIL {
+            self.ends[s] = [i, i];
+            self.bits[s / 64] |= 1 << (s % 64);
+            self.summary[s / 4096] |= 1 << ((s / 64) % 64);
+        } else if self.entries[tail as usize].at <= at {
+            self.entries[tail as usize].next = i;
+            self.ends[s][1] = i;
+        } else {
+            self.insert(s, head, i, at);
         }
-        self.tail[s] = i;
         self.on_wheel += 1;
+    }
+
+    /// Entry `i` goes before the slot's last: after the last entry at `at` or earlier.
+    #[inline(never)]
+    fn insert(&mut self, s: usize, head: u32, i: u32, at: u64) {
+        if self.entries[head as usize].at > at {
+            self.entries[i as usize].next = head;
+            self.ends[s][0] = i;
+            return;
+        }
+        let mut p = head;
+        loop {
+            let n = self.entries[p as usize].next;
+            if n == NIL || self.entries[n as usize].at > at {
+                self.entries[i as usize].next = n;
+                self.entries[p as usize].next = i;
+                return;
+            }
+            p = n;
+        }
     }
 
     /// The first word of the bitmap at or after `w` that is not zero.
@@ -164,7 +193,7 @@ impl<T: Copy> EventQueue<T> {
         if self.on_wheel == 0 {
             return None;
         }
-        let p = (self.base & MASK) as usize;
+        let p = ((self.base >> SHIFT) & MASK) as usize;
         let w = p / 64;
         let m = self.bits[w] & (u64::MAX << (p % 64));
         if m != 0 {
@@ -183,8 +212,8 @@ impl<T: Copy> EventQueue<T> {
         }
         match self.next_slot() {
             Some(s) => {
-                let ahead = (s as u64).wrapping_sub(self.base) & MASK;
-                Some((self.base + ahead, Place::Slot(s)))
+                let first = self.ends[s][0];
+                Some((self.entries[first as usize].at, Place::Slot(s)))
             }
             None => self.far.peek().map(|Reverse((at, _, _))| (*at, Place::Far)),
         }
@@ -203,7 +232,7 @@ impl<T: Copy> EventQueue<T> {
         // Everything the wheel now reaches moves onto it, in (time, insertion) order,
         // before anything else can be pushed onto those slots.
         while let Some(&Reverse((far_at, _, i))) = self.far.peek() {
-            if far_at - self.base >= SLOTS as u64 {
+            if !reach(self.base, far_at) {
                 break;
             }
             self.far.pop();
@@ -211,16 +240,16 @@ impl<T: Copy> EventQueue<T> {
         }
         let s = match place {
             Place::Slot(s) => s,
-            _ => (at & MASK) as usize,
+            _ => ((at >> SHIFT) & MASK) as usize,
         };
-        let i = self.head[s];
+        let i = self.ends[s][0];
         if i == NIL {
             return None;
         }
         let e = self.entries[i as usize];
-        self.head[s] = e.next;
+        self.ends[s][0] = e.next;
         if e.next == NIL {
-            self.tail[s] = NIL;
+            self.ends[s][1] = NIL;
             self.bits[s / 64] &= !(1 << (s % 64));
             if self.bits[s / 64] == 0 {
                 self.summary[s / 4096] &= !(1 << ((s / 64) % 64));
@@ -234,7 +263,7 @@ impl<T: Copy> EventQueue<T> {
     /// The bytes its tables hold (for a simulation's memory bound).
     pub(super) fn footprint(&self) -> usize {
         use std::mem::size_of;
-        (self.head.capacity() + self.tail.capacity() + self.free.capacity()) * size_of::<u32>()
+        (2 * self.ends.capacity() + self.free.capacity()) * size_of::<u32>()
             + self.bits.capacity() * size_of::<u64>()
             + self.entries.capacity() * size_of::<Entry<T>>()
             + (self.far.capacity() + self.past.capacity()) * size_of::<Reverse<(u64, u64, u32)>>()
@@ -271,6 +300,13 @@ impl<T: Copy> EventQueue<T> {
         let (at, a, gen) = self.timeouts.pop_front()?;
         Some(Due::Timeout(at, a, gen))
     }
+}
+
+/// Whether an event at `at` (not before `base`) belongs on the wheel: its slot is less than
+/// `SLOTS` after `base`'s.
+#[inline(always)]
+fn reach(base: u64, at: u64) -> bool {
+    (at >> SHIFT) - (base >> SHIFT) < SLOTS as u64
 }
 
 #[cfg(test)]

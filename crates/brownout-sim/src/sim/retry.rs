@@ -31,12 +31,24 @@ pub fn backoff_ms(r: &Retries, attempts: u32, unit: impl FnOnce() -> f64) -> f64
     let base = if first == 0.0 {
         0.0
     } else {
-        first * r.multiplier.unwrap_or(2.0).powi(exponent)
+        first * power(r.multiplier.unwrap_or(2.0), exponent)
     };
     let b = base.min(r.max_backoff_ms.unwrap_or(10_000.0));
     let j = r.jitter.unwrap_or(0.0);
     let wait = if j > 0.0 { b * (1.0 - j * unit()) } else { b };
     wait.max(r.min_gap_ms.unwrap_or(1.0).max(0.001))
+}
+
+/// `m.powi(e)` for `0 ≤ e ≤ 60`, the same value, without the library call for the usual
+/// multipliers (a retry storm computes one per attempt): 1 and 2 give exact powers.
+fn power(m: f64, e: i32) -> f64 {
+    if m == 1.0 || e == 0 {
+        1.0
+    } else if m == 2.0 && (0..=60).contains(&e) {
+        (1u64 << e) as f64
+    } else {
+        m.powi(e)
+    }
 }
 
 impl Sim<'_> {
@@ -60,6 +72,15 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn power_is_powi() {
+        for m in [1.0, 2.0, 1.5, 0.5, 3.0, 0.0, -2.0, f64::NAN, f64::INFINITY] {
+            for e in 0..=60 {
+                assert_eq!(power(m, e).to_bits(), m.powi(e).to_bits(), "{m} {e}");
+            }
+        }
+    }
 
     fn retries(yaml: &str) -> Retries {
         let v: serde_json::Value =

@@ -2,6 +2,7 @@
 //! owner keeps a generation in it; events carry the generation they were scheduled for and
 //! are dropped when the slot has moved on.
 
+#[derive(Clone)]
 pub(super) struct Slab<T> {
     pub(super) items: Vec<T>,
     pub(super) free: Vec<u32>,

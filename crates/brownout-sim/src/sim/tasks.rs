@@ -137,14 +137,17 @@ impl Sim<'_> {
         }
         if let Some(task) = self.tasks[t as usize].as_mut() {
             task.outstanding = ids.len() as u32;
-            task.calls.clear();
-            task.calls.extend_from_slice(&ids);
+            // Only a step deadline ends the step's calls by list.
+            if deadline.is_some() {
+                task.calls.clear();
+                task.calls.extend_from_slice(&ids);
+            }
         }
+        self.c.second(now).offered += ids.len() as u64;
         // Attempts may end calls, and the last one the task, at once: they go from this
-        // list, not the task's.
+        // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
             self.c.calls += 1;
-            self.c.second(self.now).offered += 1;
             self.try_attempt(id);
         }
         self.step_ids = ids;
@@ -184,6 +187,7 @@ impl Sim<'_> {
     }
 
     /// Count one ended call (or one read of it): latency, gates, outcome counters.
+    #[inline(always)]
     pub(super) fn record_end(&mut self, call: u32, end: CallEnd) {
         let (started, tool, attempts, timed_out) = {
             let c = &self.calls.items[call as usize];
