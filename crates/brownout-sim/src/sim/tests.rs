@@ -264,4 +264,3 @@ fn a_fault_that_picks_a_server_hits_only_that_server_s_tools() {
     assert_eq!(on_c.injections.get("e"), None, "{:?}", on_c.injections);
     assert!(close(on_c.availability, 1.0));
 }
-
