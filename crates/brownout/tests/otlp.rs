@@ -488,6 +488,34 @@ fn an_experiment_exports_its_run_and_phases_as_one_trace() {
     for c in &load_calls {
         assert_eq!(under.get(&c["span_id"].to_string()), Some(&1), "{c:#}");
     }
+    // F22: every request the relay carried is in the run's trace — the steady-state
+    // probes' (initialize, tools/list, their calls) and the load's sessions' set-up
+    // (initialize, tools/list) too, under the run's root; none is a trace of its own.
+    let server: Vec<&Value> = spans.iter().filter(|s| s["kind"] == 2).collect();
+    let outside: Vec<String> = server
+        .iter()
+        .filter(|s| s["trace_id"] != root["trace_id"] || s["parent_span_id"] == "")
+        .map(|s| format!("{} ({})", s["name"], attr(s, "brownout.session")))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "relay spans outside the run's trace: {outside:?}"
+    );
+    let set_up: Vec<&&Value> = server
+        .iter()
+        .filter(|s| attr(s, "mcp.method.name") == "initialize")
+        .collect();
+    assert!(
+        set_up.len() > 16,
+        "the load's 16 sessions and the probe each initialize: {}",
+        set_up.len()
+    );
+    assert!(
+        set_up
+            .iter()
+            .all(|s| s["parent_span_id"] == root["span_id"]),
+        "initialize under the run's root"
+    );
 }
 
 #[test]

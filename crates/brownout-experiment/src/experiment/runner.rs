@@ -157,7 +157,7 @@ async fn live(
         id: j.run_id.clone(),
         lock: Some(std::sync::Arc::clone(lock)),
     };
-    let target = match Target::start(x, otlp, &run).await {
+    let mut target = match Target::start(x, otlp, &run).await {
         Ok(t) => t,
         Err(e) => {
             j.reason = format!("cannot reach the target: {e}");
@@ -165,6 +165,12 @@ async fn live(
         }
     };
     j.target.url = Some(target.url.clone());
+    // With --otlp, the probes' requests hang under the run's root span too.
+    if otlp.is_some() {
+        target.endpoints.trace = Some(brownout_relay::otlp::context::traceparent(
+            &super::otel::root(&j.run_id),
+        ));
+    }
     let status_file = w.status.as_ref().map(|p| {
         let mut s = super::status::StatusFile::new(p.clone(), j.run_id.clone());
         s.injections = target.injections_now();

@@ -40,6 +40,9 @@ pub struct Endpoints {
     pub fleet: Vec<String>,
     /// With a DNS fleet: the URLs as relays join and leave (the load follows them).
     pub fleet_live: Option<crate::load::LiveUrls>,
+    /// With `--otlp`: the run's root span as a W3C `traceparent`, which the probes'
+    /// requests carry (their relay spans join the run's trace).
+    pub trace: Option<String>,
 }
 
 impl Endpoints {
@@ -248,6 +251,7 @@ pub async fn endpoints(servers: &[(String, String)]) -> anyhow::Result<Endpoints
         routes,
         fleet: Vec::new(),
         fleet_live: None,
+        trace: None,
     })
 }
 

@@ -20,7 +20,7 @@ const SAMPLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The probe as `brownout probe` sees it: the experiment's target, the probe's call, and a
 /// `Brownout-Session: probe-i` label so a relay's blast radius treats it the same every run.
-fn mcp_probe(p: &Probe, i: usize, url: &str) -> McpProbe {
+fn mcp_probe(p: &Probe, i: usize, url: &str, trace: Option<&str>) -> McpProbe {
     let mut headers = Headers::default();
     headers.0.insert(
         brownout_relay::relay::http_sessions::LABEL_HEADER.to_string(),
@@ -34,6 +34,7 @@ fn mcp_probe(p: &Probe, i: usize, url: &str) -> McpProbe {
             arguments: p.call.arguments.clone(),
         }),
         timeout: Some(ProbeDur(timeout(p))),
+        traceparent: trace.map(str::to_string),
         ..McpProbe::default()
     }
 }
@@ -51,7 +52,7 @@ fn timeout(p: &Probe) -> Duration {
 pub async fn check(probes: &[Probe], urls: &Endpoints) -> Result<SteadyState, String> {
     let mut records = Vec::new();
     for (i, p) in probes.iter().enumerate() {
-        records.push(probe(p, i, &urls.probe_urls(p)).await?);
+        records.push(probe(p, i, &urls.probe_urls(p), urls.trace.as_deref()).await?);
     }
     Ok(SteadyState {
         met: records.iter().all(|r| r.met),
@@ -69,9 +70,12 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn new(p: &Probe, i: usize, urls: &[String]) -> Sampler {
+    fn new(p: &Probe, i: usize, urls: &[String], trace: Option<&str>) -> Sampler {
         Sampler {
-            targets: urls.iter().map(|u| (mcp_probe(p, i, u), None)).collect(),
+            targets: urls
+                .iter()
+                .map(|u| (mcp_probe(p, i, u, trace), None))
+                .collect(),
             limit: timeout(p),
             next: 0,
         }
@@ -133,8 +137,13 @@ fn to_sample(r: &Result<(), crate::probe::Failure>, latency_ms: f64) -> Sample {
     }
 }
 
-async fn probe(p: &Probe, i: usize, urls: &[String]) -> Result<ProbeRecord, String> {
-    let mut sampler = Sampler::new(p, i, urls);
+async fn probe(
+    p: &Probe,
+    i: usize,
+    urls: &[String],
+    trace: Option<&str>,
+) -> Result<ProbeRecord, String> {
+    let mut sampler = Sampler::new(p, i, urls, trace);
     let mut samples = Vec::new();
     // With a fleet, at least one sample per relay.
     let count = p.samples.unwrap_or(20).max(urls.len() as u32);
@@ -182,12 +191,14 @@ pub fn continuous(
     during: &During,
     tx: mpsc::UnboundedSender<(usize, Sample)>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    let endpoints_trace = urls.trace.clone();
     probes
         .iter()
         .enumerate()
         .filter(|(_, p)| p.during)
         .map(|(i, p)| {
             let (p, urls, tx) = (p.clone(), urls.probe_urls(p), tx.clone());
+            let trace = endpoints_trace.clone();
             let (origin, seed) = (during.origin, during.seed);
             tokio::spawn(async move {
                 let opts = MonitorOptions {
@@ -208,7 +219,7 @@ pub fn continuous(
                     stagger: false,
                 };
                 let mut tracker = Tracker::new(i, p.call.tool.clone(), &opts);
-                let mut sampler = Sampler::new(&p, i, &urls);
+                let mut sampler = Sampler::new(&p, i, &urls, trace.as_deref());
                 let start = tokio::time::Instant::now();
                 for (n, offset) in Schedule::new(&opts, &p.call.tool, i).enumerate() {
                     let at = start + offset;

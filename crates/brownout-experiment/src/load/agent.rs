@@ -107,7 +107,12 @@ pub(super) async fn run(
     events: UnboundedSender<LoadEvent>,
 ) -> Result<LoadSummary, LoadError> {
     let n_sessions = opts.sessions.max(1);
-    let sessions = session::open_all(&target, n_sessions).await?;
+    // With --otlp, the sessions' set-up (initialize, tools/list) joins the load's trace.
+    let root = opts
+        .trace
+        .as_ref()
+        .map(super::trace::CallTracer::root_traceparent);
+    let sessions = session::open_all_traced(&target, n_sessions, root.as_deref()).await?;
     let schemas = match sessions.first() {
         Some(s) => s.schemas().await,
         None => Default::default(),

@@ -18,6 +18,10 @@ pub struct HttpSession {
     generation: AtomicU64,
     reinit: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
+    /// With `--otlp`: the W3C trace context its set-up requests (`initialize`, `tools/list`)
+    /// carry in `params._meta`, so the relay's spans for them join the load's (or run's)
+    /// trace; its calls carry their own call span's.
+    traceparent: Option<String>,
 }
 
 /// Build the HTTP client of one session (each session its own, with its own connections,
@@ -61,13 +65,44 @@ impl HttpSession {
             generation: AtomicU64::new(0),
             reinit: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
+            traceparent: None,
         }
+    }
+
+    /// The session with its set-up requests under the trace context `traceparent`.
+    pub fn traced(mut self, traceparent: Option<String>) -> HttpSession {
+        self.traceparent = traceparent;
+        self
+    }
+
+    /// `params` (a JSON object without `_meta`) with `_meta.traceparent`, if traced.
+    fn with_trace<'a>(&self, params: &'a str) -> std::borrow::Cow<'a, str> {
+        let Some(tp) = &self.traceparent else {
+            return std::borrow::Cow::Borrowed(params);
+        };
+        let trimmed = params.trim_start();
+        let Some(rest) = trimmed.strip_prefix('{') else {
+            return std::borrow::Cow::Borrowed(params);
+        };
+        if rest.contains("\"_meta\"") {
+            return std::borrow::Cow::Borrowed(params);
+        }
+        let sep = if rest.trim_start().starts_with('}') {
+            ""
+        } else {
+            ","
+        };
+        std::borrow::Cow::Owned(format!(r#"{{"_meta":{{"traceparent":"{tp}"}}{sep}{rest}"#))
     }
 
     /// `initialize` and `notifications/initialized`; keeps the session id and version.
     pub async fn initialize(&self, timeout: Duration) -> Result<(), String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = wire::request(id, "initialize", &wire::initialize_params());
+        let body = wire::request(
+            id,
+            "initialize",
+            &self.with_trace(&wire::initialize_params()),
+        );
         let send = self.client.post(self.url.clone()).body(body).send();
         let resp = tokio::time::timeout(timeout, send)
             .await
@@ -181,7 +216,7 @@ impl HttpSession {
         timeout: Duration,
     ) -> Option<Vec<u8>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = wire::request(id, method, params);
+        let body = wire::request(id, method, &self.with_trace(params));
         let exchange = async {
             let resp = self.post(body).send().await.ok()?;
             if !resp.status().is_success() {

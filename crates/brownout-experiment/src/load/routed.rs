@@ -25,7 +25,7 @@ pub async fn open(servers: &[(String, String)], i: usize) -> Result<Session, Loa
         let parsed = reqwest::Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"));
-        let s = session::open(&target, parsed, i)
+        let s = session::open(&target, parsed, i, None)
             .await
             .map_err(|e| match e {
                 LoadError::Initialize { session, reason } => LoadError::Initialize {

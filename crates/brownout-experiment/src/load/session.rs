@@ -78,6 +78,8 @@ pub struct FleetSlot {
     current: std::sync::RwLock<(String, Arc<HttpSession>)>,
     moving: tokio::sync::Mutex<()>,
     moves: AtomicU64,
+    /// The trace context its sessions' set-up carries (`--otlp`).
+    traceparent: Option<String>,
 }
 
 impl FleetSlot {
@@ -107,7 +109,7 @@ impl FleetSlot {
         if url == want {
             return cur;
         }
-        match open_http(&want, &[], self.index).await {
+        match open_http(&want, &[], self.index, self.traceparent.as_deref()).await {
             Ok(fresh) => {
                 let fresh = Arc::new(fresh);
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) =
@@ -231,7 +233,16 @@ impl Session {
 
 /// Open `n` sessions on `target`, all initialized, at most 16 starting at once.
 pub async fn open_all(target: &LoadTarget, n: usize) -> Result<Vec<Session>, LoadError> {
-    open_all_from(target, 0, n).await
+    open_all_from(target, 0, n, None).await
+}
+
+/// [`open_all`] with every HTTP session's set-up under the trace context `traceparent`.
+pub async fn open_all_traced(
+    target: &LoadTarget,
+    n: usize,
+    traceparent: Option<&str>,
+) -> Result<Vec<Session>, LoadError> {
+    open_all_from(target, 0, n, traceparent).await
 }
 
 /// [`open_all`] for sessions `first..first + n`.
@@ -239,6 +250,7 @@ pub async fn open_all_from(
     target: &LoadTarget,
     first: usize,
     n: usize,
+    traceparent: Option<&str>,
 ) -> Result<Vec<Session>, LoadError> {
     use futures::stream::{self, StreamExt, TryStreamExt};
     if let LoadTarget::Fleet { urls, live } = target {
@@ -249,7 +261,7 @@ pub async fn open_all_from(
         return stream::iter(first..first + n)
             .map(|i| async move {
                 let url = urls[i % urls.len()].clone();
-                let s = open_http(&url, &[], i).await?;
+                let s = open_http(&url, &[], i, traceparent).await?;
                 Ok(match live {
                     None => Session::Http(s),
                     Some(live) => Session::Fleet(FleetSlot {
@@ -258,6 +270,7 @@ pub async fn open_all_from(
                         current: std::sync::RwLock::new((url, Arc::new(s))),
                         moving: tokio::sync::Mutex::new(()),
                         moves: AtomicU64::new(0),
+                        traceparent: traceparent.map(str::to_string),
                     }),
                 })
             })
@@ -285,7 +298,7 @@ pub async fn open_all_from(
         LoadTarget::Stdio { .. } | LoadTarget::Servers { .. } | LoadTarget::Fleet { .. } => None,
     };
     stream::iter(first..first + n)
-        .map(|i| open(target, url.clone(), i))
+        .map(|i| open(target, url.clone(), i, traceparent))
         .buffered(16)
         .try_collect()
         .await
@@ -296,6 +309,7 @@ async fn open_http(
     url: &str,
     headers: &[(String, String)],
     i: usize,
+    traceparent: Option<&str>,
 ) -> Result<HttpSession, LoadError> {
     let parsed = reqwest::Url::parse(url)
         .ok()
@@ -307,7 +321,7 @@ async fn open_http(
         url: url.to_string(),
         headers: headers.to_vec(),
     };
-    match open(&target, Some(parsed), i).await? {
+    match open(&target, Some(parsed), i, traceparent).await? {
         Session::Http(s) => Ok(s),
         _ => Err(LoadError::BadUrl {
             url: url.to_string(),
@@ -319,6 +333,7 @@ pub(super) async fn open(
     target: &LoadTarget,
     url: Option<reqwest::Url>,
     i: usize,
+    traceparent: Option<&str>,
 ) -> Result<Session, LoadError> {
     match (target, url) {
         (LoadTarget::Http { headers, .. }, Some(url)) => {
@@ -332,7 +347,8 @@ pub(super) async fn open(
             {
                 headers.push((LABEL_HEADER.to_string(), format!("load-{i}")));
             }
-            let s = HttpSession::new(http::client(&headers)?, url);
+            let s = HttpSession::new(http::client(&headers)?, url)
+                .traced(traceparent.map(str::to_string));
             s.initialize(INIT_TIMEOUT)
                 .await
                 .map_err(|reason| LoadError::Initialize { session: i, reason })?;

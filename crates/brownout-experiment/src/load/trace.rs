@@ -61,6 +61,12 @@ impl CallTracer {
         Cow::Owned(format!(r#"{{"_meta":{{"traceparent":"{tp}"}}{sep}{rest}"#))
     }
 
+    /// The trace context of the parent span itself (the load's or the run's root), for the
+    /// requests that are no call of the load's (a session's `initialize`, `tools/list`).
+    pub fn root_traceparent(&self) -> String {
+        traceparent(&self.parent)
+    }
+
     fn as_parent(&self, span: [u8; 8]) -> Parent {
         Parent {
             span_id: span,

@@ -79,7 +79,11 @@ pub(super) async fn open_wire(
                 .headers
                 .header_map()
                 .map_err(|e| Failure::new(FailureReason::ProtocolError, e))?;
-            Wire::Http(HttpWire::new(client.clone(), url, headers, m.transport)?)
+            Wire::Http({
+                let mut w = HttpWire::new(client.clone(), url, headers, m.transport)?;
+                w.traceparent = m.traceparent.clone();
+                w
+            })
         }
         (None, false) => {
             phases

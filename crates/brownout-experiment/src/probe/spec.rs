@@ -71,6 +71,11 @@ pub struct McpProbe {
     /// Time budget of one probe, all phases together (default 10s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Dur>,
+    /// Not in a file: the W3C trace context (`traceparent`) every request carries in
+    /// `params._meta`, so a relay's spans for them join a run's trace (`run --otlp`).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub traceparent: Option<String>,
 }
 
 /// The call an `mcp` probe makes.

@@ -22,6 +22,8 @@ pub struct HttpWire {
     version: Option<String>,
     legacy: Option<Legacy>,
     transport: Transport,
+    /// The trace context every request carries in `params._meta` (`run --otlp`).
+    pub traceparent: Option<String>,
 }
 
 struct Legacy {
@@ -63,6 +65,7 @@ impl HttpWire {
             version: None,
             legacy: None,
             transport,
+            traceparent: None,
         })
     }
 
@@ -92,6 +95,16 @@ impl HttpWire {
 
     /// Send a request and wait for the answer with its id.
     pub async fn request(&mut self, msg: &Value, id: u64) -> Result<Value, Failure> {
+        let traced;
+        let msg = match &self.traceparent {
+            Some(tp) if msg["params"].is_object() && msg["params"].get("_meta").is_none() => {
+                let mut m = msg.clone();
+                m["params"]["_meta"] = serde_json::json!({"traceparent": tp});
+                traced = m;
+                &traced
+            }
+            _ => msg,
+        };
         if self.transport == Transport::Sse && self.legacy.is_none() {
             self.open_legacy().await?;
         }

@@ -368,6 +368,39 @@ pub struct Barely {
     /// breach escalates).
     pub rho: f64,
     pub rho_seed: u64,
+    /// Its confirming runs were made: false when the `--time` budget ran out before they
+    /// finished (then `breaching` is the search's own estimate or NaN, and the margin and
+    /// ρ are unknown: NaN/`None`).
+    pub checked: bool,
+}
+
+/// What the confirming runs found: the share breaching, the median breaching seed with its
+/// margin at the breach, that seed's ρ over the whole run, and the seed.
+pub type Confirmed = (f64, Option<(f64, u64)>, f64, u64);
+
+/// The confirming runs at `values` within the search's deadline: the share of `seeds`
+/// breaching, the median breaching seed with its margin at the breach, and that seed's ρ
+/// over the whole run. `None` when the deadline stopped one of them (or had passed).
+pub fn confirm(p: &Problem, values: &[f64], seeds: &[u64]) -> Option<Confirmed> {
+    if p.deadline.is_some_and(|d| Instant::now() >= d) {
+        return None;
+    }
+    let mut broke = Vec::new();
+    for &s in seeds {
+        let m = p.rho(values, s, false);
+        if m.is_nan() {
+            return None;
+        }
+        if m < 0.0 {
+            broke.push((m, s));
+        }
+    }
+    broke.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let share = broke.len() as f64 / seeds.len().max(1) as f64;
+    let median = broke.get(broke.len() / 2).copied();
+    let seed = median.map_or(seeds.first().copied().unwrap_or(0), |m| m.1);
+    let rho = p.rho(values, seed, true);
+    (!rho.is_nan()).then_some((share, median, rho, seed))
 }
 
 /// The search's result.
@@ -460,36 +493,40 @@ pub fn search(p: &Problem, a: &SearchArgs, progress: &(dyn Fn(&str) + Sync)) -> 
     }
 }
 
-/// From `t` up (at most ten steps of `tol`), the first point where most seeds breach.
+/// From `t` up (at most ten steps of `tol`), the first point where most seeds breach. Its
+/// runs come after the search (a point found is worth confirming) but within the `--time`
+/// budget: once it is spent, the point is given as the bisection left it, unchecked.
 fn barely_at(p: &Problem, seg: &Segment, mut t: f64, seeds: &[u64], tol: f64) -> Barely {
-    // (share breaching, the median breaching seed and its margin at the breach)
-    let look = |t: f64| {
-        let mut broke: Vec<(f64, u64)> = seeds
-            .iter()
-            .map(|&s| (p.rho_until(&seg.at(t), s, false, None), s))
-            .filter(|(m, _)| *m < 0.0)
-            .collect();
-        broke.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let share = broke.len() as f64 / seeds.len().max(1) as f64;
-        (share, broke.get(broke.len() / 2).copied())
+    let unchecked = |t: f64| Barely {
+        values: seg.at(t),
+        breaching: f64::NAN,
+        margin_at_breach: None,
+        rho: f64::NAN,
+        rho_seed: seeds.first().copied().unwrap_or(0),
+        checked: false,
     };
-    // Its few runs come after the search (a point found is worth confirming), but it does
-    // not step on once the --time budget is spent.
-    let (mut share, mut median) = look(t);
+    let Some(mut found) = confirm(p, &seg.at(t), seeds) else {
+        return unchecked(t);
+    };
     for _ in 0..10 {
-        if share >= 0.5 || t >= 1.0 || p.deadline.is_some_and(|d| Instant::now() >= d) {
+        if found.0 >= 0.5 || t >= 1.0 {
             break;
         }
-        t = (t + tol).min(1.0);
-        (share, median) = look(t);
+        let next = (t + tol).min(1.0);
+        match confirm(p, &seg.at(next), seeds) {
+            Some(f) => (t, found) = (next, f),
+            // Out of time: the last point confirmed stands (its share said so).
+            None => break,
+        }
     }
-    let seed = median.map_or(seeds[0], |m| m.1);
+    let (share, median, rho, seed) = found;
     Barely {
         values: seg.at(t),
         breaching: share,
         margin_at_breach: median.map(|m| m.0),
-        rho: p.rho_until(&seg.at(t), seed, true, None),
+        rho,
         rho_seed: seed,
+        checked: true,
     }
 }
 
@@ -531,3 +568,6 @@ pub fn run(a: SearchArgs) -> anyhow::Result<i32> {
     let l = live::confirm(&p, &a, sim, &progress);
     output::live(&p, &a, &found, &l)
 }
+
+#[cfg(test)]
+mod barely_tests;

@@ -108,6 +108,7 @@ fn found_json(p: &Problem, a: &SearchArgs, f: &Found) -> Value {
             "margin_at_breach": b.margin_at_breach,
             "rho": b.rho,
             "rho_seed": b.rho_seed,
+            "checked": b.checked,
         })),
         "evals": f.segments.iter().map(|(_, c)| c.evals).sum::<u64>(),
         "elapsed_ms": f.elapsed.as_secs_f64() * 1000.0,
@@ -177,7 +178,12 @@ pub fn report(p: &Problem, a: &SearchArgs, f: &Found) -> anyhow::Result<i32> {
                 );
             }
         }
-        if let Some(b) = &f.barely {
+        if let Some(b) = f.barely.as_ref().filter(|b| !b.checked) {
+            println!(
+                "barely violating: {} — not checked: the --time budget ran out before its confirming runs (the bisection's point)",
+                fmt_values(p, &b.values)
+            );
+        } else if let Some(b) = &f.barely {
             println!(
                 "barely violating: {} — {:.0}% of the seeds breach, margin at the breach {}; \
                  ρ of the whole run {} on seed {}",

@@ -164,21 +164,25 @@ pub fn multi(
     };
     let barely = outcome.nearest.map(|i| {
         let values = p.denormalise(&outcome.samples[i].x);
-        // The median breaching seed, by its margin at the first breach, run to the end.
-        let mut broke: Vec<(f64, u64)> = seeds
-            .iter()
-            .map(|&s| (p.rho_until(&values, s, false, None), s))
-            .filter(|(m, _)| *m < 0.0)
-            .collect();
-        broke.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let median = broke.get(broke.len() / 2).copied();
-        let seed = median.map_or(seeds[0], |m| m.1);
-        Barely {
-            rho: p.rho_until(&values, seed, true, None),
-            values,
-            breaching: outcome.samples[i].breaching,
-            margin_at_breach: median.map(|m| m.0),
-            rho_seed: seed,
+        // The median breaching seed, by its margin at the first breach, run to the end:
+        // within the --time budget, else unchecked.
+        match super::confirm(p, &values, &seeds) {
+            Some((_, median, rho, seed)) => Barely {
+                rho,
+                values,
+                breaching: outcome.samples[i].breaching,
+                margin_at_breach: median.map(|m| m.0),
+                rho_seed: seed,
+                checked: true,
+            },
+            None => Barely {
+                rho: f64::NAN,
+                values,
+                breaching: outcome.samples[i].breaching,
+                margin_at_breach: None,
+                rho_seed: seeds.first().copied().unwrap_or(0),
+                checked: false,
+            },
         }
     });
     (Multi { outcome, seeds }, barely)
