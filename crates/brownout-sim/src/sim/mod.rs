@@ -263,17 +263,35 @@ impl Sim<'_> {
     /// with `pause`, until the next one is at or after it (`true`: that one is kept, and
     /// handled first when the run goes on — [`fork`] runs on from there).
     fn run_until(&mut self, pause: Option<u64>) -> bool {
-        while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
+        match pause {
+            None => self.run_loop::<false>(0),
+            Some(p) => self.run_loop::<true>(p),
+        }
+    }
+
+    /// [`Self::run_until`]'s loop; without `PAUSE` (a whole run) the pause check compiles
+    /// away. The held event and the event count live in locals while it runs.
+    fn run_loop<const PAUSE: bool>(&mut self, pause: u64) -> bool {
+        let mut held = self.held.take();
+        let mut events = self.events;
+        let paused = loop {
+            let due = match held.take() {
+                Some(due) => due,
+                None => match self.queue.pop() {
+                    Some(due) => due,
+                    None => break false,
+                },
+            };
             let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
-            if pause.is_some_and(|p| at >= p) {
+            if PAUSE && at >= pause {
                 self.held = Some(due);
-                return true;
+                break true;
             }
-            self.events += 1;
-            if self.events.is_multiple_of(budget::EVERY) {
-                if let Some(why) = self.budget.exceeded(self.events, || self.footprint()) {
+            events += 1;
+            if events.is_multiple_of(budget::EVERY) {
+                if let Some(why) = self.budget.exceeded(events, || self.footprint()) {
                     self.stopped_by = Some(why);
-                    break;
+                    break false;
                 }
             }
             match due {
@@ -281,7 +299,7 @@ impl Sim<'_> {
                     if self.gates.is_some() {
                         self.gates_until(at);
                         if self.stop_at_breach && self.gates_breached() {
-                            break;
+                            break false;
                         }
                     }
                     self.now = at;
@@ -289,8 +307,9 @@ impl Sim<'_> {
                 }
                 Due::Timeout(at, a, gen) => self.timeout_due(at, a, gen),
             }
-        }
-        false
+        };
+        self.events = events;
+        paused
     }
 
     fn handle(&mut self, ev: Ev) {
