@@ -263,35 +263,17 @@ impl Sim<'_> {
     /// with `pause`, until the next one is at or after it (`true`: that one is kept, and
     /// handled first when the run goes on — [`fork`] runs on from there).
     fn run_until(&mut self, pause: Option<u64>) -> bool {
-        match pause {
-            None => self.run_loop::<false>(0),
-            Some(p) => self.run_loop::<true>(p),
-        }
-    }
-
-    /// [`Self::run_until`]'s loop; without `PAUSE` (a whole run) the pause check compiles
-    /// away. The held event and the event count live in locals while it runs.
-    fn run_loop<const PAUSE: bool>(&mut self, pause: u64) -> bool {
-        let mut held = self.held.take();
-        let mut events = self.events;
-        let paused = loop {
-            let due = match held.take() {
-                Some(due) => due,
-                None => match self.queue.pop() {
-                    Some(due) => due,
-                    None => break false,
-                },
-            };
+        while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
             let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
-            if PAUSE && at >= pause {
+            if pause.is_some_and(|p| at >= p) {
                 self.held = Some(due);
-                break true;
+                return true;
             }
-            events += 1;
-            if events.is_multiple_of(budget::EVERY) {
-                if let Some(why) = self.budget.exceeded(events, || self.footprint()) {
+            self.events += 1;
+            if self.events.is_multiple_of(budget::EVERY) {
+                if let Some(why) = self.budget.exceeded(self.events, || self.footprint()) {
                     self.stopped_by = Some(why);
-                    break false;
+                    break;
                 }
             }
             match due {
@@ -299,7 +281,7 @@ impl Sim<'_> {
                     if self.gates.is_some() {
                         self.gates_until(at);
                         if self.stop_at_breach && self.gates_breached() {
-                            break false;
+                            break;
                         }
                     }
                     self.now = at;
@@ -307,9 +289,8 @@ impl Sim<'_> {
                 }
                 Due::Timeout(at, a, gen) => self.timeout_due(at, a, gen),
             }
-        };
-        self.events = events;
-        paused
+        }
+        false
     }
 
     fn handle(&mut self, ev: Ev) {
