@@ -29,6 +29,18 @@ fn watch() -> GateWatch {
     )
 }
 
+/// The gap before the next call (ms) and whether it fails: rarely when calm, often in a
+/// `storm`, and now and then a gap long enough for windows to empty out.
+fn next_call(rng: &mut SplitMix, storm: bool) -> (f64, bool) {
+    let gap = match rng.below(100) {
+        0 => 2_500.0,
+        1..=9 => 40.0 * rng.unit(),
+        _ => 2.0 * rng.unit(),
+    };
+    let failing = rng.unit() < if storm { 0.4 } else { 0.005 };
+    (gap, failing)
+}
+
 #[test]
 fn tick_comes_to_what_evaluating_every_gate_does() {
     for seed in 0..6u64 {
@@ -43,13 +55,9 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
         // Calm, then a burst of slow failures, then calm again, with gaps long enough for
         // windows to empty out.
         for i in 0..40_000u32 {
-            now += match rng.below(100) {
-                0 => 2_500.0,
-                1..=9 => 40.0 * rng.unit(),
-                _ => 2.0 * rng.unit(),
-            };
             let storm = (15_000..22_000).contains(&i);
-            let failing = rng.unit() < if storm { 0.4 } else { 0.005 };
+            let (gap, failing) = next_call(&mut rng, storm);
+            now += gap;
             let (t, b) = (&mut ticked, &mut evaluated);
             match rng.below(10) {
                 0 => {
@@ -144,13 +152,9 @@ fn gates_sharing_a_window_come_to_what_a_window_each_does() {
         let tools = ["get_logs", "get_metrics", "get_traces"];
         let mut now = 0.0;
         for i in 0..30_000u32 {
-            now += match rng.below(100) {
-                0 => 2_500.0,
-                1..=9 => 40.0 * rng.unit(),
-                _ => 2.0 * rng.unit(),
-            };
             let storm = (12_000..18_000).contains(&i);
-            let failing = rng.unit() < if storm { 0.4 } else { 0.005 };
+            let (gap, failing) = next_call(&mut rng, storm);
+            now += gap;
             match rng.below(10) {
                 0 => {
                     let task = TaskObservation {
