@@ -502,3 +502,53 @@ fn a_relay_that_misses_the_stages_read_keeps_its_count_and_the_journal_says_so()
         "{unread:?}"
     );
 }
+
+/// F13: `--dry-run` of a fleet experiment said nothing of a stage's `relays`. It names the
+/// relays the stage reaches (the seeded choice), and the run puts its faults on exactly
+/// those.
+#[test]
+fn a_dry_run_names_the_relays_a_stage_reaches_and_the_run_reaches_them() {
+    let relays: Vec<_> = (0..3).map(|_| remote_relay()).collect();
+    let each: Vec<String> = relays
+        .iter()
+        .map(|r| format!("{{url: \"{}\", admin: \"{}\"}}", r.1, r.2))
+        .collect();
+    let target = format!("{{fleet: [{}]}}", each.join(", "));
+    let e = experiment(
+        &target,
+        "[{stage: one, duration: 60s, sessions: 100%, relays: 34%}]",
+    );
+    let dir = common::tmp();
+    let (code, _, text) = run_experiment(
+        dir.path(),
+        &e,
+        &["--policy", &policy(dir.path()), "--dry-run", "--no-store"],
+    );
+    assert_eq!(code, 0, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("stage one:"))
+        .unwrap_or_else(|| panic!("no stage line: {text}"));
+    assert!(line.contains("on 34% of the relays: 1 of 3 ("), "{line}");
+    let named: Vec<usize> = (0..3)
+        .filter(|&i| line.contains(relays[i].2.trim_start_matches("http://")))
+        .collect();
+    assert_eq!(named.len(), 1, "one relay named: {line}");
+    // The run reaches the relay the dry run named, and no other.
+    let mut run = spawn_run(
+        dir.path(),
+        &e,
+        &["--policy", &policy(dir.path()), "--no-store"],
+    );
+    let ids = wait_for_faults(&relays[named[0]].2);
+    assert!(!ids.is_empty());
+    for i in (0..3).filter(|&i| i != named[0]) {
+        assert!(
+            remote_faults(&relays[i].2).is_empty(),
+            "relay {i} got faults"
+        );
+    }
+    signal(&run, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(wait_exit(&mut run, 60), 130);
+    assert!(remote_faults(&relays[named[0]].2).is_empty());
+}

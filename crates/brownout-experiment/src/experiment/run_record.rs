@@ -64,8 +64,11 @@ pub(super) fn print_plan(x: &Loaded) {
     }
     for st in &s.method {
         println!(
-            "stage {}: {} with the faults on {} of the sessions",
-            st.stage, st.duration.0, st.sessions.0
+            "stage {}: {} with the faults on {} of the sessions{}",
+            st.stage,
+            st.duration.0,
+            st.sessions.0,
+            relays_line(x, st.relays.as_ref())
         );
     }
     println!(
@@ -83,6 +86,36 @@ pub(super) fn print_plan(x: &Loaded) {
         s.rollbacks.len()
     );
     println!("dry run: nothing was sent to the target");
+}
+
+/// Which relays a stage's faults go to, for `--dry-run`: the seeded choice the run makes
+/// (`fleet_choice::chosen`, over the admin addresses as the run reads them), or, for a
+/// DNS fleet, the share of whatever the name resolves to when the stage starts.
+fn relays_line(x: &Loaded, share: Option<&super::spec::Share>) -> String {
+    use super::fleet_spec::{redact, FleetSpec};
+    let Some(fleet) = &x.spec.target.fleet else {
+        return String::new();
+    };
+    let fraction = share.and_then(|s| s.fraction()).unwrap_or(1.0);
+    let said = share.map_or("100%", |s| s.0.trim());
+    match fleet {
+        FleetSpec::List(list) => {
+            let admins: Vec<&str> = list.iter().map(|r| r.admin.trim_end_matches('/')).collect();
+            let picked = super::fleet_choice::chosen(x.plan.seed, fraction, &admins);
+            let names: Vec<String> = picked.iter().map(|a| redact(a)).collect();
+            format!(
+                ", on {said} of the relays: {} of {} ({}, chosen by seed {})",
+                picked.len(),
+                admins.len(),
+                names.join(", "),
+                x.plan.seed
+            )
+        }
+        FleetSpec::Dns(d) => format!(
+            ", on {said} of the relays `{}` resolves to when the stage starts (chosen by seed {})",
+            d.dns, x.plan.seed
+        ),
+    }
 }
 
 pub(super) fn finish(mut j: Journal, status: Status, a: &RunArgs) -> anyhow::Result<Outcome> {
