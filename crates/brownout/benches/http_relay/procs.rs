@@ -43,6 +43,10 @@ pub(crate) fn start_relay(exe: &str, upstream: &str, plan: Option<&std::path::Pa
         .map(String::from)
         .to_vec();
     args.extend(["--upstream".into(), upstream.into()]);
+    // The memory phase holds 1,000 sessions, each on its own connection, and 500 GET streams
+    // on connections of their own: past the relay's default cap of 1,024 connections, which
+    // would refuse the last ones (the reference proxy has no cap).
+    args.extend(["--max-connections".into(), "4096".into()]);
     if let Some(p) = plan {
         args.extend(["--plan".into(), p.display().to_string()]);
     }
