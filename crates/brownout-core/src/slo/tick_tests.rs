@@ -41,6 +41,25 @@ fn next_call(rng: &mut SplitMix, storm: bool) -> (f64, bool) {
     (gap, failing)
 }
 
+/// A `tools/call` of `tool` at `now`: failing or not, slow in a storm; its latency,
+/// correctness, timeout and attempts drawn from `rng` in that order.
+fn a_call(rng: &mut SplitMix, now: f64, tool: &str, failing: bool, storm: bool) -> CallObservation {
+    CallObservation {
+        at_ms: now,
+        method: "tools/call".into(),
+        tool: Some(tool.into()),
+        outcome: if failing { Outcome::Error } else { Outcome::Ok },
+        latency_ms: if storm {
+            900.0 * rng.unit()
+        } else {
+            30.0 + 20.0 * rng.unit()
+        },
+        correct: rng.unit() > 0.01,
+        timed_out: failing && rng.below(2) == 0,
+        attempts: 1 + rng.below(3) as u32,
+    }
+}
+
 #[test]
 fn tick_comes_to_what_evaluating_every_gate_does() {
     for seed in 0..6u64 {
@@ -81,20 +100,7 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
                 2..=3 => {} // an evaluation between calls (the 100 ms tick)
                 _ => {
                     let k = rng.below(3);
-                    let c = CallObservation {
-                        at_ms: now,
-                        method: "tools/call".into(),
-                        tool: Some(tools[k].into()),
-                        outcome: if failing { Outcome::Error } else { Outcome::Ok },
-                        latency_ms: if storm {
-                            900.0 * rng.unit()
-                        } else {
-                            30.0 + 20.0 * rng.unit()
-                        },
-                        correct: rng.unit() > 0.01,
-                        timed_out: failing && rng.below(2) == 0,
-                        attempts: 1 + rng.below(3) as u32,
-                    };
+                    let c = a_call(&mut rng, now, tools[k], failing, storm);
                     t.observe_call_in(&scopes[k], &c);
                     b.observe_call(&c);
                 }
@@ -178,20 +184,8 @@ fn gates_sharing_a_window_come_to_what_a_window_each_does() {
                 }
                 2..=3 => {}
                 _ => {
-                    let c = CallObservation {
-                        at_ms: now,
-                        method: "tools/call".into(),
-                        tool: Some(tools[rng.below(3)].into()),
-                        outcome: if failing { Outcome::Error } else { Outcome::Ok },
-                        latency_ms: if storm {
-                            900.0 * rng.unit()
-                        } else {
-                            30.0 + 20.0 * rng.unit()
-                        },
-                        correct: rng.unit() > 0.01,
-                        timed_out: failing && rng.below(2) == 0,
-                        attempts: 1 + rng.below(3) as u32,
-                    };
+                    let tool = tools[rng.below(3)];
+                    let c = a_call(&mut rng, now, tool, failing, storm);
                     shared.observe_call(&c);
                     alone.iter_mut().for_each(|w| w.observe_call(&c));
                 }
