@@ -41,6 +41,16 @@ fn next_call(rng: &mut SplitMix, storm: bool) -> (f64, bool) {
     (gap, failing)
 }
 
+/// A taint mark and the tool it lands on, drawn in that order.
+fn a_taint<'t>(rng: &mut SplitMix, tools: &[&'t str]) -> (TaintMark, Option<&'t str>) {
+    let mark = [
+        TaintMark::Altered,
+        TaintMark::Propagated,
+        TaintMark::Noticed,
+    ][rng.below(3)];
+    (mark, Some(tools[rng.below(3)]))
+}
+
 /// A `tools/call` of `tool` at `now`: failing or not, slow in a storm; its latency,
 /// correctness, timeout and attempts drawn from `rng` in that order.
 fn a_call(rng: &mut SplitMix, now: f64, tool: &str, failing: bool, storm: bool) -> CallObservation {
@@ -88,12 +98,7 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
                     b.observe_task(&task);
                 }
                 1 => {
-                    let mark = [
-                        TaintMark::Altered,
-                        TaintMark::Propagated,
-                        TaintMark::Noticed,
-                    ][rng.below(3)];
-                    let tool = Some(tools[rng.below(3)]);
+                    let (mark, tool) = a_taint(&mut rng, &tools);
                     t.observe_taint(now, tool, mark);
                     b.observe_taint(now, tool, mark);
                 }
@@ -171,12 +176,7 @@ fn gates_sharing_a_window_come_to_what_a_window_each_does() {
                     alone.iter_mut().for_each(|w| w.observe_task(&task));
                 }
                 1 => {
-                    let mark = [
-                        TaintMark::Altered,
-                        TaintMark::Propagated,
-                        TaintMark::Noticed,
-                    ][rng.below(3)];
-                    let tool = Some(tools[rng.below(3)]);
+                    let (mark, tool) = a_taint(&mut rng, &tools);
                     shared.observe_taint(now, tool, mark);
                     alone
                         .iter_mut()
