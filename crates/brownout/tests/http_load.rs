@@ -1,5 +1,5 @@
 //! The HTTP relay under load and under failure (loopback only, bounded, self-stopping):
-//! 500 concurrent sessions × 200 calls lose, duplicate and misroute nothing with bounded
+//! 500 concurrent sessions × 80 calls lose, duplicate and misroute nothing with bounded
 //! memory; a 10 % error plan injects 10 % within statistical bounds; an upstream that dies
 //! mid-stream gives every waiting client a clear error; SIGTERM lets streams in flight end.
 
@@ -60,7 +60,16 @@ async fn post(
                 .map(str::to_string);
             (status, sid, resp.text().await.unwrap_or_default())
         }
-        Err(e) => (0, None, e.to_string()),
+        // The whole chain of causes: reqwest's own text alone does not say what failed.
+        Err(e) => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            (0, None, text)
+        }
     }
 }
 
@@ -99,8 +108,10 @@ async fn session(
 }
 
 async fn run_load(url: &str, sessions: u64, calls: u64) -> (u64, Vec<String>, u64) {
+    // At most one idle connection per session: with more, a pool can open connections past
+    // the relay's default cap (1,024), which then closes idle ones a session may be reusing.
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(1024)
+        .pool_max_idle_per_host(sessions as usize)
         .timeout(Duration::from_secs(60))
         .build()
         .expect("client");

@@ -10,7 +10,8 @@
 //!   reads the body; see [`super::http_front`]).
 //!
 //! With a connection cap ([`serve_capped`]), a connection accepted at the cap displaces the
-//! oldest open connection with no request in flight (one still sending its head, or idle),
+//! open connection with no request in flight (one still sending its head, or idle) that
+//! showed life longest ago (its head began arriving, or it became idle, first),
 //! so clients holding connections open cannot lock others out; when every connection has
 //! a request in flight, the new one is closed at once.
 //!
@@ -126,12 +127,16 @@ pub async fn serve_capped(
         let registered = {
             let mut o = lock(&open);
             if o.conns.len() >= max_connections {
-                // The oldest connection with nothing in flight makes room; else refuse.
+                // The connection with nothing in flight that showed life longest ago makes
+                // room; else refuse. Not the oldest: a client's pool hands out the connection
+                // it used last, so the one idle longest is the one least likely to carry a
+                // request the relay has not read yet.
                 let victim = o
                     .conns
                     .iter()
-                    .find(|(_, (a, _))| a.in_flight.load(Ordering::Acquire) == 0)
-                    .map(|(id, (_, n))| (*id, Arc::clone(n)));
+                    .filter_map(|(id, (a, n))| a.quiet_since().map(|t| (t, *id, n)))
+                    .min_by_key(|(t, id, _)| (*t, *id))
+                    .map(|(_, id, n)| (id, Arc::clone(n)));
                 match victim {
                     Some((id, n)) => {
                         o.conns.remove(&id);
@@ -216,6 +221,16 @@ impl Activity {
                 m.1 = Some(Instant::now());
             }
         }
+    }
+
+    /// With nothing in flight, when the connection last showed life: when its pending head
+    /// began arriving, or else when it became idle.
+    fn quiet_since(&self) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let (idle_since, head_started) = *self.marks();
+        Some(head_started.unwrap_or(idle_since))
     }
 
     /// When the connection is due to be closed, if nothing happens before.

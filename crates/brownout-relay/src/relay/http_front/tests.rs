@@ -206,3 +206,74 @@ async fn the_connection_cap_closes_idle_connections_to_make_room() {
     assert_eq!(closed, 8, "connections past the cap were not closed");
     running.stop().await.expect("stops");
 }
+
+/// Send one request on a kept-alive raw connection and read its whole answer (the relay
+/// answers a JSON request with a `content-length`).
+async fn round_trip(c: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).await.expect("request");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf))
+            .await
+            .expect("an answer within 30 s")
+            .expect("read");
+        assert!(n > 0, "closed before the answer was whole");
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).to_string();
+        let Some(end) = text.find("\r\n\r\n") else {
+            continue;
+        };
+        let length: usize = text[..end]
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().expect("a length"))
+            })
+            .expect("a content-length");
+        if got.len() >= end + 4 + length {
+            return text;
+        }
+    }
+}
+
+/// At the cap, the connection idle longest makes room, not the oldest one: a client's pool
+/// reuses the connection it used last, so closing the oldest would cut the one in use.
+#[tokio::test]
+async fn the_connection_cap_closes_the_connection_idle_longest() {
+    use tokio::io::AsyncReadExt;
+    let server = upstream().await;
+    let opts = FrontOptions {
+        max_connections: 4,
+        ..FrontOptions::default()
+    };
+    let (_relay, _back, running) = front_to(server, opts, Duration::from_secs(600)).await;
+    let addr = running.addr();
+    let mut conns = Vec::new();
+    for _ in 0..4 {
+        let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        assert!(round_trip(&mut c).await.starts_with("HTTP/1.1 200"));
+        conns.push(c);
+    }
+    // The oldest connection is used again: now the second one has been idle longest.
+    assert!(round_trip(&mut conns[0]).await.starts_with("HTTP/1.1 200"));
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    assert!(round_trip(&mut fifth).await.starts_with("HTTP/1.1 200"));
+    let mut buf = [0u8; 64];
+    let second = tokio::time::timeout(Duration::from_secs(20), conns[1].read(&mut buf)).await;
+    assert!(
+        matches!(second, Ok(Ok(0)) | Ok(Err(_))),
+        "the connection idle longest was not closed: {second:?}"
+    );
+    // The oldest one, used last, still serves.
+    assert!(round_trip(&mut conns[0]).await.starts_with("HTTP/1.1 200"));
+    running.stop().await.expect("stops");
+}
