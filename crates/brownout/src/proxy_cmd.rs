@@ -81,8 +81,8 @@ pub(crate) struct HttpArgs {
     /// Most concurrent SSE streams (503 beyond).
     #[arg(long, default_value_t = 4096)]
     max_streams: usize,
-    /// Most open client connections. At the cap, a new connection closes the oldest one
-    /// with no request in flight (idle, or still sending its head); when every one has a
+    /// Most open client connections. At the cap, a new connection closes the one with no
+    /// request in flight that has been quiet longest (idle, or still sending its head); when every one has a
     /// request in flight, the new one is closed at once. Clients flooding connections
     /// cannot lock others out.
     #[arg(long, value_name = "N", default_value_t = 1024)]
