@@ -8,7 +8,7 @@
 //! fails, the calls still owed get an error. A body that is not JSON-RPC is never written to
 //! the client: its calls get an error naming the status and content type.
 
-use super::head::Headers;
+use super::head::{Headers, ACCEPT, CONTENT_TYPE, LAST_EVENT_ID};
 use super::http::{content_type, is_json, is_sse};
 use super::http_back::{describe, Pump, Upstream};
 use super::sse;
@@ -101,7 +101,7 @@ async fn carry_stream(
         let mut h = resume.clone();
         if !last_id
             .as_deref()
-            .is_some_and(|id| h.set("last-event-id", id))
+            .is_some_and(|id| h.set(&LAST_EVENT_ID, id))
         {
             return pump
                 .fail_owed(&format!("{why} (no event id to resume from)"))
@@ -115,8 +115,8 @@ async fn carry_stream(
         if let Some(ms) = retry {
             tokio::time::sleep(Duration::from_millis(ms).min(MAX_RETRY)).await;
         }
-        h.remove("content-type");
-        h.set("accept", "text/event-stream");
+        h.remove(&CONTENT_TYPE);
+        h.set(&ACCEPT, "text/event-stream");
         resp = match back.send(Method::GET, &back.path, h, Vec::new()).await {
             Ok(r) if r.status().is_success() && is_sse(r.headers()) => r,
             Ok(r) => {

@@ -4,7 +4,7 @@
 
 use super::{NewSession, UrlBack};
 use crate::relay::answer::{Answer, Streams};
-use crate::relay::head::{Head, Headers};
+use crate::relay::head::{Head, Headers, SESSION_ID};
 use crate::relay::http::{self, Down, Pacer, DOWN_DEPTH};
 use crate::relay::http_back::{describe, Pump, PumpEnd, Upstream};
 use crate::relay::layers::Post;
@@ -43,7 +43,7 @@ impl UrlBack {
             pace: None,
         };
         let sse_ok = headers.accepts_sse();
-        let anonymous = !headers.contains("mcp-session-id");
+        let anonymous = !headers.contains(&SESSION_ID);
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => return answer_alone(pump, &describe(&e)).await,
@@ -51,7 +51,7 @@ impl UrlBack {
         let head = take_head(&mut resp);
         // An `initialize` that opened a session: the connection's key served for it alone,
         // and the session goes on under the id the server gave; nothing stays behind.
-        let opened = anonymous && head.is_success() && head.headers.contains("mcp-session-id");
+        let opened = anonymous && head.is_success() && head.headers.contains(&SESSION_ID);
         let (handed_over, new_session) = if opened {
             (new_session, None)
         } else {
