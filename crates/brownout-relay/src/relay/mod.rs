@@ -26,6 +26,7 @@ mod pipe;
 pub mod sse;
 pub mod sse_stream;
 pub mod stdio;
+pub mod up_client;
 pub mod upstream_answer;
 pub mod url_back;
 

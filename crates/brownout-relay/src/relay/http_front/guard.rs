@@ -4,8 +4,8 @@
 
 use super::{Front, MAX_SESSION_ID};
 use crate::relay::head::SESSION_ID;
-use crate::relay::http_sessions::LABEL;
 use crate::relay::http_answer::plain;
+use crate::relay::http_sessions::LABEL;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 

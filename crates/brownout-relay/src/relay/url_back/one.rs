@@ -23,7 +23,7 @@ use crate::relay::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::verdict::Verdict;
-use reqwest::Method;
+use hyper::Method;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Semaphore};
 

@@ -9,9 +9,10 @@ use crate::relay::http::{self, Down, Pacer, DOWN_DEPTH};
 use crate::relay::http_back::{describe, Pump, PumpEnd, Upstream};
 use crate::relay::layers::Post;
 use crate::relay::sse_stream::SseRelay;
+use crate::relay::up_client::UpResponse;
 use crate::relay::Relay;
 use brownout_core::Side;
-use reqwest::Method;
+use hyper::Method;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -137,7 +138,7 @@ impl UrlBack {
 
 /// The head of the server's answer, taken out of it (the answer keeps its status and body):
 /// no copy of the headers on the way of every call.
-fn take_head(resp: &mut reqwest::Response) -> Head {
+fn take_head(resp: &mut UpResponse) -> Head {
     Head {
         status: resp.status().as_u16(),
         headers: Headers::from(std::mem::take(resp.headers_mut())),
@@ -145,7 +146,7 @@ fn take_head(resp: &mut reqwest::Response) -> Head {
 }
 
 /// The head of the server's answer, as the relay speaks of it.
-pub(super) fn head_of(resp: &reqwest::Response) -> Head {
+pub(super) fn head_of(resp: &UpResponse) -> Head {
     Head {
         status: resp.status().as_u16(),
         headers: Headers::from(resp.headers().clone()),
