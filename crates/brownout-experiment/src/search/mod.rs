@@ -78,8 +78,9 @@ pub struct SearchArgs {
     /// The first seed (seeds are SEED, SEED+1, …).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Precision, as a fraction of each range (default 1/32: the bracket each seed ends in).
-    #[arg(long, default_value_t = 1.0 / 32.0)]
+    /// Precision, as a fraction of each range (default 1/32: the bracket each seed ends in;
+    /// above 0, at most 1).
+    #[arg(long, default_value_t = 1.0 / 32.0, value_parser = wide::parse_tol)]
     pub tol: f64,
     /// Two dimensions: rays across the plane (at least 2).
     #[arg(long, default_value_t = 5)]
