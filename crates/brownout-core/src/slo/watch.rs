@@ -3,6 +3,7 @@
 //! pushed once for `error_rate` and `p99` over 10 s — each gate evaluated on demand.
 
 use super::grammar::{Gate, Window};
+use super::hist::bucket;
 use super::measure::{Cmp, Sli};
 use super::window::{
     Sample, Sliding, Totals, ALTERED, ANSWERED, CORRECT, NOTICED, OK, PROPAGATED, TIMED_OUT,
@@ -32,13 +33,91 @@ struct Feed {
     /// Bumped whenever a sample comes in or the window slides: a gate that evaluated at
     /// this version would evaluate to the same again.
     version: u64,
+    /// Bumped whenever the window slid or a sample went anywhere but its newest part (so
+    /// samples may have left it): see [`Guard`].
+    moved: u64,
+    /// The flags and latency bucket of the last sample pushed (see [`Guard`]).
+    last_flags: u8,
+    last_bucket: u16,
 }
 
 impl Feed {
     fn push(&mut self, at_ms: f64, sample: Sample) {
         self.version += 1;
-        self.window.push(at_ms, sample);
+        self.last_flags = sample.flags;
+        self.last_bucket = sample.bucket;
+        if !self.window.push(at_ms, sample) {
+            self.moved += 1;
+        }
     }
+}
+
+/// For a gate whose value cannot get worse when one kind of sample comes in (and none
+/// leaves the window but by a count window's turnover), what that kind is. When exactly one
+/// sample came in since the gate's last evaluation, it was of that kind and the window has
+/// not moved, a holding gate's value is no worse than it was then: still holding, not past
+/// its worst — evaluating it would change nothing its summary shows, so
+/// [`GateWatch::tick`] skips it (and the next sample is judged against the same bound).
+///
+/// Why the value cannot get worse (counts are exact integers below 2⁵³; a correctly
+/// rounded division is monotone): `error_rate`/`blast_radius` `(n − ok)/n` with an `OK`
+/// sample; `task_success` `ok/n`, `availability` `answered/n`, `tcsr` `correct/n` with one
+/// that has the property; `timeouts` `timed_out/n` with one that did not time out. A count
+/// window's turnover drops one sample as it takes one: the numerator moves the right way
+/// or not at all, `n` stays. `eta` is `answered/n × correct/answered`: three roundings (at
+/// most 3·2⁻⁵³ of the value) around the exact `correct/n`, which a correct sample raises
+/// by at least `1/(n(n+1))` of itself — more than the roundings while `n < 2²⁴` (checked).
+/// A percentile below a limit is the smallest bucket whose count and those below reach the
+/// rank `⌈q·n⌉`; a sample in that bucket or below adds one to that count while the rank
+/// grows by one at most, so the percentile's bucket stays or falls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Guard {
+    /// A sample with one of these flags.
+    Has(u8),
+    /// A sample with none of these flags.
+    Lacks(u8),
+    /// `eta`: a `CORRECT` sample, while the window holds fewer than 2²⁴.
+    Eta,
+    /// A percentile below a limit: a sample in the bucket of the last value or below.
+    Percentile,
+}
+
+impl Guard {
+    fn of(g: &Gate) -> Option<Guard> {
+        let below = matches!(g.cmp, Cmp::Lt | Cmp::Le);
+        let above = matches!(g.cmp, Cmp::Gt | Cmp::Ge);
+        match g.sli {
+            Sli::ErrorRate | Sli::BlastRadius if below => Some(Guard::Has(OK)),
+            Sli::TaskSuccess if above => Some(Guard::Has(OK)),
+            Sli::Availability if above => Some(Guard::Has(ANSWERED)),
+            Sli::Tcsr if above => Some(Guard::Has(CORRECT)),
+            Sli::Timeouts if below => Some(Guard::Lacks(TIMED_OUT)),
+            Sli::Eta if above => Some(Guard::Eta),
+            Sli::Percentile(_) if below => Some(Guard::Percentile),
+            _ => None,
+        }
+    }
+
+    /// Whether the last sample `feed` took cannot make the value worse than at `bound`.
+    #[inline]
+    fn passes(self, feed: &Feed, bound: u16) -> bool {
+        let f = feed.last_flags;
+        match self {
+            Guard::Has(m) => f & m != 0,
+            Guard::Lacks(m) => f & m == 0,
+            Guard::Eta => f & CORRECT != 0 && feed.window.totals().n < 1 << 24,
+            Guard::Percentile => feed.last_bucket <= bound,
+        }
+    }
+}
+
+/// Where a guarded gate's last evaluation left its window ([`Guard`]).
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    moved: u64,
+    version: u64,
+    /// A percentile's bucket then.
+    bound: u16,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +138,13 @@ struct Watched {
     seen: Option<u64>,
     /// When the last evaluation was.
     stepped_ms: f64,
+    /// Whether (and on what) an evaluation can be skipped while the gate holds.
+    guard: Option<Guard>,
+    /// Where its last evaluation (or skip) left the window.
+    mark: Option<Mark>,
+    /// Evaluations so far (tests count the ones [`GateWatch::tick`] skips).
+    #[cfg(test)]
+    pub(super) steps: u64,
     /// The gate's limit, its least samples and its `for` duration, read per evaluation.
     limit: f64,
     min_samples: u64,
@@ -106,11 +192,18 @@ impl GateWatch {
                                 Window::Count { n } => Sliding::count(n, hist, max),
                             },
                             version: 0,
+                            moved: 0,
+                            last_flags: 0,
+                            last_bucket: 0,
                         });
                         feeds.len() - 1
                     }
                 };
                 Watched {
+                    guard: Guard::of(&gate),
+                    mark: None,
+                    #[cfg(test)]
+                    steps: 0,
                     limit: gate.limit(),
                     min_samples: u64::from(gate.min_samples()),
                     sustain_ms: gate.sustain_ms(),
@@ -134,6 +227,12 @@ impl GateWatch {
             gates,
             feeds,
         }
+    }
+
+    /// Each gate's evaluations so far.
+    #[cfg(test)]
+    pub(super) fn steps(&self) -> Vec<u64> {
+        self.gates.iter().map(|w| w.steps).collect()
     }
 
     /// The gates watched, in order.
@@ -246,8 +345,8 @@ impl GateWatch {
         let mut breached = false;
         for w in &mut self.gates {
             let f = &mut self.feeds[w.feed];
-            let status = if w.seen == Some(f.version)
-                && w.status != GateStatus::Failing
+            let status = if (w.seen == Some(f.version) && w.status != GateStatus::Failing
+                || w.status == GateStatus::Holding && w.mark.is_some() && w.still_holds(f))
                 && now_ms >= w.stepped_ms
                 && !f.window.slides_at(now_ms)
             {
@@ -399,6 +498,24 @@ impl Feed {
 }
 
 impl Watched {
+    /// The window has not moved and took one sample, which cannot make this gate's value
+    /// worse, since its last evaluation or skip ([`Guard`]); if so, that sample is passed.
+    #[inline]
+    fn still_holds(&mut self, feed: &Feed) -> bool {
+        match (self.guard, self.mark.as_mut()) {
+            (Some(g), Some(m))
+                if feed.moved == m.moved
+                    && feed.version == m.version + 1
+                    && g.passes(feed, m.bound) =>
+            {
+                m.version = feed.version;
+                self.seen = Some(feed.version);
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn evaluate(&mut self, index: usize, feed: &mut Feed, now_ms: f64) -> GateState {
         let s = self.step(feed, now_ms);
         GateState {
@@ -417,11 +534,24 @@ impl Watched {
         if feed.window.slides_at(now_ms) {
             feed.window.advance(now_ms);
             feed.version += 1;
+            feed.moved += 1;
         }
         self.seen = Some(feed.version);
         self.stepped_ms = now_ms;
+        #[cfg(test)]
+        {
+            self.steps += 1;
+        }
         let samples = feed.window.totals().n;
         let value = value_of(self.gate.sli, &mut feed.window);
+        if self.guard.is_some() {
+            self.mark = Some(Mark {
+                moved: feed.moved,
+                version: feed.version,
+                // A percentile is its bucket's midpoint, which lies in that bucket.
+                bound: value.map_or(0, bucket),
+            });
+        }
         let limit = self.limit;
         let enough = samples >= self.min_samples;
         let status = match value {
