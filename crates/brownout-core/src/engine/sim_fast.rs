@@ -185,6 +185,7 @@ impl Engine {
     /// [`Engine::on_simulated_call_to`] for a call at `site` in `session`: the same
     /// selectors, counters, draws and effects, decided from what the site and the session
     /// already resolved.
+    #[inline(always)]
     pub fn on_simulated_call_at(
         &mut self,
         site: &mut SimCallSite,
