@@ -3,6 +3,7 @@
 //! pushed once for `error_rate` and `p99` over 10 s — each gate evaluated on demand.
 
 use super::grammar::{Gate, Window};
+use super::guard::{Guard, Mark};
 use super::hist::bucket;
 use super::measure::{Cmp, Sli};
 use super::window::{
@@ -50,74 +51,6 @@ impl Feed {
             self.moved += 1;
         }
     }
-}
-
-/// For a gate whose value cannot get worse when one kind of sample comes in (and none
-/// leaves the window but by a count window's turnover), what that kind is. When exactly one
-/// sample came in since the gate's last evaluation, it was of that kind and the window has
-/// not moved, a holding gate's value is no worse than it was then: still holding, not past
-/// its worst — evaluating it would change nothing its summary shows, so
-/// [`GateWatch::tick`] skips it (and the next sample is judged against the same bound).
-///
-/// Why the value cannot get worse (counts are exact integers below 2⁵³; a correctly
-/// rounded division is monotone): `error_rate`/`blast_radius` `(n − ok)/n` with an `OK`
-/// sample; `task_success` `ok/n`, `availability` `answered/n`, `tcsr` `correct/n` with one
-/// that has the property; `timeouts` `timed_out/n` with one that did not time out. A count
-/// window's turnover drops one sample as it takes one: the numerator moves the right way
-/// or not at all, `n` stays. `eta` is `answered/n × correct/answered`: three roundings (at
-/// most 3·2⁻⁵³ of the value) around the exact `correct/n`, which a correct sample raises
-/// by at least `1/(n(n+1))` of itself — more than the roundings while `n < 2²⁴` (checked).
-/// A percentile below a limit is the smallest bucket whose count and those below reach the
-/// rank `⌈q·n⌉`; a sample in that bucket or below adds one to that count while the rank
-/// grows by one at most, so the percentile's bucket stays or falls.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Guard {
-    /// A sample with one of these flags.
-    Has(u8),
-    /// A sample with none of these flags.
-    Lacks(u8),
-    /// `eta`: a `CORRECT` sample, while the window holds fewer than 2²⁴.
-    Eta,
-    /// A percentile below a limit: a sample in the bucket of the last value or below.
-    Percentile,
-}
-
-impl Guard {
-    fn of(g: &Gate) -> Option<Guard> {
-        let below = matches!(g.cmp, Cmp::Lt | Cmp::Le);
-        let above = matches!(g.cmp, Cmp::Gt | Cmp::Ge);
-        match g.sli {
-            Sli::ErrorRate | Sli::BlastRadius if below => Some(Guard::Has(OK)),
-            Sli::TaskSuccess if above => Some(Guard::Has(OK)),
-            Sli::Availability if above => Some(Guard::Has(ANSWERED)),
-            Sli::Tcsr if above => Some(Guard::Has(CORRECT)),
-            Sli::Timeouts if below => Some(Guard::Lacks(TIMED_OUT)),
-            Sli::Eta if above => Some(Guard::Eta),
-            Sli::Percentile(_) if below => Some(Guard::Percentile),
-            _ => None,
-        }
-    }
-
-    /// Whether the last sample `feed` took cannot make the value worse than at `bound`.
-    #[inline]
-    fn passes(self, feed: &Feed, bound: u16) -> bool {
-        let f = feed.last_flags;
-        match self {
-            Guard::Has(m) => f & m != 0,
-            Guard::Lacks(m) => f & m == 0,
-            Guard::Eta => f & CORRECT != 0 && feed.window.totals().n < 1 << 24,
-            Guard::Percentile => feed.last_bucket <= bound,
-        }
-    }
-}
-
-/// Where a guarded gate's last evaluation left its window ([`Guard`]).
-#[derive(Debug, Clone, Copy)]
-struct Mark {
-    moved: u64,
-    version: u64,
-    /// A percentile's bucket then.
-    bound: u16,
 }
 
 #[derive(Debug, Clone)]
@@ -506,7 +439,12 @@ impl Watched {
             (Some(g), Some(m))
                 if feed.moved == m.moved
                     && feed.version == m.version + 1
-                    && g.passes(feed, m.bound) =>
+                    && g.passes(
+                        feed.last_flags,
+                        feed.last_bucket,
+                        feed.window.totals().n,
+                        m.bound,
+                    ) =>
             {
                 m.version = feed.version;
                 self.seen = Some(feed.version);
