@@ -24,7 +24,7 @@ pub(crate) enum Proxy {
     /// Example:
     ///   brownout proxy stdio --plan examples/demo-plan.yaml --events run.jsonl -- brownout fixture
     ///   brownout proxy stdio --plan plan.yaml --watch -- python my_server.py
-    ///   brownout proxy stdio --plan plan.yaml --upstream https://tools.example/mcp
+    ///   brownout proxy stdio --plan plan.yaml --upstream http://tools.internal:3001/mcp
     #[command(
         verbatim_doc_comment,
         override_usage = "brownout proxy stdio [OPTIONS] -- <CMD> [ARGS]...\n       brownout proxy stdio [OPTIONS] --upstream <URL>"

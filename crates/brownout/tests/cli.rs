@@ -547,3 +547,17 @@ fn the_fixture_keeps_ids_as_written() {
     assert!(text.contains("\"id\":1e2,"), "{text}");
     assert!(text.contains("\"id\":12345678901234567890123,"), "{text}");
 }
+
+/// An https:// upstream was taken and every call then failed with "scheme is not http" (the
+/// build has no TLS): it is refused at start, saying so and what to do instead.
+#[test]
+fn an_https_upstream_is_refused_at_start_saying_why() {
+    for front in ["stdio", "http"] {
+        let (code, _, err) = run(&["proxy", front, "--upstream", "https://127.0.0.1:9/mcp"]);
+        assert_eq!(code, 2, "{front}: {err}");
+        assert!(
+            err.contains("https:// upstreams are not supported") && err.contains("no TLS"),
+            "{front}: {err}"
+        );
+    }
+}

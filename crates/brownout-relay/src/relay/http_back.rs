@@ -23,8 +23,10 @@ use tokio::sync::mpsc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackError {
-    #[error("`{0}` is not an http:// or https:// URL")]
+    #[error("`{0}` is not an http:// URL")]
     BadUrl(String),
+    #[error("`{0}`: https:// upstreams are not supported yet (this build has no TLS); relay to the server's plain-HTTP endpoint, or put a TLS-terminating proxy between brownout and the server")]
+    NoTls(String),
 }
 
 /// The server at a URL.
@@ -42,7 +44,10 @@ pub struct Upstream {
 impl Upstream {
     pub fn new(url: &str, max_body: usize) -> Result<Upstream, BackError> {
         let parsed = reqwest::Url::parse(url).map_err(|_| BackError::BadUrl(url.into()))?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        if parsed.scheme() == "https" {
+            return Err(BackError::NoTls(url.into()));
+        }
+        if parsed.scheme() != "http" || parsed.host_str().is_none() {
             return Err(BackError::BadUrl(url.into()));
         }
         let origin = parsed.origin().ascii_serialization();
