@@ -185,6 +185,7 @@ impl Engine {
     /// [`Engine::on_simulated_call_to`] for a call at `site` in `session`: the same
     /// selectors, counters, draws and effects, decided from what the site and the session
     /// already resolved.
+    #[inline(always)]
     pub fn on_simulated_call_at(
         &mut self,
         site: &mut SimCallSite,
@@ -209,78 +210,118 @@ impl Engine {
         if site.faults.is_empty() {
             return out;
         }
-        // Borrowed beside `shared` and `summary` (other fields): no reference count per call.
-        let plan = &*self.plan;
-        let seed = plan.seed;
+        let seed = self.plan.seed;
         for &(i, gate) in site.faults.iter() {
-            let f = &plan.faults[i];
-            let key = *session.keys[i]
-                .get_or_insert_with(|| StreamKey::new(seed, f.id_hash, session.hash));
-            if let Gate::Draw(p) = gate {
-                // What the general path below decides when no dynamic selector is set: the
-                // counter, then the draw (none when it cannot fire).
-                let c = &mut session.counters[i];
-                c.matches += 1;
-                let fire = p >= 1.0 || (p > 0.0 && key.unit(seq, salt::FIRE) < p);
-                if !fire {
-                    continue;
-                }
-                c.injections += 1;
-            } else if gate == Gate::Selected {
-                let sel = &f.select;
-                if let Some(frac) = sel.sessions {
-                    if !in_radius(seed, session.radius_hash, frac) {
-                        continue;
+            let key = *session.keys[i].get_or_insert_with(|| {
+                StreamKey::new(seed, self.plan.faults[i].id_hash, session.hash)
+            });
+            let fire = match gate {
+                Gate::Draw(p) => {
+                    // What the general path decides when no dynamic selector is set: the
+                    // counter, then the draw (none when it cannot fire).
+                    let c = &mut session.counters[i];
+                    c.matches += 1;
+                    let fire = p >= 1.0 || (p > 0.0 && key.unit(seq, salt::FIRE) < p);
+                    if fire {
+                        c.injections += 1;
                     }
+                    fire
                 }
-                if !sel.in_window(now) {
-                    continue;
-                }
-                let c = &mut session.counters[i];
-                c.matches += 1;
-                if c.matches <= sel.after_calls {
-                    continue;
-                }
-                if let Some(n) = sel.every_nth {
-                    if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
-                        continue;
-                    }
-                }
-                if sel.max_injections.is_some_and(|m| c.injections >= m) {
-                    continue;
-                }
-                let p = sel.probability;
-                let fire = match &f.correlation {
-                    Some(corr) => correlated(corr, p, key, seed, f.id_hash, seq, now, &mut c.bad),
-                    None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
-                };
-                if !fire {
-                    continue;
-                }
-                c.injections += 1;
-            }
-            let state = if f.effect.shared_state() {
-                self.shared.entry(i).or_default()
-            } else {
-                &mut session.counters[i].kind
+                Gate::Selected => self.selected(i, key, session, seq, now),
+                Gate::Always => true,
             };
-            let mut c = Ctx {
-                key,
-                seq,
-                now,
-                method: METHOD,
-                tool: Some(&site.tool),
-                id: None,
-                tools: f.select.tools.as_ref(),
-                state,
-                schema: None,
-            };
-            if f.effect.simulate(f.direction, &mut c, &mut out) {
-                out.injected += 1;
-                self.summary.record_fault(&f.id, f.effect.kind());
+            if fire {
+                self.inject(i, key, &site.tool, session, seq, now, &mut out);
             }
         }
         out
+    }
+
+    /// Every dynamic selector of fault `i`, then its draw or correlation, in the engine's
+    /// order (counting the match and the injection). Out of line: the plain draw above is
+    /// the common case, and this one's loads were hoisted onto every call.
+    #[inline(never)]
+    fn selected(
+        &self,
+        i: usize,
+        key: StreamKey,
+        session: &mut SimSession,
+        seq: u64,
+        now: Time,
+    ) -> bool {
+        let plan = &*self.plan;
+        let seed = plan.seed;
+        let f = &plan.faults[i];
+        let sel = &f.select;
+        if let Some(frac) = sel.sessions {
+            if !in_radius(seed, session.radius_hash, frac) {
+                return false;
+            }
+        }
+        if !sel.in_window(now) {
+            return false;
+        }
+        let c = &mut session.counters[i];
+        c.matches += 1;
+        if c.matches <= sel.after_calls {
+            return false;
+        }
+        if let Some(n) = sel.every_nth {
+            if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
+                return false;
+            }
+        }
+        if sel.max_injections.is_some_and(|m| c.injections >= m) {
+            return false;
+        }
+        let p = sel.probability;
+        let fire = match &f.correlation {
+            Some(corr) => correlated(corr, p, key, seed, f.id_hash, seq, now, &mut c.bad),
+            None => p >= 1.0 || key.unit(seq, salt::FIRE) < p,
+        };
+        if fire {
+            c.injections += 1;
+        }
+        fire
+    }
+
+    /// Fault `i` takes the call: its kind's effect on `out`. Out of line (a fault fires on
+    /// a few calls in a hundred).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn inject(
+        &mut self,
+        i: usize,
+        key: StreamKey,
+        tool: &str,
+        session: &mut SimSession,
+        seq: u64,
+        now: Time,
+        out: &mut SimulatedCall,
+    ) {
+        // Borrowed beside `shared` and `summary` (other fields): no reference count.
+        let plan = &*self.plan;
+        let f = &plan.faults[i];
+        let state = if f.effect.shared_state() {
+            self.shared.entry(i).or_default()
+        } else {
+            &mut session.counters[i].kind
+        };
+        let mut c = Ctx {
+            key,
+            seq,
+            now,
+            method: METHOD,
+            tool: Some(tool),
+            id: None,
+            tools: f.select.tools.as_ref(),
+            state,
+            schema: None,
+        };
+        if f.effect.simulate(f.direction, &mut c, out) {
+            out.injected += 1;
+            self.summary.record_fault(&f.id, f.effect.kind());
+        }
     }
 }
 

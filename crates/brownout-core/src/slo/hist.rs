@@ -216,6 +216,10 @@ mod tests {
             let old = MIN_MS * 2f64.powi(exp as i32) * (1.0 + (sub as f64 + 0.5) / SUB as f64);
             assert_eq!(representative(b).to_bits(), old.to_bits(), "bucket {b}");
         }
+        // A bucket's midpoint lies in it (a gate reads a percentile's bucket back from it).
+        for b in 0..BUCKETS as u16 {
+            assert_eq!(bucket(representative(b)), b, "bucket {b}");
+        }
         assert_eq!(bucket(f64::INFINITY), (BUCKETS - 1) as u16);
         assert_eq!(bucket(-3.0), 0);
     }

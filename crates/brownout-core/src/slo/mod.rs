@@ -9,6 +9,7 @@
 //! `docs/gates.md`.
 
 mod grammar;
+mod guard;
 mod hist;
 mod lex;
 mod measure;

@@ -8,8 +8,13 @@ use super::*;
 use crate::event::Outcome;
 use crate::rng::SplitMix;
 
-const GATES: [&str; 9] = [
+const GATES: [&str; 14] = [
     "error_rate < 1% over 10s",
+    "availability >= 99% over 10s",
+    "tcsr > 95% over 500 calls",
+    "timeouts <= 2% over 3s for 200ms",
+    "eta >= 97% over 5s",
+    "p90 < 49ms over 200 calls",
     "p99 < 800ms over 10s",
     "eta{tool=\"get_logs\"} >= 99% over 1000 calls",
     "blast_radius <= 20% over 10s",
@@ -124,12 +129,92 @@ fn tick_comes_to_what_evaluating_every_gate_does() {
         }
         let (a, b) = (ticked.summaries(), evaluated.summaries());
         assert_eq!(a, b, "seed {seed}");
+        // The guarded gates were skipped on the way (each one: it held at times).
+        let (t, e) = (ticked.steps(), evaluated.steps());
+        for (i, g) in GATES.iter().enumerate().take(7) {
+            assert!(
+                t[i] < e[i] / 2,
+                "seed {seed}: {g} evaluated {} of {}",
+                t[i],
+                e[i]
+            );
+        }
         assert!(a.iter().any(|g| g.breached), "the storm breached some gate");
         assert!(
             a.iter().any(|g| g.status != GateStatus::Breached),
             "some gate recovered after the storm"
         );
     }
+}
+
+/// A holding gate whose value the one sample that came in cannot make worse is not
+/// evaluated again ([`GateWatch::tick`]'s guard); it is at a sample that could, at a
+/// slide, and when more than one sample came in between ticks.
+#[test]
+fn a_holding_gate_is_not_evaluated_again_on_samples_that_cannot_worsen_it() {
+    let gates = ["error_rate < 1% over 10s", "p99 < 800ms over 10s"];
+    let mut w = GateWatch::new(
+        gates
+            .iter()
+            .map(|g| Gate::parse(g).expect("gate"))
+            .collect(),
+    );
+    let scope = w.call_scope("tools/call", Some("get_logs"));
+    let mut now = 0.0;
+    let call = |now: f64, failing: bool, latency_ms: f64| CallObservation {
+        at_ms: now,
+        method: "tools/call".into(),
+        tool: Some("get_logs".into()),
+        outcome: if failing { Outcome::Error } else { Outcome::Ok },
+        latency_ms,
+        correct: true,
+        timed_out: false,
+        attempts: 1,
+    };
+    // 200 good calls of 40–60 ms within one slot of the window (10 s / 100): both gates
+    // hold once they have their least samples.
+    for i in 0..200 {
+        now += 0.25;
+        w.observe_call_in(&scope, &call(now, false, 40.0 + f64::from(i % 21)));
+        assert!(!w.tick(now));
+    }
+    let steps = |w: &GateWatch| w.steps();
+    let before = steps(&w);
+    for i in 0..100 {
+        now += 0.25;
+        w.observe_call_in(&scope, &call(now, false, 40.0 + f64::from(i % 20)));
+        assert!(!w.tick(now));
+    }
+    assert_eq!(
+        steps(&w),
+        before,
+        "good calls under the p99: neither is evaluated"
+    );
+    // A failing call (as fast) is evaluated by error_rate, not by p99; its value is the
+    // worst seen so far.
+    now += 0.25;
+    w.observe_call_in(&scope, &call(now, true, 41.0));
+    assert!(!w.tick(now));
+    assert_eq!(steps(&w), vec![before[0] + 1, before[1]]);
+    let worst = w.summaries()[0].worst.expect("a value");
+    assert!((worst - 1.0 / 301.0).abs() < 1e-12, "{worst}");
+    // A slow one is evaluated by p99 (and by error_rate, which judges from its last
+    // evaluation: that one was a failure's).
+    now += 0.25;
+    w.observe_call_in(&scope, &call(now, false, 700.0));
+    assert!(!w.tick(now));
+    assert_eq!(steps(&w), vec![before[0] + 1, before[1] + 1]);
+    // Two good calls between ticks: both are evaluated.
+    for _ in 0..2 {
+        now += 0.25;
+        w.observe_call_in(&scope, &call(now, false, 41.0));
+    }
+    assert!(!w.tick(now));
+    assert_eq!(steps(&w), vec![before[0] + 2, before[1] + 2]);
+    // A slide (the next slot), good call or not.
+    w.observe_call_in(&scope, &call(now + 150.0, false, 41.0));
+    assert!(!w.tick(now + 150.0));
+    assert_eq!(steps(&w), vec![before[0] + 3, before[1] + 3]);
 }
 
 /// Gates that watch the same samples over the same window share one: a watch of them all

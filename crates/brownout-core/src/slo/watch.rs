@@ -3,6 +3,8 @@
 //! pushed once for `error_rate` and `p99` over 10 s — each gate evaluated on demand.
 
 use super::grammar::{Gate, Window};
+use super::guard::{Guard, Mark};
+use super::hist::bucket;
 use super::measure::{Cmp, Sli};
 use super::window::{
     Sample, Sliding, Totals, ALTERED, ANSWERED, CORRECT, NOTICED, OK, PROPAGATED, TIMED_OUT,
@@ -32,12 +34,22 @@ struct Feed {
     /// Bumped whenever a sample comes in or the window slides: a gate that evaluated at
     /// this version would evaluate to the same again.
     version: u64,
+    /// Bumped whenever the window slid or a sample went anywhere but its newest part (so
+    /// samples may have left it): see [`Guard`].
+    moved: u64,
+    /// The flags and latency bucket of the last sample pushed (see [`Guard`]).
+    last_flags: u8,
+    last_bucket: u16,
 }
 
 impl Feed {
     fn push(&mut self, at_ms: f64, sample: Sample) {
         self.version += 1;
-        self.window.push(at_ms, sample);
+        self.last_flags = sample.flags;
+        self.last_bucket = sample.bucket;
+        if !self.window.push(at_ms, sample) {
+            self.moved += 1;
+        }
     }
 }
 
@@ -59,6 +71,13 @@ struct Watched {
     seen: Option<u64>,
     /// When the last evaluation was.
     stepped_ms: f64,
+    /// Whether (and on what) an evaluation can be skipped while the gate holds.
+    guard: Option<Guard>,
+    /// Where its last evaluation (or skip) left the window.
+    mark: Option<Mark>,
+    /// Evaluations so far (tests count the ones [`GateWatch::tick`] skips).
+    #[cfg(test)]
+    pub(super) steps: u64,
     /// The gate's limit, its least samples and its `for` duration, read per evaluation.
     limit: f64,
     min_samples: u64,
@@ -106,11 +125,18 @@ impl GateWatch {
                                 Window::Count { n } => Sliding::count(n, hist, max),
                             },
                             version: 0,
+                            moved: 0,
+                            last_flags: 0,
+                            last_bucket: 0,
                         });
                         feeds.len() - 1
                     }
                 };
                 Watched {
+                    guard: Guard::of(&gate),
+                    mark: None,
+                    #[cfg(test)]
+                    steps: 0,
                     limit: gate.limit(),
                     min_samples: u64::from(gate.min_samples()),
                     sustain_ms: gate.sustain_ms(),
@@ -134,6 +160,12 @@ impl GateWatch {
             gates,
             feeds,
         }
+    }
+
+    /// Each gate's evaluations so far.
+    #[cfg(test)]
+    pub(super) fn steps(&self) -> Vec<u64> {
+        self.gates.iter().map(|w| w.steps).collect()
     }
 
     /// The gates watched, in order.
@@ -246,8 +278,8 @@ impl GateWatch {
         let mut breached = false;
         for w in &mut self.gates {
             let f = &mut self.feeds[w.feed];
-            let status = if w.seen == Some(f.version)
-                && w.status != GateStatus::Failing
+            let status = if (w.seen == Some(f.version) && w.status != GateStatus::Failing
+                || w.status == GateStatus::Holding && w.mark.is_some() && w.still_holds(f))
                 && now_ms >= w.stepped_ms
                 && !f.window.slides_at(now_ms)
             {
@@ -399,6 +431,29 @@ impl Feed {
 }
 
 impl Watched {
+    /// The window has not moved and took one sample, which cannot make this gate's value
+    /// worse, since its last evaluation or skip ([`Guard`]); if so, that sample is passed.
+    #[inline]
+    fn still_holds(&mut self, feed: &Feed) -> bool {
+        match (self.guard, self.mark.as_mut()) {
+            (Some(g), Some(m))
+                if feed.moved == m.moved
+                    && feed.version == m.version + 1
+                    && g.passes(
+                        feed.last_flags,
+                        feed.last_bucket,
+                        feed.window.totals().n,
+                        m.bound,
+                    ) =>
+            {
+                m.version = feed.version;
+                self.seen = Some(feed.version);
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn evaluate(&mut self, index: usize, feed: &mut Feed, now_ms: f64) -> GateState {
         let s = self.step(feed, now_ms);
         GateState {
@@ -417,11 +472,24 @@ impl Watched {
         if feed.window.slides_at(now_ms) {
             feed.window.advance(now_ms);
             feed.version += 1;
+            feed.moved += 1;
         }
         self.seen = Some(feed.version);
         self.stepped_ms = now_ms;
+        #[cfg(test)]
+        {
+            self.steps += 1;
+        }
         let samples = feed.window.totals().n;
         let value = value_of(self.gate.sli, &mut feed.window);
+        if self.guard.is_some() {
+            self.mark = Some(Mark {
+                moved: feed.moved,
+                version: feed.version,
+                // A percentile is its bucket's midpoint, which lies in that bucket.
+                bound: value.map_or(0, bucket),
+            });
+        }
         let limit = self.limit;
         let enough = samples >= self.min_samples;
         let status = match value {

@@ -232,8 +232,9 @@ impl Sliding {
 
     /// Move a time window's head to `at_ms` (never backwards); count windows ignore time.
     /// Inline for the common case, a time within the head's slot; sliding is out of line.
+    /// Whether it moved.
     #[inline]
-    pub(crate) fn advance(&mut self, at_ms: f64) {
+    pub(crate) fn advance(&mut self, at_ms: f64) -> bool {
         if let Sliding::Time {
             width_ms,
             memo,
@@ -244,8 +245,10 @@ impl Sliding {
             let s = slot_at(memo, at_ms, *width_ms);
             if head.is_none_or(|h| s > h) {
                 self.slide_to(s);
+                return true;
             }
         }
+        false
     }
 
     /// Move a time window's head to slot `s`, past its current head.
@@ -286,10 +289,12 @@ impl Sliding {
         }
     }
 
-    pub(crate) fn push(&mut self, at_ms: f64, sample: Sample) {
+    /// Take a sample at `at_ms`. `true` when no sample left the window but by a count
+    /// window's turnover: a time window took it into its newest slot without sliding.
+    pub(crate) fn push(&mut self, at_ms: f64, sample: Sample) -> bool {
         match self {
             Sliding::Time { .. } => {
-                self.advance(at_ms);
+                let slid = self.advance(at_ms);
                 let Sliding::Time {
                     width_ms,
                     memo,
@@ -299,14 +304,15 @@ impl Sliding {
                     hist,
                 } = self
                 else {
-                    return;
+                    return false;
                 };
                 let s = slot_at(memo, at_ms, *width_ms);
-                let Some(h) = *head else { return };
+                let Some(h) = *head else { return false };
                 if s <= h - SLOTS {
-                    return; // its slot has already left the window
+                    return false; // its slot has already left the window
                 }
                 let slot = &mut slots[s.rem_euclid(SLOTS) as usize];
+                let kept = !slid && s == h && slot.index == s;
                 if slot.index != s {
                     // A slot between the ones seen so far that nobody touched yet.
                     if slot.index != i64::MIN {
@@ -321,6 +327,7 @@ impl Sliding {
                     *slot.buckets.entry(sample.bucket).or_default() += 1;
                     hist.add(sample.bucket, 1);
                 }
+                kept
             }
             Sliding::Count {
                 size,
@@ -354,6 +361,7 @@ impl Sliding {
                     }
                 }
                 *seq += 1;
+                true
             }
         }
     }

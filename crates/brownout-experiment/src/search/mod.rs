@@ -125,6 +125,19 @@ pub struct SearchArgs {
     pub wide: wide::WideArgs,
 }
 
+/// The command line's defaults (`brownout search` with no flags), so a search built in code
+/// (`brownout mcp`, tests) starts where the command line does and names only what differs.
+impl Default for SearchArgs {
+    fn default() -> SearchArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            args: SearchArgs,
+        }
+        <Defaults as clap::Parser>::parse_from(["search"]).args
+    }
+}
+
 impl SearchArgs {
     /// The simulation budget for a search of `dims` dimensions.
     pub fn max_evals(&self, dims: usize) -> u64 {

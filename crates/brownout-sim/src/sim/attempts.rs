@@ -10,7 +10,10 @@ use brownout_core::faults::simulated::SimOutcome;
 use brownout_core::Time;
 
 impl Sim<'_> {
-    pub(super) fn try_attempt(&mut self, call: u32) {
+    pub(super) fn try_attempt<const F: bool>(&mut self, call: u32) {
+        if !F {
+            return self.launch::<F>(call, None);
+        }
         let tool = self.calls.items[call as usize].tool;
         let deadline = if self.deadlines {
             self.deadline_of(call)
@@ -20,11 +23,11 @@ impl Sim<'_> {
         if let Some(d) = deadline {
             let left = d.saturating_sub(self.now);
             if left == 0 || (self.w.client.deadline_aware && left < self.tools[tool].expect_us) {
-                return self.end_call(call, CallEnd::Skipped);
+                return self.end_call::<F>(call, CallEnd::Skipped);
             }
         }
         if !self.breaker_allows(tool) {
-            return self.end_call(call, CallEnd::Skipped);
+            return self.end_call::<F>(call, CallEnd::Skipped);
         }
         let take = match self.limiter.as_mut() {
             Some(bucket) => bucket.take(self.now),
@@ -45,13 +48,13 @@ impl Sim<'_> {
                 let s = self.c.second(self.now);
                 s.attempts += 1;
                 s.errors += 1;
-                return self.attempt_failed(call);
+                return self.attempt_failed::<F>(call);
             }
         }
-        self.launch(call, deadline);
+        self.launch::<F>(call, deadline);
     }
 
-    pub(super) fn launch(&mut self, call: u32, deadline: Option<u64>) {
+    pub(super) fn launch<const F: bool>(&mut self, call: u32, deadline: Option<u64>) {
         let (tool, task) = {
             let c = &mut self.calls.items[call as usize];
             c.attempts += 1;
@@ -105,7 +108,7 @@ impl Sim<'_> {
         let timeout = self.now + self.timeout_us;
         // The client's timeout: an earlier deadline on the event queue, else on the FIFO of
         // timeouts (pushed below, once it is known whether it can ever fire).
-        let fifo = match deadline {
+        let fifo = match deadline.filter(|_| F) {
             Some(d) if d < timeout => {
                 self.push(d, Ev::ClientTimeout(a, gen));
                 false
@@ -179,7 +182,7 @@ impl Sim<'_> {
         done
     }
 
-    pub(super) fn service_done(&mut self, a: u32) {
+    pub(super) fn service_done<const F: bool>(&mut self, a: u32) {
         let (tool, r, outcome, delay, gen) = {
             let at = &mut self.attempts.items[a as usize];
             at.server = false;
@@ -197,7 +200,9 @@ impl Sim<'_> {
         };
         // A reply at once frees the slot itself (when the client still waits for it).
         match answer {
-            Some(ans) if delay == 0 && self.attempts.items[a as usize].client => self.reply(a, ans),
+            Some(ans) if delay == 0 && self.attempts.items[a as usize].client => {
+                self.reply::<F>(a, ans)
+            }
             Some(ans) if delay > 0 => self.push(self.now + delay, Ev::Reply(a, gen, ans)),
             _ => self.maybe_free(a),
         }
@@ -223,7 +228,7 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn reply(&mut self, a: u32, answer: Answer) {
+    pub(super) fn reply<const F: bool>(&mut self, a: u32, answer: Answer) {
         let (call, call_gen, started, outcome) = {
             let at = &mut self.attempts.items[a as usize];
             if !at.client {
@@ -239,10 +244,12 @@ impl Sim<'_> {
             return;
         }
         let (tool, consumed) = (c.tool, c.consumed);
-        self.breaker_record(tool, answer);
+        if F {
+            self.breaker_record(tool, answer);
+        }
         match answer {
             // A clean answer no later step takes from: what `read_done` would do, directly.
-            Answer::Ok if !consumed => self.end_call(call, CallEnd::Ok),
+            Answer::Ok if !consumed => self.end_call::<F>(call, CallEnd::Ok),
             Answer::Ok => self.read_done(call, Read::Clean),
             Answer::Corrupt if outcome == SimOutcome::Corrupt => self.read_done(call, Read::Drift),
             Answer::Corrupt => self.read_done(call, Read::Wrong),
@@ -251,7 +258,7 @@ impl Sim<'_> {
                 // second's error rate is a share of that second's attempts (never over 100 %).
                 self.c.second(started).errors += 1;
                 self.calls.items[call as usize].timed_out = self.timing_out;
-                self.attempt_failed(call);
+                self.attempt_failed::<F>(call);
             }
         }
     }

@@ -124,7 +124,7 @@ impl Sim<'_> {
             Read::Clean => CallEnd::Ok,
             _ => CallEnd::Corrupt,
         };
-        self.end_call(call, end);
+        self.end_call::<true>(call, end);
     }
 
     /// Read again with the same arguments: the read just answered ends as a call of its own.
@@ -149,7 +149,7 @@ impl Sim<'_> {
         c.timed_out = false;
         self.c.calls += 1;
         self.c.second(now).offered += 1;
-        self.try_attempt(call);
+        self.try_attempt::<true>(call);
     }
 
     /// The policy found no value to act on: the call fails (and its task with it). The last
@@ -158,7 +158,7 @@ impl Sim<'_> {
         if read != Read::Clean {
             self.c.chain.unobserved += 1;
         }
-        self.end_call(call, CallEnd::Fail);
+        self.end_call::<true>(call, CallEnd::Fail);
     }
 
     /// A step starts: the altered values it takes are propagated; a value it takes that no
@@ -193,7 +193,7 @@ impl Sim<'_> {
             if let Some(task) = self.tasks[t as usize].as_mut() {
                 task.failed = true;
             }
-            self.end_task(t);
+            self.end_task::<true>(t);
         }
         missing
     }

@@ -74,7 +74,7 @@ impl<'w> Prefix<'w> {
         let faults = faults_of(&plan);
         let mut sim = build(w, plan, opts);
         sim.start();
-        let paused = sim.run_until(Some(at));
+        let paused = sim.run_on(Some(at));
         Some(Prefix {
             sim,
             opts: opts.clone(),
@@ -167,7 +167,7 @@ struct Resumed<'w> {
 impl Resumed<'_> {
     fn finish(mut self) -> Report {
         if self.paused {
-            self.sim.run_until(None);
+            self.sim.run_on(None);
         }
         self.sim.report(&self.opts)
     }

@@ -243,7 +243,26 @@ impl Sim<'_> {
 
     fn run(&mut self) {
         self.start();
-        self.run_until(None);
+        self.run_on(None);
+    }
+
+    /// The workload has no breaker, rate limiter, retries or deadlines: its run goes through
+    /// the loop compiled without them ([`Sim::run_until`] with `F` false).
+    fn plain(&self) -> bool {
+        let client = &self.w.client;
+        !self.deadlines
+            && self.limiter.is_none()
+            && client.breaker.is_none()
+            && client.retries.is_none()
+    }
+
+    /// [`Sim::run_until`], the loop chosen once for the workload.
+    fn run_on(&mut self, pause: Option<u64>) -> bool {
+        if self.plain() {
+            self.run_until::<false>(pause)
+        } else {
+            self.run_until::<true>(pause)
+        }
     }
 
     /// The first events.
@@ -262,7 +281,12 @@ impl Sim<'_> {
     /// Handle events until none is left or a bound or a breach ends the run (`false`), or,
     /// with `pause`, until the next one is at or after it (`true`: that one is kept, and
     /// handled first when the run goes on — [`fork`] runs on from there).
-    fn run_until(&mut self, pause: Option<u64>) -> bool {
+    ///
+    /// `F` false compiles the loop without what a plain workload ([`Sim::plain`]) lacks: no
+    /// deadline, breaker, limiter or retry step on a call's path (the same model code, its
+    /// branches for absent features gone; `F` true is right for every workload). Functions
+    /// off that path call the full versions.
+    fn run_until<const F: bool>(&mut self, pause: Option<u64>) -> bool {
         while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
             let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
             if pause.is_some_and(|p| at >= p) {
@@ -285,19 +309,19 @@ impl Sim<'_> {
                         }
                     }
                     self.now = at;
-                    self.handle(ev);
+                    self.handle::<F>(ev);
                 }
-                Due::Timeout(at, a, gen) => self.timeout_due(at, a, gen),
+                Due::Timeout(at, a, gen) => self.timeout_due::<F>(at, a, gen),
             }
         }
         false
     }
 
-    fn handle(&mut self, ev: Ev) {
+    fn handle<const F: bool>(&mut self, ev: Ev) {
         match ev {
             Ev::Arrive => {
                 if self.started_tasks < self.target_tasks {
-                    self.start_task();
+                    self.start_task::<F>();
                     if let Some(Arrival::Open { rate_per_s }) = self.w.arrival {
                         let gap = -(1.0 - self.rng.unit()).ln() / rate_per_s;
                         self.push(self.now + (gap * 1e6) as u64, Ev::Arrive);
@@ -306,15 +330,15 @@ impl Sim<'_> {
             }
             Ev::StartTask => {
                 if self.started_tasks < self.target_tasks {
-                    self.start_task();
+                    self.start_task::<F>();
                 }
             }
-            Ev::StepStart(t) => self.start_step(t),
+            Ev::StepStart(t) => self.start_step::<F>(t),
             Ev::Attempt(call, gen) => {
                 if self.calls.items[call as usize].gen == gen
                     && !self.calls.items[call as usize].resolved
                 {
-                    self.try_attempt(call);
+                    self.try_attempt::<F>(call);
                 }
             }
             Ev::Launch(call, gen) => {
@@ -322,7 +346,7 @@ impl Sim<'_> {
                     && !self.calls.items[call as usize].resolved
                 {
                     let deadline = self.deadline_of(call);
-                    self.launch(call, deadline);
+                    self.launch::<true>(call, deadline);
                 }
             }
             Ev::AtServer(a, gen) => {
@@ -332,7 +356,7 @@ impl Sim<'_> {
             }
             Ev::ServiceDone(a, gen) => {
                 if self.attempts.items[a as usize].gen == gen {
-                    self.service_done(a);
+                    self.service_done::<F>(a);
                 }
             }
             Ev::QueueTimeout(a, gen) => {
@@ -340,12 +364,12 @@ impl Sim<'_> {
                 if at.gen == gen && at.queued {
                     at.queued = false; // left in the queue, skipped when popped
                     at.server = false;
-                    self.reply(a, Answer::Fail);
+                    self.reply::<F>(a, Answer::Fail);
                 }
             }
             Ev::Reply(a, gen, answer) => {
                 if self.attempts.items[a as usize].gen == gen {
-                    self.reply(a, answer);
+                    self.reply::<F>(a, answer);
                 }
             }
             Ev::ClientTimeout(a, gen) => {
@@ -353,7 +377,7 @@ impl Sim<'_> {
                     && self.attempts.items[a as usize].client
                 {
                     self.timing_out = true;
-                    self.reply(a, Answer::Fail);
+                    self.reply::<F>(a, Answer::Fail);
                     self.timing_out = false;
                 }
             }
@@ -379,7 +403,7 @@ impl Sim<'_> {
     }
 
     /// A client timeout came due: it fails the attempt if the client still waits for it.
-    fn timeout_due(&mut self, at: u64, a: u32, gen: u32) {
+    fn timeout_due<const F: bool>(&mut self, at: u64, a: u32, gen: u32) {
         let attempt = &self.attempts.items[a as usize];
         if attempt.gen == gen && attempt.client {
             // A stale timeout (its attempt long answered) moves no clock, not even the gates'.
@@ -388,7 +412,7 @@ impl Sim<'_> {
             }
             self.now = at;
             self.timing_out = true;
-            self.reply(a, Answer::Fail);
+            self.reply::<F>(a, Answer::Fail);
             self.timing_out = false;
         }
     }

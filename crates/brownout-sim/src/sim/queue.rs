@@ -206,6 +206,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// The time of the earliest event and where it is.
+    #[inline(always)]
     fn next_event(&self) -> Option<(u64, Place)> {
         if let Some(Reverse((at, _, _))) = self.past.peek() {
             return Some((*at, Place::Past));
@@ -220,6 +221,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// Take the earliest event, found by [`EventQueue::next_event`].
+    #[inline(always)]
     fn take(&mut self, at: u64, place: Place) -> Option<(u64, T)> {
         self.next = None;
         if let Place::Past = place {
@@ -275,6 +277,7 @@ impl<T: Copy> EventQueue<T> {
         self.timeouts.push_back((at, attempt, gen));
     }
 
+    #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
         let event = match self.next {
             Some(known) => known,

@@ -53,14 +53,14 @@ fn power(m: f64, e: i32) -> f64 {
 
 impl Sim<'_> {
     /// An attempt failed: retry after a backoff, or fail the call.
-    pub(super) fn attempt_failed(&mut self, call: u32) {
+    pub(super) fn attempt_failed<const F: bool>(&mut self, call: u32) {
         let attempts = self.calls.items[call as usize].attempts;
         let w = self.w;
-        let Some(r) = &w.client.retries else {
-            return self.end_call(call, CallEnd::Fail);
+        let Some(r) = w.client.retries.as_ref().filter(|_| F) else {
+            return self.end_call::<F>(call, CallEnd::Fail);
         };
         if !may_retry(r, attempts, self.retries_made, self.c.calls) {
-            return self.end_call(call, CallEnd::Fail);
+            return self.end_call::<F>(call, CallEnd::Fail);
         }
         self.retries_made += 1;
         let wait = backoff_ms(r, attempts, || self.rng.unit());

@@ -7,7 +7,7 @@ use super::{ms, Arrival, Call, CallEnd, Ev, Sim, Task};
 use std::fmt::Write;
 
 impl Sim<'_> {
-    pub(super) fn start_task(&mut self) {
+    pub(super) fn start_task<const F: bool>(&mut self) {
         self.started_tasks += 1;
         let id = self.started_tasks;
         let slot = self
@@ -56,7 +56,11 @@ impl Sim<'_> {
             step: 0,
             step_gen: 0,
             started: self.now,
-            deadline: self.w.task_deadline_ms.map(|d| self.now + ms(d)),
+            deadline: if F {
+                self.w.task_deadline_ms.map(|d| self.now + ms(d))
+            } else {
+                None
+            },
             step_deadline: None,
             outstanding: 0,
             failed: false,
@@ -74,10 +78,10 @@ impl Sim<'_> {
                 (self.tasks.len() - 1) as u32
             }
         };
-        self.start_step(t);
+        self.start_step::<F>(t);
     }
 
-    pub(super) fn start_step(&mut self, t: u32) {
+    pub(super) fn start_step<const F: bool>(&mut self, t: u32) {
         // Unique across tasks: a task slot is reused, and the deadline of the step its last
         // occupant ran must not end a step of the next.
         self.steps_started = self.steps_started.wrapping_add(1);
@@ -94,7 +98,11 @@ impl Sim<'_> {
         let step = &self.w.steps[task.step];
         task.step_gen = steps_started;
         task.calls.clear();
-        task.step_deadline = step.deadline_ms.map(|d| self.now + ms(d));
+        task.step_deadline = if F {
+            step.deadline_ms.map(|d| self.now + ms(d))
+        } else {
+            None
+        };
         let step_gen = task.step_gen;
         let deadline = task.step_deadline;
         let step = task.step;
@@ -148,7 +156,7 @@ impl Sim<'_> {
         // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
             self.c.calls += 1;
-            self.try_attempt(id);
+            self.try_attempt::<F>(id);
         }
         self.step_ids = ids;
     }
@@ -162,7 +170,7 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn end_call(&mut self, call: u32, end: CallEnd) {
+    pub(super) fn end_call<const F: bool>(&mut self, call: u32, end: CallEnd) {
         let (task, critical) = {
             let c = &mut self.calls.items[call as usize];
             if c.resolved {
@@ -182,7 +190,7 @@ impl Sim<'_> {
         }
         t.outstanding = t.outstanding.saturating_sub(1);
         if t.outstanding == 0 {
-            self.step_done(task);
+            self.step_done::<F>(task);
         }
     }
 
@@ -224,31 +232,31 @@ impl Sim<'_> {
             let c = &self.calls.items[call as usize];
             if !c.resolved && c.task == t {
                 self.calls.items[call as usize].timed_out = true;
-                self.end_call(call, CallEnd::Fail);
+                self.end_call::<true>(call, CallEnd::Fail);
             }
         }
     }
 
-    pub(super) fn step_done(&mut self, t: u32) {
+    pub(super) fn step_done<const F: bool>(&mut self, t: u32) {
         let Some(task) = self.tasks[t as usize].as_mut() else {
             return;
         };
         let last = task.step + 1 >= self.w.steps.len();
         if task.failed || last {
-            return self.end_task(t);
+            return self.end_task::<F>(t);
         }
         task.step += 1;
         let think = ms(self.w.think_ms.unwrap_or(0.0));
         self.push(self.now + think, Ev::StepStart(t));
     }
 
-    pub(super) fn end_task(&mut self, t: u32) {
+    pub(super) fn end_task<const F: bool>(&mut self, t: u32) {
         let Some(task) = self.tasks[t as usize].take() else {
             return;
         };
         self.free_tasks.push(t);
         self.untaken(task.pending.len());
-        let late = task.deadline.is_some_and(|d| self.now > d);
+        let late = F && task.deadline.is_some_and(|d| self.now > d);
         self.c.tasks += 1;
         if task.failed || late {
             self.c.failed_tasks += 1;

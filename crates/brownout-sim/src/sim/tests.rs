@@ -264,3 +264,78 @@ fn a_fault_that_picks_a_server_hits_only_that_server_s_tools() {
     assert_eq!(on_c.injections.get("e"), None, "{:?}", on_c.injections);
     assert!(close(on_c.availability, 1.0));
 }
+
+/// A workload without a breaker, limiter, retries or deadlines runs through the loop
+/// compiled without them (`run_until::<false>`): the same report, byte for byte, as the
+/// full loop gives it — with client timeouts, queue timeouts, errors, corruption under
+/// every agent policy and gates — and only such a workload is called plain.
+#[test]
+fn the_plain_loop_reports_what_the_full_loop_does() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
+    let read =
+        |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let headline = read("headline.yaml");
+    let chained = read("chained-incident.yaml");
+    // Slow answers past a short client timeout, a squeezed pool with a queue timeout.
+    let squeezed = headline
+        .replace("timeout_ms: 1000", "timeout_ms: 30")
+        .replace(
+            "  - name: inventory\n",
+            "  - name: inventory\n    concurrency: 2\n    queue_timeout_ms: 10\n",
+        );
+    assert_ne!(squeezed, headline);
+    let gates: Vec<brownout_core::slo::Gate> = [
+        "error_rate < 1% over 10s",
+        "p99 < 40ms over 10s",
+        "task_success >= 80% over 100 tasks",
+    ]
+    .iter()
+    .map(|g| brownout_core::slo::Gate::parse(g).unwrap_or_else(|e| panic!("{g}: {e}")))
+    .collect();
+    let mut runs = 0;
+    for (workload, plan) in [
+        (headline.clone(), "errors-2pct.yaml"),
+        (headline, "errors-50pct.yaml"),
+        (squeezed, "errors-2pct.yaml"),
+        (chained.clone(), "corrupt-service.yaml"),
+        (
+            chained.replace("policy: trust", "policy: verify"),
+            "corrupt-service.yaml",
+        ),
+    ] {
+        let w = Workload::from_str_named(&workload, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
+        for gated in [false, true] {
+            let opts = SimOptions {
+                tasks: Some(400),
+                keep_series: true,
+                gates: if gated { gates.clone() } else { Vec::new() },
+                ..SimOptions::default()
+            };
+            let report = |full: bool| {
+                let plan =
+                    Plan::from_str_named(&read(plan), plan).unwrap_or_else(|e| panic!("{e}"));
+                let mut sim = build(&w, plan, &opts);
+                if !full {
+                    assert!(sim.plain(), "{:?}", w.name);
+                }
+                sim.start();
+                if full {
+                    sim.run_until::<true>(None);
+                } else {
+                    sim.run_until::<false>(None);
+                }
+                serde_json::to_string(&sim.report(&opts)).unwrap_or_default()
+            };
+            let plain = report(false);
+            assert!(plain.len() > 100);
+            assert_eq!(plain, report(true), "{:?} under {plan}", w.name);
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 10);
+    // Any of the four makes a workload full.
+    let resilient = read("headline-resilient.yaml");
+    let w = Workload::from_str_named(&resilient, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let plan = Plan::from_str_named("faults: []\n", "p.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert!(!build(&w, plan, &SimOptions::default()).plain());
+}
