@@ -100,21 +100,12 @@ fn a_fault_whose_id_holds_url_characters_is_removed() {
     let mut child = spawn_run(dir.path(), &e, &["--policy", &policy(dir.path())]);
     let ids = wait_for_faults(&admin);
     assert!(ids[0].starts_with("search/down?x=1#y%z"), "{ids:?}");
-    // On a short lease, renewed under the same id (so its state goes on): wait for a
-    // renewal (the time left grows again), then look at the fault the relay lists.
-    let left_now = || {
-        let (_, body) = http(&admin, "GET", "/faults");
-        json_in(&body)["faults"][0]["expires_in_s"].as_f64()
-    };
-    let until = Instant::now() + Duration::from_secs(30);
-    let mut before = left_now();
-    loop {
-        let left = left_now();
-        if matches!((before, left), (Some(b), Some(l)) if l > b) {
-            break;
-        }
-        assert!(Instant::now() < until, "the lease was never renewed");
-        before = left;
+    // On a short lease (3 s), renewed under the same id (so its state goes on): a fault
+    // still listed more than one lease after it was first seen has been renewed. (Watching
+    // for the time left to grow again missed renewals when the polls were slower than the
+    // renewals, on a loaded machine.)
+    let seen = Instant::now();
+    while seen.elapsed() < Duration::from_millis(3500) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let (_, body) = http(&admin, "GET", "/faults");

@@ -107,6 +107,34 @@ pub fn relay_keys(admin: &str) -> Vec<String> {
     keys
 }
 
+/// An MCP server the runner fronts with its own relay (`target.url`): its URL with the host
+/// resolved (`http://LOCALHOST:8900/mcp/` and `http://127.0.0.1:8900/mcp` are one server);
+/// a URL that does not parse or resolve is kept as written.
+fn url_keys(url: &str) -> Vec<String> {
+    let Ok(u) = reqwest::Url::parse(url.trim()) else {
+        return vec![format!("url {}", url.trim())];
+    };
+    let host = u
+        .host_str()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_lowercase();
+    let port = u.port_or_known_default().unwrap_or(0);
+    let path = u.path().trim_end_matches('/');
+    let mut keys: Vec<String> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map(|a| {
+            a.map(|a| format!("url {}://{a}{path}", u.scheme()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if keys.is_empty() {
+        keys.push(format!("url {}://{host}:{port}{path}", u.scheme()));
+    }
+    keys
+}
+
 /// What `x`'s run locks, sorted, each once.
 pub fn identities(x: &Loaded) -> Vec<String> {
     let t = &x.spec.target;
@@ -149,7 +177,7 @@ pub fn identities(x: &Loaded) -> Vec<String> {
                 x.dir.display()
             )],
             (None, _, Some(a)) => relay_keys(a),
-            (None, Some(u), None) => vec![format!("url {u}")],
+            (None, Some(u), None) => url_keys(u),
             (None, None, None) => vec!["none".into()],
         }
     };
@@ -396,7 +424,19 @@ mod tests {
             other => panic!("not refused: {other:?}"),
         }
         let b = loaded(d.path(), "{url: \"http://127.0.0.1:9/mcp\"}");
-        assert!(acquire(&b, d.path(), "run-b").is_ok(), "another target");
+        let held_b = acquire(&b, d.path(), "run-b").expect("another target");
+        // Review G13: one server under two spellings is one target.
+        let b2 = loaded(d.path(), "{url: \"http://LOCALHOST:9/mcp/\"}");
+        assert!(
+            matches!(acquire(&b2, d.path(), "run-c"), Err(Busy::Held { .. })),
+            "http://LOCALHOST:9/mcp/ is http://127.0.0.1:9/mcp"
+        );
+        let other_path = loaded(d.path(), "{url: \"http://127.0.0.1:9/other\"}");
+        assert!(
+            acquire(&other_path, d.path(), "run-c").is_ok(),
+            "another endpoint"
+        );
+        drop(held_b);
         drop(held);
         assert!(acquire(&a, d.path(), "run-b").is_ok(), "released on drop");
     }

@@ -23,7 +23,11 @@
 //! — one or two simulations a seed instead of a bisection's five or more. The cuts move
 //! (to where the counts either side put the median) when the first ones were off; a seed
 //! whose bracket then straddles a new cut gets one more simulation there. Every simulation
-//! lies inside its seed's bracket, so brackets stay honest ([`super::probes`]).
+//! lies inside its seed's bracket, so brackets stay honest ([`super::probes`]). When the
+//! counts either side show that the budgets (seeds, simulations) cannot certify cuts that
+//! close, the cuts widen (the precision aimed at doubles) to what they can: a seed placed
+//! beyond a cut says nothing of how far beyond, so cuts too close would leave the interval
+//! at the segment's ends.
 //!
 //! **Rounds.** Seeds are added in rounds sized from the counts either side of the cuts
 //! (the seeds that should make both counts small enough), at least a sixth more each
@@ -185,6 +189,16 @@ fn next_cuts(
     }
 }
 
+/// Whether `budget` seeds could certify `cuts`: both counts beyond them under the interval's
+/// rank, at the shares seen so far.
+fn certifiable(seeds: &[Bracket], cuts: (f64, f64), budget: usize) -> bool {
+    let n = seeds.len().max(1);
+    let (below, above) = beyond(seeds, cuts);
+    let q = below.max(above) as f64 / n as f64;
+    let m = budget.max(n);
+    q * m as f64 <= (interval_rank(m) - 1) as f64
+}
+
 /// Seeds in all that should bring both counts beyond the cuts under the interval's rank
 /// (at the shares seen so far).
 fn seeds_wanted(seeds: &[Bracket], cuts: (f64, f64), max_seeds: usize) -> usize {
@@ -228,6 +242,10 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
     }
     let mut next_seed = s.first_seed + first as u64;
     let mut cuts = None;
+    // The precision the cuts are placed for: the one asked, or coarser once the counts say
+    // the budgets cannot certify cuts that close (review G11: seeds placed against cuts
+    // too close left the interval at the segment's ends, far wider than an early round's).
+    let mut aim = s.precision;
     let (mut median, mut interval);
     loop {
         (median, interval) = summarise(&seeds);
@@ -263,15 +281,25 @@ pub fn search(obj: &dyn Objective, s: &Settings, progress: &(dyn Fn(&str) + Sync
             stopped = Some("max-seeds");
             break;
         }
-        let c = next_cuts(&seeds, cuts, m, s.precision);
+        let n = seeds.len();
+        let left = s.max_evals.saturating_sub(evals);
+        let budget = max_seeds.min(n + (left / 2) as usize);
+        // Judged once seeds were placed against cuts (the first round's eight bisections
+        // count too coarsely).
+        let placed = cuts.is_some();
+        let mut c = next_cuts(&seeds, cuts, m, aim);
+        while placed && !certifiable(&seeds, c, budget) && c.1 - c.0 < 1.0 {
+            aim *= 2.0;
+            let centre = (c.0 + c.1) / 2.0;
+            let half = HALF * aim;
+            c = ((centre - half).max(0.0), (centre + half).min(1.0));
+        }
         cuts = Some(c);
         // Seeds already searched whose bracket straddles a cut: one or two simulations
         // each; new seeds: one or two each. No more than the budgets leave room for.
         let again: Vec<usize> = (0..seeds.len())
             .filter(|&i| seeds[i].straddles(c.0) || seeds[i].straddles(c.1))
             .collect();
-        let n = seeds.len();
-        let left = s.max_evals.saturating_sub(evals);
         let room = (left.saturating_sub(2 * again.len() as u64) / 2) as usize;
         let size = seeds_wanted(&seeds, c, max_seeds)
             .saturating_sub(n)

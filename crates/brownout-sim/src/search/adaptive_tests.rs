@@ -166,3 +166,27 @@ fn every_bracket_holds_its_seeds_crossing_and_the_interval_the_crossings_median(
     let m = o.median.expect("median");
     assert!((m - exact).abs() <= 2.0 * 0.01, "{m} {exact}");
 }
+
+/// Review G11: a precision the budgets cannot reach placed every later seed against cuts
+/// too close to certify, so the interval ended at the segment's ends: ±0.41 after 200 seeds
+/// asked for ±0.005, where the first eight seeds gave ±0.09. The cuts widen to what the
+/// budgets can certify, so asking for more never answers worse than the first round.
+#[test]
+fn a_precision_out_of_reach_never_ends_wider_than_the_first_round() {
+    for p in [0.0005, 0.005] {
+        let mut s = settings(p, 2);
+        s.max_seeds = 200;
+        let o = search(&spread, &s, &|_| {});
+        assert!(!o.reached);
+        let first = half_width(o.rounds[0].median, o.rounds[0].interval).expect("first");
+        let last = o.half_width.expect("achieved");
+        assert!(
+            last <= first,
+            "±{p}: ended ±{last}, the first round ±{first}: {:?}",
+            o.rounds
+        );
+        // Still an honest interval for the exact crossings' median (0.4).
+        let (lo, hi) = o.interval.expect("interval");
+        assert!(lo <= 0.4 && 0.4 <= hi, "{lo} {hi}");
+    }
+}
