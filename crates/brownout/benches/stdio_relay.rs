@@ -1,12 +1,16 @@
 //! Benchmark: what the stdio relay adds to a `tools/call` round trip.
 //!
 //! Run: `cargo bench -p brownout --bench stdio_relay` (release build). Against the built-in
-//! fixture, in the same run and in alternating rounds, it measures the direct path and the
-//! relay with an empty plan and with a plan whose faults never match: per-call round trip
+//! fixture, in the same run and in alternating rounds, it measures the direct path, one bare
+//! pipe hop (a process that only copies bytes: the floor for anything in the middle; see
+//! `support/pipe_hop.rs`), and the relay with an empty plan and with a plan whose faults
+//! never match: per-call round trip
 //! (p50, p99) with one call in flight, throughput with 1 and 16 calls in flight, and the
 //! relay's peak RSS. It prints a table and writes `target/bench/stdio_relay.json`.
 //! Medians over rounds are reported; these machines are noisy.
 
+#[path = "support/pipe_hop.rs"]
+mod pipe_hop;
 #[path = "support/proc_stats.rs"]
 mod proc_stats;
 #[path = "support/stdio_calls.rs"]
@@ -29,6 +33,7 @@ const NEVER_MATCHES: &str = "seed: 1\nfaults:\n  - {kind: latency, tools: [no_su
 #[derive(Clone, Copy, PartialEq)]
 enum Path {
     Direct,
+    PipeHop,
     Empty,
     NoMatch,
 }
@@ -37,6 +42,7 @@ impl Path {
     fn name(self) -> &'static str {
         match self {
             Path::Direct => "direct",
+            Path::PipeHop => "bare pipe hop (floor)",
             Path::Empty => "relay, empty plan",
             Path::NoMatch => "relay, non-matching plan",
         }
@@ -54,8 +60,14 @@ struct Sample {
 }
 
 async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
+    let hop = std::env::current_exe()
+        .expect("the bench's own path")
+        .display()
+        .to_string();
+    let program = if path == Path::PipeHop { &hop } else { exe };
     let args: Vec<String> = match path {
         Path::Direct => vec!["fixture".into()],
+        Path::PipeHop => vec![pipe_hop::FLAG.into(), exe.into(), "fixture".into()],
         Path::Empty => vec![
             "proxy".into(),
             "stdio".into(),
@@ -75,7 +87,7 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
             "fixture".into(),
         ],
     };
-    let c = StdioClient::spawn(exe, &args, Stdio::inherit())
+    let c = StdioClient::spawn(program, &args, Stdio::inherit())
         .await
         .expect("spawn");
     let rtts = latency_sample(&c, LATENCY_CALLS).await;
@@ -108,6 +120,7 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
 }
 
 fn main() {
+    pipe_hop::run_if_asked();
     let exe = &brownout_exe();
     eprintln!("bench: brownout = {exe}");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -118,7 +131,7 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("tmp");
     let plan = dir.join("never.yaml");
     std::fs::write(&plan, NEVER_MATCHES).expect("plan");
-    let paths = [Path::Direct, Path::Empty, Path::NoMatch];
+    let paths = [Path::Direct, Path::PipeHop, Path::Empty, Path::NoMatch];
     let mut samples: Vec<Vec<Sample>> = paths.iter().map(|_| Vec::new()).collect();
     for round in 0..ROUNDS {
         for (i, p) in paths.iter().enumerate() {
@@ -170,6 +183,28 @@ fn main() {
         let r16 = t16 / med(0, |s| s.tput16) * 100.0;
         println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1} {cpu:>12.1}", p.name());
         json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss, "relay_cpu_us_per_call": cpu}));
+    }
+    // What the relay costs beyond the floor: per round, relay minus bare hop, then the median.
+    let above_hop = |i: usize, f: fn(&Sample) -> f64| {
+        median(
+            samples[i]
+                .iter()
+                .zip(&samples[1])
+                .map(|(r, h)| f(r) - f(h))
+                .collect(),
+        )
+    };
+    for (i, p) in paths.iter().enumerate().skip(2) {
+        let (a50, a99, cpu) = (
+            above_hop(i, |s| s.p50_us),
+            above_hop(i, |s| s.p99_us),
+            above_hop(i, |s| s.cpu_us_per_call),
+        );
+        println!(
+            "{:<26} above the bare pipe hop: p50 {a50:+.1} µs, p99 {a99:+.1} µs, CPU {cpu:+.1} µs/call",
+            p.name()
+        );
+        json_rows.push(json!({"path": p.name(), "above_pipe_hop_p50_us": a50, "above_pipe_hop_p99_us": a99, "above_pipe_hop_cpu_us_per_call": cpu}));
     }
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let _ = std::fs::create_dir_all(&out);

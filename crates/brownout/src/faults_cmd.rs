@@ -1,7 +1,7 @@
 //! `brownout faults list|add|rm|clear|status`: the admin API of a running relay, from the
 //! shell (`status` also serves as a container's liveness/readiness probe: docs/deploy.md).
 
-/// `faults list --fleet`: every relay of a fleet at once.
+/// `faults list|clear --fleet`: every relay of a fleet at once.
 #[path = "faults_fleet.rs"]
 pub mod fleet;
 
@@ -36,7 +36,7 @@ pub enum FaultsCmd {
     ///
     /// Example:
     ///   brownout faults list --fleet 10.0.0.5:9901,10.0.0.6:9901 --token "$TOKEN"
-    List(fleet::ListArgs),
+    List(fleet::RelayArgs),
     /// Add a fault, in plan syntax: inline (`'{kind: latency, added_ms: 500}'`) or `--file F`.
     ///
     /// Example:
@@ -61,8 +61,18 @@ pub enum FaultsCmd {
         /// The id of the fault to remove, as `faults list` shows it.
         id: String,
     },
-    /// Remove every fault: traffic passes untouched.
-    Clear(Target),
+    /// Remove every fault: traffic passes untouched. With --fleet or --fleet-dns, from every
+    /// relay at once (the fleet's stop button): a line per relay with how many it removed.
+    ///
+    /// One of --admin (or BROWNOUT_ADMIN), --fleet, --fleet-dns with --admin-port.
+    ///
+    /// Exit codes: 0 every relay named cleared; 1 a relay refused the token; 2 a relay not
+    /// reached (its faults may still be on: their leases, if any, still end them), or the
+    /// command line is wrong.
+    ///
+    /// Example:
+    ///   brownout faults clear --fleet 10.0.0.5:9901,10.0.0.6:9901 --token "$TOKEN"
+    Clear(fleet::RelayArgs),
     /// The relay's GET /status (uptime, sessions, calls); exit 0 when it answers. A
     /// Kubernetes exec probe in an image with nothing but brownout (docs/deploy.md).
     Status(Target),
@@ -72,21 +82,15 @@ pub enum FaultsCmd {
 pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
     let (target, method, path, body) = match cmd {
         FaultsCmd::List(l) if l.is_fleet() => return fleet::list(&l).await,
-        FaultsCmd::List(l) => {
-            let admin = match l.one_relay() {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!("brownout faults list: {e}");
-                    return Ok(2);
-                }
-            };
-            let t = Target {
-                admin,
-                token: l.token,
-                json: l.json,
-            };
-            (t, reqwest::Method::GET, "/faults".to_string(), None)
-        }
+        FaultsCmd::Clear(l) if l.is_fleet() => return fleet::clear(&l).await,
+        FaultsCmd::List(l) => match one_target(l, "list") {
+            Ok(t) => (t, reqwest::Method::GET, "/faults".to_string(), None),
+            Err(code) => return Ok(code),
+        },
+        FaultsCmd::Clear(l) => match one_target(l, "clear") {
+            Ok(t) => (t, reqwest::Method::DELETE, "/faults".to_string(), None),
+            Err(code) => return Ok(code),
+        },
         FaultsCmd::Add {
             target,
             fault,
@@ -115,7 +119,6 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
             format!("/faults/{}", urlencode(&id)),
             None,
         ),
-        FaultsCmd::Clear(t) => (t, reqwest::Method::DELETE, "/faults".into(), None),
         FaultsCmd::Status(t) => (t, reqwest::Method::GET, "/status".into(), None),
     };
     let base = admin_url(&target.admin)?;
@@ -162,6 +165,21 @@ pub async fn run(cmd: FaultsCmd) -> anyhow::Result<i32> {
         print_summary(&method, &v);
     }
     Ok(0)
+}
+
+/// The one relay `faults VERB` names (no fleet), or exit code 2 when none is named.
+fn one_target(l: fleet::RelayArgs, verb: &str) -> Result<Target, i32> {
+    match l.one_relay() {
+        Ok(admin) => Ok(Target {
+            admin,
+            token: l.token,
+            json: l.json,
+        }),
+        Err(e) => {
+            eprintln!("brownout faults {verb}: {e}");
+            Err(2)
+        }
+    }
 }
 
 fn print_summary(method: &reqwest::Method, v: &Value) {

@@ -1,6 +1,7 @@
-//! `brownout faults list --fleet ADMIN,ADMIN…|--fleet-dns NAME --admin-port P`: every
-//! relay's faults at once, as one table (or `--json`); a relay that does not answer is a
-//! row that says so, and the exit code is 2 (1 when one refused the token). Answers are
+//! `brownout faults list|clear --fleet ADMIN,ADMIN…|--fleet-dns NAME --admin-port P`: every
+//! relay's faults at once, listed as one table (or `--json`) or removed from every relay;
+//! a relay that does not answer is a row that says so, and the exit code is 2 (1 when one
+//! refused the token). Answers are
 //! read up to 1 MiB, redirects are not followed (the token goes to the addresses named),
 //! and credentials in an address are never printed.
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 #[derive(Args)]
-pub struct ListArgs {
+pub struct RelayArgs {
     /// The running relay's admin API: the address given to `proxy --admin` (127.0.0.1:9901)
     /// or the URL it printed when it started (http://127.0.0.1:9901). Default: the
     /// environment's BROWNOUT_ADMIN. Not with --fleet or --fleet-dns (next to them,
@@ -48,8 +49,8 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-impl ListArgs {
-    /// The one relay to list (`--admin`, else BROWNOUT_ADMIN), when this lists no fleet.
+impl RelayArgs {
+    /// The one relay (`--admin`, else BROWNOUT_ADMIN), when this names no fleet.
     pub fn one_relay(&self) -> anyhow::Result<String> {
         if let Some(a) = &self.admin {
             return Ok(a.clone());
@@ -62,14 +63,14 @@ impl ListArgs {
         }
     }
 
-    /// Whether this lists a fleet rather than one relay.
+    /// Whether this names a fleet rather than one relay.
     pub fn is_fleet(&self) -> bool {
         !self.fleet.is_empty() || self.fleet_dns.is_some()
     }
 }
 
 /// The admin base URLs of the fleet named on the command line.
-async fn admins(a: &ListArgs) -> anyhow::Result<Vec<String>> {
+async fn admins(a: &RelayArgs) -> anyhow::Result<Vec<String>> {
     if let Some(name) = &a.fleet_dns {
         let port = a
             .admin_port
@@ -96,7 +97,7 @@ async fn admins(a: &ListArgs) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Why one relay could not say what faults it has.
+/// Why one relay could not do what it was asked.
 enum Trouble {
     /// It answered, refusing the token (exit 1, as for one relay).
     Refused(String),
@@ -104,10 +105,15 @@ enum Trouble {
     NotReached(String),
 }
 
-/// One relay's faults: `Ok(faults)` or why it could not say. The answer is read up to
-/// [`MAX_ANSWER`](crate::experiment::remote::MAX_ANSWER) bytes only.
-async fn one(http: &reqwest::Client, admin: &str, token: Option<&str>) -> Result<Value, Trouble> {
-    let mut req = http.get(format!("{admin}/faults"));
+/// One relay's answer to `method /faults`, as JSON, or why there is none. The answer is
+/// read up to [`MAX_ANSWER`](crate::experiment::remote::MAX_ANSWER) bytes only.
+async fn one(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    admin: &str,
+    token: Option<&str>,
+) -> Result<Value, Trouble> {
+    let mut req = http.request(method, format!("{admin}/faults"));
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
@@ -132,21 +138,41 @@ async fn one(http: &reqwest::Client, admin: &str, token: Option<&str>) -> Result
     let body = crate::experiment::remote::read_capped(resp, crate::experiment::remote::MAX_ANSWER)
         .await
         .map_err(|e| Trouble::NotReached(e.to_string()))?;
-    let v: Value =
-        serde_json::from_slice(&body).map_err(|e| Trouble::NotReached(format!("not JSON: {e}")))?;
+    serde_json::from_slice(&body).map_err(|e| Trouble::NotReached(format!("not JSON: {e}")))
+}
+
+/// One relay's faults: `Ok(faults)` or why it could not say.
+async fn faults_of(
+    http: &reqwest::Client,
+    admin: &str,
+    token: Option<&str>,
+) -> Result<Value, Trouble> {
+    let v = one(http, reqwest::Method::GET, admin, token).await?;
     match &v["faults"] {
         Value::Array(_) => Ok(v["faults"].clone()),
         _ => Err(Trouble::NotReached("answered no list of faults".into())),
     }
 }
 
-/// List every relay's faults; exit 0 when every relay answered, 2 when one did not.
-pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
+/// Remove one relay's faults: `Ok(how many)` or why not.
+async fn clear_one(
+    http: &reqwest::Client,
+    admin: &str,
+    token: Option<&str>,
+) -> Result<u64, Trouble> {
+    let v = one(http, reqwest::Method::DELETE, admin, token).await?;
+    v["removed"]
+        .as_u64()
+        .ok_or_else(|| Trouble::NotReached("answered no count of faults removed".into()))
+}
+
+/// The fleet's admin URLs and a client for them, or the exit code when they are not known.
+async fn fleet(a: &RelayArgs) -> anyhow::Result<Result<(Vec<String>, reqwest::Client), i32>> {
     let admins = match admins(a).await {
         Ok(x) => x,
         Err(e) => {
             eprintln!("brownout: {e}");
-            return Ok(2);
+            return Ok(Err(2));
         }
     };
     // No redirects: the token goes to the addresses named (or resolved), nowhere else.
@@ -154,8 +180,111 @@ pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
         .timeout(TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let answers =
-        futures::future::join_all(admins.iter().map(|ad| one(&http, ad, a.token.as_deref()))).await;
+    Ok(Ok((admins, http)))
+}
+
+/// As for one relay: 2 when one was not reached, else 1 when one refused the token, else 0.
+fn exit_code<T>(answers: &[Result<T, Trouble>]) -> i32 {
+    if answers
+        .iter()
+        .any(|r| matches!(r, Err(Trouble::NotReached(_))))
+    {
+        2
+    } else if answers
+        .iter()
+        .any(|r| matches!(r, Err(Trouble::Refused(_))))
+    {
+        1
+    } else {
+        0
+    }
+}
+
+/// Remove every fault from every relay at once (the fleet's stop button); exit 0 when every
+/// relay said it removed its faults, 2 when one was not reached, 1 when one refused the token.
+pub async fn clear(a: &RelayArgs) -> anyhow::Result<i32> {
+    let (admins, http) = match fleet(a).await? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let answers = futures::future::join_all(
+        admins
+            .iter()
+            .map(|ad| clear_one(&http, ad, a.token.as_deref())),
+    )
+    .await;
+    let relays: Vec<Value> = admins
+        .iter()
+        .zip(&answers)
+        .map(|(admin, r)| {
+            let admin = redact(admin);
+            match r {
+                Ok(n) => json!({"admin": admin, "reachable": true, "removed": n}),
+                Err(Trouble::Refused(e)) => {
+                    json!({"admin": admin, "reachable": true, "refused": true, "error": e})
+                }
+                Err(Trouble::NotReached(e)) => {
+                    json!({"admin": admin, "reachable": false, "error": e})
+                }
+            }
+        })
+        .collect();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"relays": relays}))?
+        );
+    } else {
+        let mut removed = 0;
+        for r in &relays {
+            let admin = r["admin"].as_str().unwrap_or("?");
+            match (r["removed"].as_u64(), r["error"].as_str()) {
+                (Some(n), _) => {
+                    removed += n;
+                    println!("{admin}  removed {n} fault{}", plural(n as usize));
+                }
+                (None, Some(e)) if r["refused"] == true => println!("{admin}  REFUSED: {e}"),
+                (None, e) => println!("{admin}  NOT REACHED: {}", e.unwrap_or("?")),
+            }
+        }
+        let failed = answers.iter().filter(|r| r.is_err()).count();
+        let mut line = format!(
+            "{} relay{}, {removed} fault{} removed",
+            relays.len(),
+            plural(relays.len()),
+            plural(removed as usize)
+        );
+        if failed > 0 {
+            line.push_str(&format!(
+                "; {failed} relay{} NOT cleared: their faults may still be on",
+                plural(failed)
+            ));
+        }
+        println!("{line}");
+    }
+    Ok(exit_code(&answers))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// List every relay's faults; exit 0 when every relay answered, 2 when one did not.
+pub async fn list(a: &RelayArgs) -> anyhow::Result<i32> {
+    let (admins, http) = match fleet(a).await? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let answers = futures::future::join_all(
+        admins
+            .iter()
+            .map(|ad| faults_of(&http, ad, a.token.as_deref())),
+    )
+    .await;
     let relays: Vec<Value> = admins
         .iter()
         .zip(&answers)
@@ -194,9 +323,9 @@ pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
         let mut line = format!(
             "{} relay{}, {} fault{}",
             relays.len(),
-            if relays.len() == 1 { "" } else { "s" },
+            plural(relays.len()),
             faults,
-            if faults == 1 { "" } else { "s" }
+            plural(faults)
         );
         if refused > 0 {
             line.push_str(&format!(", {refused} refused the token"));
@@ -206,14 +335,7 @@ pub async fn list(a: &ListArgs) -> anyhow::Result<i32> {
         }
         println!("{line}");
     }
-    // As for one relay: 2 when one was not reached, else 1 when one refused the token.
-    Ok(if unreachable > 0 {
-        2
-    } else if refused > 0 {
-        1
-    } else {
-        0
-    })
+    Ok(exit_code(&answers))
 }
 
 /// The table: one row per fault, a relay without faults or not reached on a row of its own.

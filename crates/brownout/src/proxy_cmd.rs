@@ -83,8 +83,9 @@ pub(crate) struct HttpArgs {
     max_streams: usize,
     /// Most open client connections. At the cap, a new connection closes the one with no
     /// request in flight that has been quiet longest (idle, or still sending its head); when every one has a
-    /// request in flight, the new one is closed at once. Clients flooding connections
-    /// cannot lock others out.
+    /// request in flight, the new one is closed at once. But a client address holding at
+    /// least two connections more than the newcomer's gives up one of its own, even a busy
+    /// one: clients flooding or hoarding connections cannot lock others out.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_connections: usize,
     /// Worker threads of the relay. One thread (the default) costs the least CPU per call

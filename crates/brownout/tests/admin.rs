@@ -213,6 +213,48 @@ fn faults_list_refuses_conflicting_fleet_flags_by_name() {
     );
 }
 
+/// `faults clear --fleet`: every relay's faults removed at once, seen from each relay's
+/// client; a relay not reached is named, the others are still cleared, and the exit code
+/// says not every relay was.
+#[test]
+fn faults_clear_on_a_fleet_removes_every_relays_faults_and_names_one_not_reached() {
+    let dir = tmp();
+    let plan = "faults:\n  - {id: e1, kind: error, phase: request, tools: [echo], code: -32011}\n  - {id: e2, kind: latency, tools: [nothing], added_ms: 1}\n";
+    let (d1, d2) = (dir.path().join("1"), dir.path().join("2"));
+    std::fs::create_dir_all(&d1).expect("dir");
+    std::fs::create_dir_all(&d2).expect("dir");
+    let (mut w1, a1) = relay_with_admin(&d1, plan, &[]);
+    let (mut w2, a2) = relay_with_admin(&d2, plan, &[]);
+    assert_eq!(echo(&mut w1, 1)["error"]["code"], -32011);
+    assert_eq!(echo(&mut w2, 1)["error"]["code"], -32011);
+    let dead = "127.0.0.1:9";
+    let (code, out, err) = faults(&["clear", "--fleet", &format!("{a1},{dead},{a2}")]);
+    assert_eq!(code, 2, "one relay was not reached: {out}{err}");
+    assert!(
+        out.contains(&format!("{a1}  removed 2 faults"))
+            && out.contains(&format!("{a2}  removed 2 faults")),
+        "{out}"
+    );
+    assert!(
+        out.contains("http://127.0.0.1:9  NOT REACHED")
+            && out.contains("4 faults removed; 1 relay NOT cleared"),
+        "{out}"
+    );
+    // Both relays' clients see the faults gone.
+    assert!(echo(&mut w1, 2).get("result").is_some());
+    assert!(echo(&mut w2, 2).get("result").is_some());
+    // Every relay reached: exit 0, and --json says what each removed.
+    let (code, out, err) = faults(&["clear", "--fleet", &format!("{a1},{a2}"), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["relays"][0]["removed"], 0, "{v:#}");
+    assert_eq!(v["relays"][1]["reachable"], true, "{v:#}");
+    // The flags are checked as for `faults list`.
+    let (code, _, err) = faults(&["clear", "--fleet", &a1, "--admin", &a2]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
 #[test]
 fn an_unreachable_admin_api_exits_2() {
     let (code, _, err) = faults(&["list", "--admin", "http://127.0.0.1:9"]);

@@ -552,3 +552,84 @@ fn a_dry_run_names_the_relays_a_stage_reaches_and_the_run_reaches_them() {
     assert_eq!(wait_exit(&mut run, 60), 130);
     assert!(remote_faults(&relays[named[0]].2).is_empty());
 }
+
+/// Review G1: a runner killed with -9 leaves its faults until their lease lapses, and with
+/// the run id in fault ids the next run (its lock free at once) never met them by id: it
+/// ran its baseline under them, without a word. It waits for them to lapse now.
+#[test]
+fn a_run_waits_for_a_dead_runs_faults_to_lapse_before_it_starts() {
+    let (_g, url, admin) = remote_relay();
+    // What a killed runner leaves: its fault, on a lease nobody renews, on every call.
+    let dead = "dead--brownout-run-7-killed_run";
+    let out = std::process::Command::new(common::brownout())
+        .args(["faults", "add", "--admin", &admin, "--ttl", "5s"])
+        .arg(format!("{{id: \"{dead}\", kind: latency, added_ms: 1}}"))
+        .output()
+        .expect("brownout faults add");
+    assert!(out.status.success(), "{out:?}");
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(&target, "[{stage: all, duration: 1s, sessions: 100%}]");
+    let (code, j, text) = run_experiment(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    assert_eq!(code, 0, "{text}");
+    valid_journal(&j);
+    assert_eq!(
+        injected(&admin, dead),
+        0,
+        "the run's calls went through the dead run's fault"
+    );
+    assert!(
+        text.contains(&format!(
+            "still carries 1 fault(s) of another run (`{dead}`)"
+        )),
+        "{text}"
+    );
+    assert!(
+        j["baseline"]["slis"]["calls"].as_u64().unwrap_or(0) > 0,
+        "{j:#}"
+    );
+}
+
+/// Review G1: faults of another run that someone keeps renewing (a runner on another
+/// machine, not sharing this one's lock directory) are not waited for forever: the run does
+/// not start, and says why.
+#[test]
+fn a_run_does_not_start_on_a_relay_another_live_run_is_driving() {
+    let (_g, url, admin) = remote_relay();
+    let other = "slow--brownout-run-7-elsewhere";
+    let out = std::process::Command::new(common::brownout())
+        .args(["faults", "add", "--admin", &admin, "--ttl", "3s"])
+        .arg(format!("{{id: \"{other}\", kind: latency, added_ms: 1}}"))
+        .output()
+        .expect("brownout faults add");
+    assert!(out.status.success(), "{out:?}");
+    // The other runner renews its lease every second until this test ends.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let renewer = {
+        let (done, admin) = (done.clone(), admin.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                http(&admin, "PUT", &format!("/faults/{other}/lease?ttl=3000ms"));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    let dir = common::tmp();
+    let target = format!("{{url: \"{url}\", admin: \"{admin}\"}}");
+    let e = experiment(&target, "[{stage: all, duration: 1s, sessions: 100%}]");
+    let (code, j, text) = run_experiment(dir.path(), &e, &["--policy", &policy(dir.path())]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    renewer.join().expect("renewer");
+    assert_ne!(code, 0, "{text}");
+    let reason = j["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("still renewed") && reason.contains(other),
+        "{reason}\n{text}"
+    );
+    assert!(j["baseline"].is_null(), "the run started: {j:#}");
+    let listed = remote_faults(&admin);
+    assert!(
+        listed.iter().all(|id| !id.starts_with("search-down")),
+        "the run put faults on: {listed:?}"
+    );
+}

@@ -278,6 +278,41 @@ fn seed_counts_out_of_range_are_refused() {
     }
 }
 
+/// Review G12: `--tol nan` answered "boundary probability 0.1 (95% interval 0.1 … 0.1)"
+/// and `--tol inf` "0.15 … 0.15", exit 0 — a zero-width interval from nothing; `--precision
+/// 0`, a negative or `nan` one ran to the seed cap. Each is refused before any search.
+#[test]
+fn tolerances_and_precisions_that_are_not_numbers_above_zero_are_refused() {
+    let dir = tmp();
+    write(dir.path(), "w.yaml", WORKLOAD);
+    let plan = write(dir.path(), "plan.yaml", PLAN);
+    for (flag, value) in [
+        ("--tol", "nan"),
+        ("--tol", "inf"),
+        ("--tol", "0"),
+        ("--tol", "-1"),
+        ("--tol", "2"),
+        ("--precision", "0"),
+        ("--precision", "-0.01"),
+        ("--precision", "nan"),
+        ("--precision", "inf"),
+    ] {
+        let out = Command::new(brownout())
+            .args(["search", "--plan", &plan, "--workload"])
+            .arg(dir.path().join("w.yaml"))
+            .args(["--gate", GATE, "--max-evals", "10"])
+            .arg(format!("{flag}={value}"))
+            .output()
+            .expect("search");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("above 0"),
+            "{flag} {value}: {err}"
+        );
+    }
+}
+
 /// A search whose `--time` runs out inside its first simulations has no result: it says so
 /// (exit 4), not "no crossing" (exit 3), names no precision nobody asked for, and does not
 /// draw a chart past the budget.

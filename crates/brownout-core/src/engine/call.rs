@@ -20,10 +20,11 @@ impl Engine {
     ) -> Verdict {
         let method = v.method.as_deref().unwrap_or_default();
         let tool = v.tool.as_deref();
+        let passed = self.passed;
         let s = self.session(session);
         let seq = s.next_seq;
         s.next_seq += 1;
-        if let Some(answer) = s.expired {
+        if let Some(answer) = s.expired.filter(|_| !passed) {
             if method != "initialize" {
                 return self.on_expired_request(session, v, seq, bytes, now, answer);
             }

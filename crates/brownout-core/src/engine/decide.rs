@@ -25,7 +25,7 @@ impl Engine {
     ) -> bool {
         let plan = Arc::clone(&self.plan);
         let f: &Fault = &plan.faults[i];
-        if !f.enabled {
+        if !f.enabled || self.passed {
             return false;
         }
         if let Some(can) = self.call_can {

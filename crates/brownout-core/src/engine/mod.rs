@@ -167,6 +167,9 @@ pub struct Engine {
     /// than for others (an HTTP client that takes only a JSON answer): faults that need
     /// more do not act on it and are not counted.
     call_can: Option<crate::capability::Capabilities>,
+    /// The message being recorded has already gone on untouched ([`Engine::on_passed`]):
+    /// no fault decides on it.
+    passed: bool,
     /// Calls whose answer is due later (see [`deferred`]).
     deferred: deferred::Deferred,
     coverage: coverage::Coverage,
@@ -216,6 +219,7 @@ impl Engine {
             events: Vec::new(),
             deferred: deferred::Deferred::default(),
             call_can: None,
+            passed: false,
             coverage: coverage::Coverage::default(),
         }
     }
@@ -328,6 +332,33 @@ impl Engine {
         v
     }
 
+    /// Whether no fault can touch a message of `session` now: the plan has none, and the
+    /// session is not expired (an expiry, once a fault set it, answers until the client
+    /// initializes again). A message of such a session may go on first and be recorded
+    /// after ([`Engine::on_passed`]): its verdict would be a pass.
+    pub fn untouched(&self, session: &str) -> bool {
+        self.plan.faults.is_empty()
+            && self
+                .sessions
+                .get(session)
+                .is_none_or(|s| s.expired.is_none())
+    }
+
+    /// Record a message that has already gone on untouched (after [`Engine::untouched`]):
+    /// the call is tracked, correlated and counted as [`Engine::on_message`] would, but no
+    /// fault decides on it, even one added since (it was not there when the message went).
+    /// The verdict is always a pass.
+    pub fn on_passed(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+        self.passed = true;
+        let v = self.on_message(side, session, bytes, now);
+        self.passed = false;
+        debug_assert!(
+            v.is_pass(),
+            "a message that went on untouched was given {v:?}"
+        );
+        Verdict::pass()
+    }
+
     /// Feed one message. `session` identifies the client session (stdio: one per relay;
     /// HTTP: the `Mcp-Session-Id`), `now` is run time.
     pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
@@ -349,7 +380,11 @@ impl Engine {
         bytes: &[u8],
         now: Time,
     ) -> Verdict {
-        let expired = self.sessions.get(session).and_then(|s| s.expired);
+        let expired = self
+            .sessions
+            .get(session)
+            .and_then(|s| s.expired)
+            .filter(|_| !self.passed);
         if let (Side::Client, Some(answer)) = (side, expired) {
             if v.kind != Kind::Request {
                 let mut shaping = Shaping::new(bytes);

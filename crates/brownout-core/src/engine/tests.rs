@@ -54,6 +54,55 @@ fn empty_plan_passes_everything_and_counts_calls() {
     assert_eq!(e.pending_count(), 0);
 }
 
+/// A message that went on untouched is recorded as `on_message` would record it, and no
+/// fault decides on it, not even one added between the check and the record.
+#[test]
+fn a_message_recorded_after_it_went_is_counted_and_never_faulted() {
+    let mut e = engine("faults: []");
+    assert!(e.untouched("s"));
+    assert!(e
+        .on_passed(Side::Client, "s", &call(1, "echo"), Time(0))
+        .is_pass());
+    // A fault that would fail every call arrives before the answer and the next request.
+    e.set_plan(plan(
+        "faults:\n  - {kind: error, tools: [echo], code: -32050}\n",
+    ));
+    assert!(
+        !e.untouched("s"),
+        "a plan with a fault may touch the session"
+    );
+    assert!(e.on_passed(Side::Server, "s", &ok(1), Time(5)).is_pass());
+    assert!(e
+        .on_passed(Side::Client, "s", &call(2, "echo"), Time(10))
+        .is_pass());
+    assert!(e.on_passed(Side::Server, "s", &ok(2), Time(15)).is_pass());
+    let r = e.summary().report();
+    assert_eq!((r.calls, r.outcomes.get("ok")), (2, Some(&2)), "{r:?}");
+    assert!(
+        fault_events(&mut e).is_empty(),
+        "a fault was counted on a message that went"
+    );
+    assert_eq!(e.pending_count(), 0, "the answers were correlated");
+    // Decided as usual, the same fault acts.
+    let v = e.on_message(Side::Client, "s", &call(3, "echo"), Time(20));
+    assert_eq!(v.forward, Forward::Drop);
+}
+
+/// An expired session is touched even with no fault left: it answers until re-initialized.
+#[test]
+fn an_expired_session_is_not_untouched() {
+    let mut e = engine("faults:\n  - {kind: session_expiry, after_calls: 1}\n");
+    assert!(e
+        .on_message(Side::Client, "s", &call(1, "echo"), Time(0))
+        .is_pass());
+    let _ = e.on_message(Side::Server, "s", &ok(1), Time(1));
+    let v = e.on_message(Side::Client, "s", &call(2, "echo"), Time(2));
+    assert_eq!(v.forward, Forward::Drop, "the session expired");
+    e.set_plan(plan("faults: []"));
+    assert!(!e.untouched("s"), "the expired session would go untouched");
+    assert!(e.untouched("other"));
+}
+
 #[test]
 fn request_errors_short_circuit() {
     let mut e = engine(

@@ -73,18 +73,22 @@ impl fmt::Display for PlanErrors {
 pub const MAX_ID_CHARS: usize = 256;
 
 /// Why `id` cannot name a fault, if it cannot: ids are printed on terminals and in reports
-/// and put in admin URLs (`/faults/{id}`), so no control or invisible direction characters
-/// (they could rewrite a terminal or hide text), no `.`/`..` (a URL client drops them as
-/// path segments, so such a fault could never be removed), and a bounded length.
+/// and put in admin URLs (`/faults/{id}`), so nothing that does not show as itself (control
+/// and format characters — bidi controls, zero-width and tag characters, soft hyphens —,
+/// line and paragraph separators, unassigned code points, blank fillers and variation
+/// selectors, spaces other than U+0020), no space at either end (two ids that print alike
+/// are one id to a reader), no `.`/`..` (a URL client drops them as path segments, so such
+/// a fault could never be removed), and a bounded length.
 fn id_problem(id: &str) -> Option<String> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
-    if let Some(c) = id.chars().find(|&c| hidden(c)) {
+    if let Some(c) = id.chars().find(|&c| !shows_as_itself(c)) {
         return Some(format!(
-            "contains the character U+{:04X}: ids are printable text",
+            "contains the character U+{:04X}, which does not print as itself (invisible, a control, or a direction or line break): ids are printable text",
             c as u32
+        ));
+    }
+    if id.starts_with(' ') || id.ends_with(' ') {
+        return Some(format!(
+            "`{id}` begins or ends with a space: ids that print alike must be one id"
         ));
     }
     if id == "." || id == ".." {
@@ -94,6 +98,34 @@ fn id_problem(id: &str) -> Option<String> {
     }
     let n = id.chars().count();
     (n > MAX_ID_CHARS).then(|| format!("is {n} characters long (at most {MAX_ID_CHARS})"))
+}
+
+/// Whether `c` prints as itself in an id (see [`id_problem`]).
+fn shows_as_itself(c: char) -> bool {
+    use unicode_general_category::{get_general_category, GeneralCategory as G};
+    if c == ' ' {
+        return true;
+    }
+    if c.is_whitespace() {
+        return false;
+    }
+    // Blank or invisible although not format characters: combining grapheme joiner, Hangul
+    // fillers, Khmer inherent vowels, Mongolian and other variation selectors, braille blank.
+    if matches!(c,
+        '\u{34f}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}'
+        | '\u{2800}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{ffa0}' | '\u{e0100}'..='\u{e01ef}')
+    {
+        return false;
+    }
+    !matches!(
+        get_general_category(c),
+        G::Control
+            | G::Format
+            | G::LineSeparator
+            | G::ParagraphSeparator
+            | G::Unassigned
+            | G::Surrogate
+    )
 }
 
 /// A compiled fault, ready for the engine.

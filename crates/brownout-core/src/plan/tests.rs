@@ -134,6 +134,42 @@ fn semantic_checks() {
     assert!(errs[0].contains("path step"), "{errs:?}");
     let errs = errors("faults:\n  - {id: \"a\\u202Eb\", kind: drop}\n", "p.yaml");
     assert!(errs[0].contains("U+202E"), "{errs:?}");
+    // Review G3: characters that do not print as themselves (a bidi mark, invisible joiners,
+    // tag characters, a soft hyphen, a line separator, a no-break space) and spaces at
+    // either end: two faults could look like one, and removing the visible one leaves the
+    // other acting.
+    for (c, shown) in [
+        ("\\u061C", "U+061C"),
+        ("\\u2060", "U+2060"),
+        ("\\u00AD", "U+00AD"),
+        ("\\U000E0041", "U+E0041"),
+        ("\\u180E", "U+180E"),
+        ("\\u2028", "U+2028"),
+        ("\\u00A0", "U+00A0"),
+        ("\\u3164", "U+3164"),
+        ("\\uFE0F", "U+FE0F"),
+    ] {
+        let errs = errors(
+            &format!("faults:\n  - {{id: \"search{c}down\", kind: drop}}\n"),
+            "p.yaml",
+        );
+        assert!(
+            errs.len() == 1 && errs[0].contains(shown),
+            "{shown}: {errs:?}"
+        );
+    }
+    for id in [" ", "down ", " down"] {
+        let errs = errors(
+            &format!("faults:\n  - {{id: \"{id}\", kind: drop}}\n"),
+            "p.yaml",
+        );
+        assert!(
+            errs.len() == 1 && errs[0].contains("space"),
+            "`{id}`: {errs:?}"
+        );
+    }
+    assert!(errors("faults:\n  - {id: 'search down', kind: drop}\n", "p.yaml").is_empty());
+    assert!(errors("faults:\n  - {id: '障害-α.1', kind: drop}\n", "p.yaml").is_empty());
     let long = format!("faults:\n  - {{id: {}, kind: drop}}\n", "x".repeat(257));
     assert!(errors(&long, "p.yaml")[0].contains("257 characters"));
     assert!(errors("faults:\n  - {id: 'fehler-ä.1', kind: drop}\n", "p.yaml").is_empty());

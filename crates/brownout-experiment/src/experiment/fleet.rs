@@ -281,6 +281,18 @@ impl Fleet {
                 failed.join("; ")
             );
         }
+        // Another run's leftover faults lapse before this run starts (review G1).
+        let settled = nodes
+            .iter()
+            .map(|n| super::foreign::settle(n.remote.api(), super::foreign::WAIT_AT_MOST));
+        let failed: Vec<String> = futures::future::join_all(settled)
+            .await
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| e.to_string()))
+            .collect();
+        if !failed.is_empty() {
+            anyhow::bail!("{}", failed.join("; "));
+        }
         let resolver = match spec {
             FleetSpec::Dns(d) => {
                 let (d, shared) = (d.clone(), Arc::clone(&shared));

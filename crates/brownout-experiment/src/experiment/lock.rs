@@ -16,7 +16,11 @@
 //! resolve from, or its URL. The lock files live beside the store the run keeps its journal
 //! in (`--store`, BROWNOUT_STORE, the default store), or with `--no-store` in
 //! $XDG_RUNTIME_DIR (else the temporary directory): runners that share it exclude each
-//! other.
+//! other. In a directory others can write (the temporary directory, a store under /tmp)
+//! they live in a private subdirectory, `brownout-<uid>` (mode 0700, this user's), and a
+//! lock file is opened without following a symbolic link and must be this user's regular
+//! file: another user cannot plant a link that makes the runner overwrite a file of its
+//! choice, nor a file it holds locked.
 
 use super::fleet_spec::FleetSpec;
 use super::load::Loaded;
@@ -219,9 +223,11 @@ fn take(dir: &Path, key: &str, run: &str) -> Result<File, Busy> {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| Busy::Io(format!("{}: {e}", path.display())))?
     };
+    mine(&file, &path)?;
     // SAFETY: flock on a descriptor this function owns; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
@@ -255,9 +261,57 @@ fn take(dir: &Path, key: &str, run: &str) -> Result<File, Busy> {
     Ok(file)
 }
 
+/// The directory lock files go in: `dir` when only its owner can write it, else its
+/// subdirectory `brownout-<uid>`, made private to this user (see the module documentation).
+fn private(dir: &Path) -> Result<PathBuf, Busy> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let io = |p: &Path, e: &dyn std::fmt::Display| Busy::Io(format!("{}: {e}", p.display()));
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
+    let meta = std::fs::metadata(dir).map_err(|e| io(dir, &e))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if meta.mode() & 0o022 == 0 {
+        return Ok(dir.to_path_buf());
+    }
+    let sub = dir.join(format!("brownout-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&sub) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(&sub, &e)),
+    }
+    // Not followed if it is a link: it must be this user's own directory, closed to others.
+    let meta = std::fs::symlink_metadata(&sub).map_err(|e| io(&sub, &e))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        return Err(io(
+            &sub,
+            &format!(
+                "not a private directory of this user (uid {uid}, mode 0700): another user may have made it; remove it, or keep the journal in a store of your own (--store)"
+            ),
+        ));
+    }
+    Ok(sub)
+}
+
+/// Refuse a lock file that is not this user's regular file (one another user planted).
+fn mine(file: &File, path: &Path) -> Result<(), Busy> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file
+        .metadata()
+        .map_err(|e| Busy::Io(format!("{}: {e}", path.display())))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != uid {
+        return Err(Busy::Io(format!(
+            "{}: not a regular file of this user (uid {uid}): refusing it as a lock file",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Take every lock `x`'s run needs in `dir`, for the run `run`: all, or none.
 pub fn acquire(x: &Loaded, dir: &Path, run: &str) -> Result<TargetLock, Busy> {
-    std::fs::create_dir_all(dir).map_err(|e| Busy::Io(format!("{}: {e}", dir.display())))?;
+    let dir = &private(dir)?;
     let keys = identities(x);
     let mut held = Vec::with_capacity(keys.len());
     // In sorted order, so two runs never each hold a part of the other's; on a refusal the
@@ -394,6 +448,42 @@ mod tests {
         ));
         drop(held);
         assert!(acquire(&remote, d.path(), "run-4").is_ok());
+    }
+
+    /// Review G2: in a directory others can write (/tmp with `--no-store`), a link planted
+    /// at a lock file's (predictable) path made the runner truncate and rewrite the file it
+    /// points to.
+    #[test]
+    fn a_link_planted_where_a_lock_file_goes_is_never_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().expect("tmp");
+        let victim = d.path().join("victim.txt");
+        std::fs::write(&victim, "precious").expect("victim");
+        let x = fleet(d.path(), &["http://127.0.0.1:9902"]);
+        // A shared directory (sticky, everyone writes), with the link planted in it.
+        let shared = d.path().join("tmp");
+        std::fs::create_dir(&shared).expect("dir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        std::os::unix::fs::symlink(&victim, file_of(&shared, "relay 127.0.0.1:9902"))
+            .expect("link");
+        let held = acquire(&x, &shared, "run-1").expect("locked in a private subdirectory");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        // SAFETY: no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        let sub = shared.join(format!("brownout-{uid}"));
+        assert!(held.path.starts_with(&sub), "{}", held.path.display());
+        let mode = std::fs::metadata(&sub).expect("sub").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        drop(held);
+        // In a directory of this user's alone, a link at a lock file's path is refused.
+        let own = d.path().join("own");
+        std::fs::create_dir(&own).expect("dir");
+        std::os::unix::fs::symlink(&victim, file_of(&own, "relay 127.0.0.1:9902")).expect("link");
+        match acquire(&x, &own, "run-2") {
+            Err(Busy::Io(e)) => assert!(e.contains("brownout-target-"), "{e}"),
+            other => panic!("a link was taken for a lock file: {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod fleet;
 pub mod fleet_choice;
 pub mod fleet_dns;
 pub mod fleet_spec;
+pub mod foreign;
 pub mod gates;
 pub mod health;
 pub mod history;

@@ -115,6 +115,7 @@ impl Target {
                 .api()
                 .send(reqwest::Method::GET, "/status", None)
                 .await?;
+            super::foreign::settle(remote.api(), super::foreign::WAIT_AT_MOST).await?;
             return Ok(Target {
                 url: url.clone(),
                 kind: "remote",

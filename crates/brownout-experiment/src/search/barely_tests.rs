@@ -6,26 +6,12 @@ use super::*;
 fn problem() -> Problem {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let a = SearchArgs {
-        experiment: None,
         plan: Some(root.join("examples/search/cascade-search.yaml")),
         workload: Some(root.join("examples/sim/cascade.yaml")),
         gates: vec![crate::sim_args::parse_gate("error_rate < 1% over 10s").expect("gate")],
         seeds: 2,
-        seed: 1,
-        tol: 1.0 / 32.0,
-        rays: 5,
-        tasks: None,
-        max_evals: None,
-        time: None,
-        out: None,
-        chart: None,
         json: true,
-        live: false,
-        live_runs: 0,
-        live_start: 0.6,
-        policy: None,
-        store: None,
-        wide: Default::default(),
+        ..SearchArgs::default()
     };
     Problem::load(&a).expect("the example loads")
 }

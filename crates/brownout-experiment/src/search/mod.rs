@@ -78,8 +78,9 @@ pub struct SearchArgs {
     /// The first seed (seeds are SEED, SEED+1, …).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Precision, as a fraction of each range (default 1/32: the bracket each seed ends in).
-    #[arg(long, default_value_t = 1.0 / 32.0)]
+    /// Precision, as a fraction of each range (default 1/32: the bracket each seed ends in;
+    /// above 0, at most 1).
+    #[arg(long, default_value_t = 1.0 / 32.0, value_parser = wide::parse_tol)]
     pub tol: f64,
     /// Two dimensions: rays across the plane (at least 2).
     #[arg(long, default_value_t = 5)]
@@ -122,6 +123,19 @@ pub struct SearchArgs {
     pub store: Option<PathBuf>,
     #[command(flatten)]
     pub wide: wide::WideArgs,
+}
+
+/// The command line's defaults (`brownout search` with no flags), so a search built in code
+/// (`brownout mcp`, tests) starts where the command line does and names only what differs.
+impl Default for SearchArgs {
+    fn default() -> SearchArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            args: SearchArgs,
+        }
+        <Defaults as clap::Parser>::parse_from(["search"]).args
+    }
 }
 
 impl SearchArgs {

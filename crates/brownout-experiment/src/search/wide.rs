@@ -21,14 +21,35 @@ pub enum Method {
     Ga,
 }
 
+/// `--tol`: a fraction of each range, above 0 and at most 1 (`nan` or `inf` gave a
+/// zero-width "interval", 0 or less a bisection that cannot end where it should).
+pub fn parse_tol(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t > 0.0 && t <= 1.0 => Ok(t),
+        _ => Err(format!(
+            "`{s}` is not a fraction of the range above 0 and at most 1 (e.g. 0.03125)"
+        )),
+    }
+}
+
+/// `--precision`: a half width above 0 (in the dimension's units, or a fraction of a ray).
+pub fn parse_precision(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!(
+            "`{s}` is not a precision: a number above 0 (e.g. 0.01)"
+        )),
+    }
+}
+
 /// Options of the wider searches.
 #[derive(Args, Debug, Clone, Default)]
 pub struct WideArgs {
     /// Adaptive seeds: add seeds until the median boundary's 95 % interval is this wide on
     /// each side (in the dimension's units; with two dimensions, a fraction of each ray), or
     /// a budget (--max-seeds, --max-evals, --time-budget) is spent. `--seeds` is then the
-    /// first round's.
-    #[arg(long)]
+    /// first round's. A number above 0.
+    #[arg(long, value_parser = parse_precision)]
     pub precision: Option<f64>,
     /// Adaptive seeds: seeds at most (1 to 10000).
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=super::MAX_SEEDS))]

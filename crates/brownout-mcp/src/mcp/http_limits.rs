@@ -45,7 +45,8 @@ pub struct Bounds {
     #[arg(long, default_value = "300s", value_parser = brownout_core::duration::parse_flag, value_name = "DURATION")]
     pub session_idle_timeout: Duration,
     /// At most this many open HTTP connections; beyond, the one with no request in flight
-    /// that has been quiet longest is closed to make room (or the new one, if all are busy).
+    /// that has been quiet longest is closed to make room (or the new one, if all are busy),
+    /// unless one client address holds two more than the newcomer's: it gives one up.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_connections: usize,
     /// A request's head must arrive within this long (slow or silent clients are cut).

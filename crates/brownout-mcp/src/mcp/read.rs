@@ -191,23 +191,12 @@ pub fn find_boundary(ctx: &Ctx, args: &Value, progress: &super::progress::Progre
         workload,
         gates: gates(args)?,
         seeds: args["seeds"].as_u64().unwrap_or(8).clamp(1, 64),
-        seed: 1,
-        tol: 1.0 / 32.0,
-        rays: 5,
-        tasks: None,
         max_evals: Some(args["max_evals"].as_u64().unwrap_or(500).clamp(10, 5000)),
         time: Some(std::time::Duration::from_secs(
             args["time_budget_s"].as_u64().unwrap_or(60).clamp(1, 60),
         )),
-        out: None,
-        chart: None,
         json: true,
-        live: false,
-        live_runs: 0,
-        live_start: 0.6,
-        policy: None,
-        store: None,
-        wide: Default::default(),
+        ..Default::default()
     };
     let p = brownout_experiment::search::Problem::load(&a)?;
     if p.experiment {

@@ -105,7 +105,7 @@ fn not_found() -> Answer {
 }
 
 fn session_header(headers: &Headers) -> Option<&str> {
-    headers.get("mcp-session-id")
+    headers.get(&super::head::SESSION_ID)
 }
 
 /// A session id: 128 random bits, hex. Not a secret of brownout's, but unguessable.

@@ -8,7 +8,7 @@
 
 use super::answer::Answer;
 pub use super::answer::Streams;
-use super::head::Head;
+use super::head::{Head, CONTENT_TYPE};
 use super::http::{self, Down, Shape};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -162,7 +162,7 @@ pub async fn respond(
         };
         if sse_ok && matches!(first, Down::Event(_)) {
             let mut head = head;
-            head.headers.set("content-type", "text/event-stream");
+            head.headers.set(&CONTENT_TYPE, "text/event-stream");
             let body = http::body(http::prepend(first, down_rx), true, shape);
             let body = match permit {
                 Some(p) => hold_permit(body, p),

@@ -11,11 +11,12 @@
 use super::head::Headers;
 use super::http::{answered_ids, execute_down, is_json, is_sse, strip_hop_headers, Down, Pacer};
 use super::sse::{self, Event};
+use super::up_client::{UpClient, UpError, UpResponse};
 use super::Relay;
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
 use bytes::Bytes;
-use reqwest::Method;
+use hyper::{Method, Uri};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -24,19 +25,17 @@ use tokio::sync::mpsc;
 pub enum BackError {
     #[error("`{0}` is not an http:// or https:// URL")]
     BadUrl(String),
-    #[error("cannot build the HTTP client: {0}")]
-    Client(reqwest::Error),
 }
 
 /// The server at a URL.
 pub struct Upstream {
-    client: reqwest::Client,
+    client: UpClient,
     /// `scheme://host:port`, without a path.
     origin: String,
     /// The path of the URL given (where the MCP endpoint is).
     pub path: String,
     /// The URL given, parsed once: most requests go there.
-    endpoint: reqwest::Url,
+    endpoint: Uri,
     pub max_body: usize,
 }
 
@@ -51,20 +50,15 @@ impl Upstream {
         if let Some(q) = parsed.query() {
             path = format!("{path}?{q}");
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .pool_max_idle_per_host(1024)
-            .redirect(reqwest::redirect::Policy::none())
-            // A relay passes each request once, as the client sent it: no retry (and no copy
-            // of every request kept for one).
-            .retry(reqwest::retry::never().max_retries_per_request(0))
-            .build()
-            .map_err(BackError::Client)?;
+        // A relay passes each request once, as the client sent it: no retry, no redirect.
+        let client = UpClient::new(Duration::from_secs(10), 1024);
+        let endpoint =
+            Uri::try_from(format!("{origin}{path}")).map_err(|_| BackError::BadUrl(url.into()))?;
         Ok(Upstream {
             client,
             origin,
             path,
-            endpoint: parsed,
+            endpoint,
             max_body,
         })
     }
@@ -86,26 +80,17 @@ impl Upstream {
         path_and_query: &str,
         headers: Headers,
         body: Vec<u8>,
-    ) -> Result<reqwest::Response, reqwest::Error> {
+    ) -> Result<UpResponse, UpError> {
         let mut headers = headers.into_map();
         strip_hop_headers(&mut headers);
-        if path_and_query == self.path {
-            // Most requests: the headers move in as they are (no merge into a fresh map).
-            let mut req = reqwest::Request::new(method, self.endpoint.clone());
-            *req.headers_mut() = headers;
-            if !body.is_empty() {
-                *req.body_mut() = Some(body.into());
-            }
-            return self.client.execute(req).await;
-        }
-        let mut req = self
-            .client
-            .request(method, self.url_for(path_and_query))
-            .headers(headers);
-        if !body.is_empty() {
-            req = req.body(body);
-        }
-        req.send().await
+        // Most requests go to the URL given, parsed once; the headers move in as they are.
+        let uri = if path_and_query == self.path {
+            self.endpoint.clone()
+        } else {
+            let url = self.url_for(path_and_query);
+            Uri::try_from(url.as_str()).map_err(|_| UpError::Uri(url))?
+        };
+        self.client.send(method, uri, headers, body).await
     }
 }
 
@@ -170,7 +155,7 @@ impl Pump {
     }
 
     /// Carry a server answer to the client. The head was already taken by the caller.
-    pub async fn run(&mut self, mut resp: reqwest::Response) -> PumpEnd {
+    pub async fn run(&mut self, mut resp: UpResponse) -> PumpEnd {
         let headers = resp.headers().clone();
         if is_sse(&headers) {
             let mut reader = sse::Reader::new(self.max_body, self.on_endpoint.take());
@@ -257,12 +242,12 @@ impl Pump {
 }
 
 /// Words for a failed exchange with the server.
-pub fn describe(e: &reqwest::Error) -> String {
+pub fn describe(e: &UpError) -> String {
     let mut s = if e.is_connect() {
         "cannot connect to the upstream MCP server".to_string()
     } else if e.is_timeout() {
         "the upstream MCP server timed out".to_string()
-    } else if e.is_body() || e.is_decode() {
+    } else if e.is_body() {
         "the upstream MCP server cut its answer short".to_string()
     } else {
         "the request to the upstream MCP server failed".to_string()

@@ -28,7 +28,7 @@ mod tests;
 use super::head::{Headers, Method};
 use super::http_answer::{into_response, json_error, Streams};
 use super::http_serve::Timeouts;
-use super::http_sessions::LABEL_HEADER;
+use super::http_sessions::LABEL;
 use super::layers::{self, Back, Layer, Request};
 use super::{relay_error, Driver, Relay};
 use axum::extract::{ConnectInfo, State};
@@ -222,7 +222,7 @@ async fn handle<B: Back>(
     let mut headers = parts.headers;
     // brownout's own header: read, never passed on.
     let label = headers
-        .remove(LABEL_HEADER)
+        .remove(LABEL.header())
         .and_then(|v| v.to_str().ok().map(str::to_string));
     let headers = Headers::from(headers);
     let who = front.back.who(&headers, &path, &peer, label);

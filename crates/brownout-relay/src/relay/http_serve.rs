@@ -9,13 +9,19 @@
 //! - **body**: a request body must arrive within this time (enforced by the front when it
 //!   reads the body; see [`super::http_front`]).
 //!
-//! With a connection cap ([`serve_capped`]), a connection accepted at the cap displaces the
-//! open connection with no request in flight (one still sending its head, or idle) that
-//! showed life longest ago (its head began arriving, or it became idle, first),
-//! so clients holding connections open cannot lock others out; when every connection has
-//! a request in flight, the new one is closed at once.
+//! With a connection cap ([`serve_capped`]), a connection accepted at the cap displaces
+//! another ([`victim`]):
+//! - when one client address holds at least two connections more than the newcomer's, that
+//!   address gives one up — its connection with no request in flight that showed life
+//!   longest ago, else its oldest, even with a request in flight (so a client holding every
+//!   connection busy, e.g. trickling request bodies, cannot lock others out, and one
+//!   keeping its connections "fresh" cannot have another client's idle one closed);
+//! - else the open connection with no request in flight (one still sending its head, or
+//!   idle) that showed life longest ago (its head began arriving, or it became idle,
+//!   first); when every connection has a request in flight, the new one is closed at once.
 //!
-//! A response in flight (a long SSE stream) is never cut by these timers. On `stop`, the
+//! A response in flight (a long SSE stream) is never cut by these timers (only by the cap,
+//! for a client holding more connections than others). On `stop`, the
 //! listener closes, connections finish what is in flight, and what is left after the grace
 //! period is closed.
 
@@ -70,7 +76,44 @@ pub async fn serve(
 #[derive(Default)]
 struct Open {
     next: u64,
-    conns: std::collections::BTreeMap<u64, (Arc<Activity>, Arc<tokio::sync::Notify>)>,
+    conns: std::collections::BTreeMap<u64, Held>,
+}
+
+/// One open connection, for the cap: its activity, how to close it, its client's address.
+struct Held {
+    activity: Arc<Activity>,
+    close: Arc<tokio::sync::Notify>,
+    ip: std::net::IpAddr,
+}
+
+/// Which connection makes room for a new one from `ip` at the cap (see the module
+/// documentation); `None`: the new one is closed.
+fn victim(conns: &std::collections::BTreeMap<u64, Held>, ip: std::net::IpAddr) -> Option<u64> {
+    let mut per_ip: std::collections::BTreeMap<std::net::IpAddr, usize> = Default::default();
+    for h in conns.values() {
+        *per_ip.entry(h.ip).or_default() += 1;
+    }
+    let mine = per_ip.get(&ip).copied().unwrap_or(0);
+    // The address holding the most (the lowest address of a tie, for a stable choice).
+    let hog = per_ip
+        .iter()
+        .max_by_key(|(a, n)| (**n, std::cmp::Reverse(**a)))
+        .filter(|(_, n)| **n >= mine + 2)
+        .map(|(a, _)| *a);
+    let quietest = |of: Option<std::net::IpAddr>| {
+        conns
+            .iter()
+            .filter(|(_, h)| of.is_none_or(|a| h.ip == a))
+            .filter_map(|(id, h)| h.activity.quiet_since().map(|t| (t, *id)))
+            .min()
+            .map(|(_, id)| id)
+    };
+    match hog {
+        Some(a) => {
+            quietest(Some(a)).or_else(|| conns.iter().find(|(_, h)| h.ip == a).map(|(id, _)| *id))
+        }
+        None => quietest(None),
+    }
 }
 
 /// Removes a connection from [`Open`] when it ends.
@@ -127,28 +170,24 @@ pub async fn serve_capped(
         let registered = {
             let mut o = lock(&open);
             if o.conns.len() >= max_connections {
-                // The connection with nothing in flight that showed life longest ago makes
-                // room; else refuse. Not the oldest: a client's pool hands out the connection
-                // it used last, so the one idle longest is the one least likely to carry a
-                // request the relay has not read yet.
-                let victim = o
-                    .conns
-                    .iter()
-                    .filter_map(|(id, (a, n))| a.quiet_since().map(|t| (t, *id, n)))
-                    .min_by_key(|(t, id, _)| (*t, *id))
-                    .map(|(_, id, n)| (id, Arc::clone(n)));
-                match victim {
-                    Some((id, n)) => {
-                        o.conns.remove(&id);
-                        n.notify_one();
-                    }
+                // Quiet longest, not oldest: a client's pool hands out the connection it used
+                // last, so the one idle longest is the one least likely to carry a request
+                // the relay has not read yet.
+                match victim(&o.conns, peer.ip()).and_then(|id| o.conns.remove(&id)) {
+                    Some(h) => h.close.notify_one(),
                     None => continue,
                 }
             }
             o.next += 1;
             let id = o.next;
-            o.conns
-                .insert(id, (Arc::clone(&activity), Arc::clone(&close)));
+            o.conns.insert(
+                id,
+                Held {
+                    activity: Arc::clone(&activity),
+                    close: Arc::clone(&close),
+                    ip: peer.ip(),
+                },
+            );
             Registered {
                 open: Arc::clone(&open),
                 id,
@@ -298,7 +337,7 @@ async fn connection(
         });
         tokio::select! {
             _ = conn.as_mut() => return,
-            // Displaced under the connection cap (it had nothing in flight).
+            // Displaced under the connection cap.
             _ = close.notified() => return,
             changed = closing.changed(), if !closing_seen => {
                 closing_seen = true;

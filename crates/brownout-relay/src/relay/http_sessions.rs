@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 /// The header a client may label its session with.
 pub const LABEL_HEADER: &str = "brownout-session";
 
+/// [`LABEL_HEADER`], parsed once: the front looks it up on every request.
+pub(crate) const LABEL: super::head::Name = super::head::Name::new(LABEL_HEADER);
+
 /// Wire identities of sessions → their stable keys.
 #[derive(Debug, Default)]
 pub struct SessionKeys {

@@ -12,6 +12,7 @@ use super::answer::ByteStream;
 use super::http::{answered_ids, execute_down, Down};
 use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
+use super::up_client::{UpError, UpResponse};
 use super::Relay;
 use brownout_core::jsonrpc::Id;
 use brownout_core::Side;
@@ -26,7 +27,7 @@ const SIDE_DEPTH: usize = 64;
 pub struct SseRelay {
     relay: Arc<Relay>,
     key: String,
-    resp: Option<reqwest::Response>,
+    resp: Option<UpResponse>,
     reader: sse::Reader,
     out: VecDeque<Bytes>,
     side_tx: Option<mpsc::Sender<Down>>,
@@ -40,14 +41,14 @@ pub struct SseRelay {
 
 enum Next {
     Side(Option<Down>),
-    Chunk(Result<Option<Bytes>, reqwest::Error>),
+    Chunk(Result<Option<Bytes>, UpError>),
 }
 
 impl SseRelay {
     pub fn new(
         relay: Arc<Relay>,
         key: String,
-        resp: reqwest::Response,
+        resp: UpResponse,
         owed: Vec<Id>,
         max_event: usize,
         permit: Option<OwnedSemaphorePermit>,

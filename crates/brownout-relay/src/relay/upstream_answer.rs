@@ -8,12 +8,13 @@
 //! fails, the calls still owed get an error. A body that is not JSON-RPC is never written to
 //! the client: its calls get an error naming the status and content type.
 
-use super::head::Headers;
+use super::head::{Headers, ACCEPT, CONTENT_TYPE, LAST_EVENT_ID};
 use super::http::{content_type, is_json, is_sse};
 use super::http_back::{describe, Pump, Upstream};
 use super::sse;
+use super::up_client::UpResponse;
 use brownout_core::jsonrpc::{classify, Message};
-use reqwest::Method;
+use hyper::Method;
 use std::time::Duration;
 
 /// Resumptions of one answer's stream before brownout gives up on it.
@@ -34,7 +35,7 @@ enum End {
 
 /// Carry `resp` (a 2xx answer) to the client; answer with an error every call it leaves
 /// unanswered. `resume` are the headers of a GET on the session (id, protocol version).
-pub async fn carry(pump: &mut Pump, back: &Upstream, resume: Headers, resp: reqwest::Response) {
+pub async fn carry(pump: &mut Pump, back: &Upstream, resume: Headers, resp: UpResponse) {
     let status = resp.status();
     let ct = content_type(resp.headers()).to_string();
     if is_sse(resp.headers()) {
@@ -82,12 +83,7 @@ pub async fn carry(pump: &mut Pump, back: &Upstream, resume: Headers, resp: reqw
     }
 }
 
-async fn carry_stream(
-    pump: &mut Pump,
-    back: &Upstream,
-    resume: Headers,
-    mut resp: reqwest::Response,
-) {
+async fn carry_stream(pump: &mut Pump, back: &Upstream, resume: Headers, mut resp: UpResponse) {
     let mut last_id: Option<String> = None;
     let mut retry: Option<u64> = None;
     let mut resumes = 0;
@@ -101,7 +97,7 @@ async fn carry_stream(
         let mut h = resume.clone();
         if !last_id
             .as_deref()
-            .is_some_and(|id| h.set("last-event-id", id))
+            .is_some_and(|id| h.set(&LAST_EVENT_ID, id))
         {
             return pump
                 .fail_owed(&format!("{why} (no event id to resume from)"))
@@ -115,8 +111,8 @@ async fn carry_stream(
         if let Some(ms) = retry {
             tokio::time::sleep(Duration::from_millis(ms).min(MAX_RETRY)).await;
         }
-        h.remove("content-type");
-        h.set("accept", "text/event-stream");
+        h.remove(&CONTENT_TYPE);
+        h.set(&ACCEPT, "text/event-stream");
         resp = match back.send(Method::GET, &back.path, h, Vec::new()).await {
             Ok(r) if r.status().is_success() && is_sse(r.headers()) => r,
             Ok(r) => {
@@ -137,7 +133,7 @@ async fn carry_stream(
 /// Read one SSE stream to its end, noting the last event id and `retry:`.
 async fn read_stream(
     pump: &mut Pump,
-    resp: &mut reqwest::Response,
+    resp: &mut UpResponse,
     last_id: &mut Option<String>,
     retry: &mut Option<u64>,
 ) -> End {

@@ -22,7 +22,7 @@ mod post;
 
 use super::answer::{Answer, Streams};
 use super::child::ProcessHandle;
-use super::head::Headers;
+use super::head::{Headers, SESSION_ID};
 use super::http::Down;
 use super::http_back::Upstream;
 use super::http_sessions::SessionKeys;
@@ -121,7 +121,7 @@ impl UrlBack {
     }
 
     fn session_key(&self, headers: &Headers, path: &str, peer: &SocketAddr) -> String {
-        if let Some(id) = headers.get("mcp-session-id") {
+        if let Some(id) = headers.get(&SESSION_ID) {
             return id.to_string();
         }
         if self.legacy_stream(path).is_some() {

@@ -12,7 +12,7 @@ use crate::relay::child::{describe, terminate, ProcessHandle, ServerProcess};
 use crate::relay::child_session::{duplicate_id_error, ChildSession, Route};
 use crate::relay::framing::{spawn_writer, Frame, LineReader};
 use crate::relay::head::Head;
-use crate::relay::head::Headers;
+use crate::relay::head::{Headers, CONTENT_TYPE, SESSION_ID};
 use crate::relay::http::{request_ids, Down};
 use crate::relay::{dead_bytes, relay_error, to_duration, Pipe, OUTBOX_DEPTH};
 use brownout_core::jsonrpc::{classify, Kind, Message};
@@ -189,7 +189,7 @@ impl ChildBack {
         answers: mpsc::Sender<Down>,
     ) -> (Head, ProcessHandle) {
         let accepts_sse = headers
-            .get("accept")
+            .get(&crate::relay::head::ACCEPT)
             .is_some_and(|a| a.contains("text/event-stream"));
         let session = Arc::clone(&joined.session);
         session.open(
@@ -211,10 +211,10 @@ impl ChildBack {
             (200, Some("application/json"))
         };
         if let Some(ct) = ct {
-            h.set("content-type", ct);
+            h.set(&CONTENT_TYPE, ct);
         }
         if joined.new {
-            h.set("mcp-session-id", &session.id);
+            h.set(&SESSION_ID, &session.id);
         }
         (Head { status, headers: h }, session.process.clone())
     }

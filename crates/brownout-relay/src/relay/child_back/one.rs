@@ -397,6 +397,16 @@ fn spawn_reader(
                     }
                 },
             };
+            if relay.untouched(SESSION) {
+                // Nothing can touch it: written first, recorded after, off its path.
+                // Unconstrained (no yield to the scheduler's budget): the record comes
+                // before the client's next request is read. A request is not taken this way:
+                // the engine must know a call before the server can fail it.
+                let pass = lane::carry(&pipe, &lane, Verdict::pass(), bytes.clone());
+                tokio::task::unconstrained(pass).await;
+                relay.record_passed(Side::Server, SESSION, &bytes);
+                continue;
+            }
             let v = relay.handle(Side::Server, SESSION, &bytes);
             lane::carry(&pipe, &lane, v, bytes).await;
         }

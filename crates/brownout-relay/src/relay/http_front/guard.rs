@@ -2,8 +2,10 @@
 //! admin API in [`crate::http_guard`]) and the limits on
 //! a request's headers (their size, a session id's length).
 
-use super::{Front, LABEL_HEADER, MAX_SESSION_ID};
+use super::{Front, MAX_SESSION_ID};
+use crate::relay::head::SESSION_ID;
 use crate::relay::http_answer::plain;
+use crate::relay::http_sessions::LABEL;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
@@ -24,9 +26,9 @@ impl<B> Front<B> {
             ));
         }
         let id_len = headers
-            .get("mcp-session-id")
+            .get(SESSION_ID.header())
             .map_or(0, |v| v.len())
-            .max(headers.get(LABEL_HEADER).map_or(0, |v| v.len()));
+            .max(headers.get(LABEL.header()).map_or(0, |v| v.len()));
         if id_len > MAX_SESSION_ID {
             return Err(plain(
                 StatusCode::BAD_REQUEST,

@@ -277,3 +277,58 @@ async fn the_connection_cap_closes_the_connection_idle_longest() {
     assert!(round_trip(&mut conns[0]).await.starts_with("HTTP/1.1 200"));
     running.stop().await.expect("stops");
 }
+
+/// Review G4: at the cap, connections that each keep a request in flight (a head sent, its
+/// body trickled) locked every other client out: a new connection was closed at once for as
+/// long as the trickle went on. The client holding the most connections now gives one up.
+#[tokio::test]
+async fn a_client_holding_every_connection_busy_gives_one_up_to_another() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = upstream().await;
+    let opts = FrontOptions {
+        max_connections: 4,
+        ..FrontOptions::default()
+    };
+    let (_relay, _back, running) = front_to(server, opts, Duration::from_secs(600)).await;
+    let addr = running.addr();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        c.write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              accept: application/json, text/event-stream\r\ncontent-length: 100000\r\n\r\n{",
+        )
+        .await
+        .expect("a head and the body's first byte");
+        held.push(c);
+    }
+    // Another client, from another address (127.0.0.2 reaches the loopback listener).
+    let other = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("client");
+    let answer = other
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("another client is served while one holds every connection busy");
+    assert_eq!(answer.status(), 200);
+    // One of the busy client's connections made room (polled until a deadline).
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut closed = false;
+    while !closed && std::time::Instant::now() < until {
+        for c in held.iter_mut() {
+            let mut buf = [0u8; 64];
+            if let Ok(Ok(0) | Err(_)) =
+                tokio::time::timeout(Duration::from_millis(50), c.read(&mut buf)).await
+            {
+                closed = true;
+            }
+        }
+    }
+    assert!(closed, "none of the busy client's connections was closed");
+    running.stop().await.expect("stops");
+}

@@ -12,6 +12,7 @@ use crate::relay::http_back::{describe, Upstream};
 use crate::relay::layers::Request;
 use crate::relay::sse::Event;
 use crate::relay::sse_stream::SseRelay;
+use crate::relay::up_client::UpResponse;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -29,7 +30,7 @@ impl UrlBack {
         let back = &self.upstream;
         if method != Method::Get {
             let ends = method == Method::Delete;
-            let Ok(method) = reqwest::Method::from_bytes(method.as_str().as_bytes()) else {
+            let Ok(method) = hyper::Method::from_bytes(method.as_str().as_bytes()) else {
                 let name = method.as_str();
                 return Answer::text(405, format!("brownout: `{name}` is not a method"));
             };
@@ -48,7 +49,7 @@ impl UrlBack {
             Err(r) => return r,
         };
         let resp = match back
-            .send(reqwest::Method::GET, &path, headers, Vec::new())
+            .send(hyper::Method::GET, &path, headers, Vec::new())
             .await
         {
             Ok(r) => r,
@@ -109,7 +110,7 @@ impl UrlBack {
     /// Pass a request and its answer on untouched; whether the server took it (2xx).
     async fn raw(
         &self,
-        method: reqwest::Method,
+        method: hyper::Method,
         path: String,
         headers: Headers,
         body: Vec<u8>,
@@ -127,7 +128,7 @@ impl UrlBack {
         }
     }
 
-    fn pass_answer(&self, head: Head, mut resp: reqwest::Response) -> Answer {
+    fn pass_answer(&self, head: Head, mut resp: UpResponse) -> Answer {
         let (tx, rx) = mpsc::channel::<Down>(16);
         tokio::spawn(async move {
             while let Ok(Some(c)) = resp.chunk().await {

@@ -13,7 +13,7 @@
 //! keeps going (each call gets an error until the server answers). EOF on stdin ends the
 //! session (DELETE) and brownout.
 
-use crate::relay::head::Headers;
+use crate::relay::head::{Headers, ACCEPT, CONTENT_TYPE, SESSION_ID};
 use crate::relay::http::Down;
 use crate::relay::http_back::{describe, Pump, Upstream};
 use crate::relay::layers::{Carrier, Client, ClientEnd, OneSession};
@@ -23,7 +23,7 @@ use crate::relay::{Pipe, Relay, OUTBOX_DEPTH};
 use axum::http::{header, HeaderMap, HeaderValue};
 use brownout_core::jsonrpc::{classify, Kind, Message};
 use brownout_core::verdict::Verdict;
-use reqwest::Method;
+use hyper::Method;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -129,8 +129,8 @@ impl Link {
             s.stream_opened = true;
         }
         let mut h = self.headers();
-        h.set("accept", "text/event-stream");
-        h.remove("content-type");
+        h.set(&ACCEPT, "text/event-stream");
+        h.remove(&CONTENT_TYPE);
         let me = Arc::clone(self);
         let task = tokio::spawn(async move {
             if let Ok(resp) = me
@@ -237,7 +237,7 @@ impl OneSession for One {
         }
         // End the session politely.
         let headers = link.headers();
-        if headers.contains("mcp-session-id") {
+        if headers.contains(&SESSION_ID) {
             let _ = tokio::time::timeout(
                 std::time::Duration::from_secs(2),
                 link.back

@@ -4,14 +4,15 @@
 
 use super::{NewSession, UrlBack};
 use crate::relay::answer::{Answer, Streams};
-use crate::relay::head::{Head, Headers};
+use crate::relay::head::{Head, Headers, SESSION_ID};
 use crate::relay::http::{self, Down, Pacer, DOWN_DEPTH};
 use crate::relay::http_back::{describe, Pump, PumpEnd, Upstream};
 use crate::relay::layers::Post;
 use crate::relay::sse_stream::SseRelay;
+use crate::relay::up_client::UpResponse;
 use crate::relay::Relay;
 use brownout_core::Side;
-use reqwest::Method;
+use hyper::Method;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -43,7 +44,7 @@ impl UrlBack {
             pace: None,
         };
         let sse_ok = headers.accepts_sse();
-        let anonymous = !headers.contains("mcp-session-id");
+        let anonymous = !headers.contains(&SESSION_ID);
         let mut resp = match back.send(Method::POST, &path, headers, body).await {
             Ok(r) => r,
             Err(e) => return answer_alone(pump, &describe(&e)).await,
@@ -51,7 +52,7 @@ impl UrlBack {
         let head = take_head(&mut resp);
         // An `initialize` that opened a session: the connection's key served for it alone,
         // and the session goes on under the id the server gave; nothing stays behind.
-        let opened = anonymous && head.is_success() && head.headers.contains("mcp-session-id");
+        let opened = anonymous && head.is_success() && head.headers.contains(&SESSION_ID);
         let (handed_over, new_session) = if opened {
             (new_session, None)
         } else {
@@ -137,7 +138,7 @@ impl UrlBack {
 
 /// The head of the server's answer, taken out of it (the answer keeps its status and body):
 /// no copy of the headers on the way of every call.
-fn take_head(resp: &mut reqwest::Response) -> Head {
+fn take_head(resp: &mut UpResponse) -> Head {
     Head {
         status: resp.status().as_u16(),
         headers: Headers::from(std::mem::take(resp.headers_mut())),
@@ -145,7 +146,7 @@ fn take_head(resp: &mut reqwest::Response) -> Head {
 }
 
 /// The head of the server's answer, as the relay speaks of it.
-pub(super) fn head_of(resp: &reqwest::Response) -> Head {
+pub(super) fn head_of(resp: &UpResponse) -> Head {
     Head {
         status: resp.status().as_u16(),
         headers: Headers::from(resp.headers().clone()),
