@@ -487,7 +487,10 @@ impl Watched {
                 moved: feed.moved,
                 version: feed.version,
                 // A percentile is its bucket's midpoint, which lies in that bucket.
-                bound: value.map_or(0, bucket),
+                bound: match self.guard {
+                    Some(Guard::Percentile) => value.map_or(0, bucket),
+                    _ => 0,
+                },
             });
         }
         let limit = self.limit;

@@ -189,6 +189,7 @@ impl<T: Copy> EventQueue<T> {
     }
 
     /// The next busy slot from the base's, going round the wheel once.
+    #[inline(always)]
     fn next_slot(&self) -> Option<usize> {
         if self.on_wheel == 0 {
             return None;
