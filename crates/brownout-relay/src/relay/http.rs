@@ -155,14 +155,30 @@ const HOP_NAMES: [HeaderName; 12] = [
     header::ACCEPT_ENCODING,
 ];
 
-/// Drop hop-by-hop headers, in place. It runs twice per relayed call, so: one pass over the
-/// names present (a handful) marks the hop headers among them, and only those are removed,
-/// by their parsed names (removing all twelve by text parsed and hashed twelve names).
+/// Drop hop-by-hop headers, in place, and the headers a `Connection` header names. It runs
+/// twice per relayed call, so: one pass over the names present (a handful) marks the hop
+/// headers among them, and only those are removed, by their parsed names (removing all twelve
+/// by text parsed and hashed twelve names).
 pub fn strip_hop_headers(headers: &mut HeaderMap) {
     let mut found = 0u16;
     for name in headers.keys() {
         if let Some(i) = HOP_NAMES.iter().position(|h| h == name) {
             found |= 1 << i;
+        }
+    }
+    if found & 1 != 0 {
+        // `Connection` names more headers that are this hop's only (RFC 9110 §7.6.1).
+        let named: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|t| !t.eq_ignore_ascii_case("close") && !t.eq_ignore_ascii_case("keep-alive"))
+            .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
+            .collect();
+        for name in named {
+            headers.remove(name);
         }
     }
     for (i, name) in HOP_NAMES.iter().enumerate() {
@@ -413,6 +429,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::lists_sse;
+
+    /// Review2 F3: a header a `Connection` header names is the hop's own and goes too (it was
+    /// passed on); every value of every hop header goes, whatever the names' case.
+    #[test]
+    fn headers_named_by_connection_are_dropped_with_the_hop_headers() {
+        use axum::http::{HeaderMap, HeaderName, HeaderValue};
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("CONNECTION", "keep-alive, X-Hop-A"),
+            ("connection", "close,x-hop-b , Upgrade"),
+            ("X-HOP-A", "1"),
+            ("x-hop-b", "2"),
+            ("Keep-Alive", "timeout=5"),
+            ("TE", "trailers"),
+            ("Te", "gzip"),
+            ("Mcp-Session-Id", "s1"),
+            ("X-Plain", "yes"),
+        ] {
+            h.append(
+                HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                HeaderValue::from_static(v),
+            );
+        }
+        super::strip_hop_headers(&mut h);
+        let mut left: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["mcp-session-id", "x-plain"]);
+    }
 
     #[test]
     fn an_accept_value_lists_sse_by_type_or_wildcard_in_any_case_and_spacing() {

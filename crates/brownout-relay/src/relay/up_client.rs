@@ -57,6 +57,14 @@ impl UpError {
     }
 }
 
+/// How long a connection may sit idle in the pool before it is dropped rather than used
+/// again: shorter than the keep-alive timeouts servers close idle connections after
+/// (gunicorn 2 s, uvicorn and Node 5 s). A server closes an idle connection without a word;
+/// a request sent on it as the close crosses it fails ("connection closed before message
+/// completed") and is not retried (a POST may not be sent twice), so the client would get an
+/// error no fault made. With 90 s, one call in ten spaced at the server's timeout failed so.
+pub const POOL_IDLE: Duration = Duration::from_millis(1500);
+
 /// A pool of connections to the server.
 #[derive(Clone)]
 pub struct UpClient {
@@ -65,7 +73,7 @@ pub struct UpClient {
 
 impl UpClient {
     /// Connections time out after `connect` and are kept for reuse, up to `idle_per_host`
-    /// of them, for 90 s idle.
+    /// of them, for [`POOL_IDLE`] idle.
     pub fn new(connect: Duration, idle_per_host: usize) -> UpClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(connect));
@@ -73,7 +81,7 @@ impl UpClient {
         connector.set_nodelay(true);
         let inner = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(POOL_IDLE)
             .pool_max_idle_per_host(idle_per_host)
             .build(connector);
         UpClient { inner }
@@ -107,6 +115,9 @@ impl UpClient {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// The server's answer: its head, and its body read chunk by chunk.
 pub struct UpResponse {
