@@ -200,6 +200,34 @@ fn exit_code<T>(answers: &[Result<T, Trouble>]) -> i32 {
     }
 }
 
+/// One JSON row per relay (credentials in its address hidden): what it answered, under
+/// the key `ok` names, or why it did not.
+fn rows<T>(
+    admins: &[String],
+    answers: &[Result<T, Trouble>],
+    ok: impl Fn(&T) -> (&'static str, Value),
+) -> Vec<Value> {
+    admins
+        .iter()
+        .zip(answers)
+        .map(|(admin, r)| {
+            let admin = redact(admin);
+            match r {
+                Ok(v) => {
+                    let (key, value) = ok(v);
+                    json!({"admin": admin, "reachable": true, key: value})
+                }
+                Err(Trouble::Refused(e)) => {
+                    json!({"admin": admin, "reachable": true, "refused": true, "error": e})
+                }
+                Err(Trouble::NotReached(e)) => {
+                    json!({"admin": admin, "reachable": false, "error": e})
+                }
+            }
+        })
+        .collect()
+}
+
 /// Remove every fault from every relay at once (the fleet's stop button); exit 0 when every
 /// relay said it removed its faults, 2 when one was not reached, 1 when one refused the token.
 pub async fn clear(a: &RelayArgs) -> anyhow::Result<i32> {
@@ -213,22 +241,7 @@ pub async fn clear(a: &RelayArgs) -> anyhow::Result<i32> {
             .map(|ad| clear_one(&http, ad, a.token.as_deref())),
     )
     .await;
-    let relays: Vec<Value> = admins
-        .iter()
-        .zip(&answers)
-        .map(|(admin, r)| {
-            let admin = redact(admin);
-            match r {
-                Ok(n) => json!({"admin": admin, "reachable": true, "removed": n}),
-                Err(Trouble::Refused(e)) => {
-                    json!({"admin": admin, "reachable": true, "refused": true, "error": e})
-                }
-                Err(Trouble::NotReached(e)) => {
-                    json!({"admin": admin, "reachable": false, "error": e})
-                }
-            }
-        })
-        .collect();
+    let relays = rows(&admins, &answers, |n| ("removed", json!(n)));
     if a.json {
         println!(
             "{}",
@@ -285,22 +298,7 @@ pub async fn list(a: &RelayArgs) -> anyhow::Result<i32> {
             .map(|ad| faults_of(&http, ad, a.token.as_deref())),
     )
     .await;
-    let relays: Vec<Value> = admins
-        .iter()
-        .zip(&answers)
-        .map(|(admin, r)| {
-            let admin = redact(admin);
-            match r {
-                Ok(f) => json!({"admin": admin, "reachable": true, "faults": f}),
-                Err(Trouble::Refused(e)) => {
-                    json!({"admin": admin, "reachable": true, "refused": true, "error": e})
-                }
-                Err(Trouble::NotReached(e)) => {
-                    json!({"admin": admin, "reachable": false, "error": e})
-                }
-            }
-        })
-        .collect();
+    let relays = rows(&admins, &answers, |f| ("faults", f.clone()));
     let unreachable = answers
         .iter()
         .filter(|r| matches!(r, Err(Trouble::NotReached(_))))
