@@ -143,11 +143,11 @@ async fn one(
 
 /// One relay's faults: `Ok(faults)` or why it could not say.
 async fn faults_of(
-    http: &reqwest::Client,
-    admin: &str,
-    token: Option<&str>,
+    http: reqwest::Client,
+    admin: String,
+    token: Option<String>,
 ) -> Result<Value, Trouble> {
-    let v = one(http, reqwest::Method::GET, admin, token).await?;
+    let v = one(&http, reqwest::Method::GET, &admin, token.as_deref()).await?;
     match &v["faults"] {
         Value::Array(_) => Ok(v["faults"].clone()),
         _ => Err(Trouble::NotReached("answered no list of faults".into())),
@@ -156,11 +156,11 @@ async fn faults_of(
 
 /// Remove one relay's faults: `Ok(how many)` or why not.
 async fn clear_one(
-    http: &reqwest::Client,
-    admin: &str,
-    token: Option<&str>,
+    http: reqwest::Client,
+    admin: String,
+    token: Option<String>,
 ) -> Result<u64, Trouble> {
-    let v = one(http, reqwest::Method::DELETE, admin, token).await?;
+    let v = one(&http, reqwest::Method::DELETE, &admin, token.as_deref()).await?;
     v["removed"]
         .as_u64()
         .ok_or_else(|| Trouble::NotReached("answered no count of faults removed".into()))
@@ -181,6 +181,29 @@ async fn fleet(a: &RelayArgs) -> anyhow::Result<Result<(Vec<String>, reqwest::Cl
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
     Ok(Ok((admins, http)))
+}
+
+/// The fleet's admin URLs and each relay's answer to `ask`, all asked at once; or the exit
+/// code when the fleet is not known.
+async fn ask_all<'a, T, F, Fut>(
+    a: &'a RelayArgs,
+    ask: F,
+) -> anyhow::Result<Result<(Vec<String>, Vec<Result<T, Trouble>>), i32>>
+where
+    F: Fn(reqwest::Client, String, Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Trouble>>,
+{
+    let (admins, http) = match fleet(a).await? {
+        Ok(f) => f,
+        Err(code) => return Ok(Err(code)),
+    };
+    let answers = futures::future::join_all(
+        admins
+            .iter()
+            .map(|ad| ask(http.clone(), ad.clone(), a.token.clone())),
+    )
+    .await;
+    Ok(Ok((admins, answers)))
 }
 
 /// As for one relay: 2 when one was not reached, else 1 when one refused the token, else 0.
@@ -231,16 +254,10 @@ fn rows<T>(
 /// Remove every fault from every relay at once (the fleet's stop button); exit 0 when every
 /// relay said it removed its faults, 2 when one was not reached, 1 when one refused the token.
 pub async fn clear(a: &RelayArgs) -> anyhow::Result<i32> {
-    let (admins, http) = match fleet(a).await? {
-        Ok(f) => f,
+    let (admins, answers) = match ask_all(a, clear_one).await? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
-    let answers = futures::future::join_all(
-        admins
-            .iter()
-            .map(|ad| clear_one(&http, ad, a.token.as_deref())),
-    )
-    .await;
     let relays = rows(&admins, &answers, |n| ("removed", json!(n)));
     if a.json {
         println!(
@@ -288,16 +305,10 @@ fn plural(n: usize) -> &'static str {
 
 /// List every relay's faults; exit 0 when every relay answered, 2 when one did not.
 pub async fn list(a: &RelayArgs) -> anyhow::Result<i32> {
-    let (admins, http) = match fleet(a).await? {
-        Ok(f) => f,
+    let (admins, answers) = match ask_all(a, faults_of).await? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
-    let answers = futures::future::join_all(
-        admins
-            .iter()
-            .map(|ad| faults_of(&http, ad, a.token.as_deref())),
-    )
-    .await;
     let relays = rows(&admins, &answers, |f| ("faults", f.clone()));
     let unreachable = answers
         .iter()

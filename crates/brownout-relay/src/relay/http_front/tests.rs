@@ -207,6 +207,15 @@ async fn the_connection_cap_closes_idle_connections_to_make_room() {
     running.stop().await.expect("stops");
 }
 
+/// A front with at most four connections in front of [`upstream`].
+async fn capped_at_four() -> (Arc<Relay>, Arc<UrlBack>, Running) {
+    let opts = FrontOptions {
+        max_connections: 4,
+        ..FrontOptions::default()
+    };
+    front_to(upstream().await, opts, Duration::from_secs(600)).await
+}
+
 /// Send one request on a kept-alive raw connection and read its whole answer (the relay
 /// answers a JSON request with a `content-length`).
 async fn round_trip(c: &mut tokio::net::TcpStream) -> String {
@@ -250,12 +259,7 @@ async fn round_trip(c: &mut tokio::net::TcpStream) -> String {
 #[tokio::test]
 async fn the_connection_cap_closes_the_connection_idle_longest() {
     use tokio::io::AsyncReadExt;
-    let server = upstream().await;
-    let opts = FrontOptions {
-        max_connections: 4,
-        ..FrontOptions::default()
-    };
-    let (_relay, _back, running) = front_to(server, opts, Duration::from_secs(600)).await;
+    let (_relay, _back, running) = capped_at_four().await;
     let addr = running.addr();
     let mut conns = Vec::new();
     for _ in 0..4 {
@@ -284,12 +288,7 @@ async fn the_connection_cap_closes_the_connection_idle_longest() {
 #[tokio::test]
 async fn a_client_holding_every_connection_busy_gives_one_up_to_another() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let server = upstream().await;
-    let opts = FrontOptions {
-        max_connections: 4,
-        ..FrontOptions::default()
-    };
-    let (_relay, _back, running) = front_to(server, opts, Duration::from_secs(600)).await;
+    let (_relay, _back, running) = capped_at_four().await;
     let addr = running.addr();
     let mut held = Vec::new();
     for _ in 0..4 {
