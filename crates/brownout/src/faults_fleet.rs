@@ -185,8 +185,8 @@ async fn fleet(a: &RelayArgs) -> anyhow::Result<Result<(Vec<String>, reqwest::Cl
 
 /// The fleet's admin URLs and each relay's answer to `ask`, all asked at once; or the exit
 /// code when the fleet is not known.
-async fn ask_all<'a, T, F, Fut>(
-    a: &'a RelayArgs,
+async fn ask_all<T, F, Fut>(
+    a: &RelayArgs,
     ask: F,
 ) -> anyhow::Result<Result<(Vec<String>, Vec<Result<T, Trouble>>), i32>>
 where
