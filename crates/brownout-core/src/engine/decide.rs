@@ -72,16 +72,7 @@ impl Engine {
         let s = self.session(session);
         let key = StreamKey::new(seed, f.id_hash, s.hash);
         let c = &mut s.counters[i];
-        c.matches += 1;
-        if c.matches <= sel.after_calls {
-            return false;
-        }
-        if let Some(n) = sel.every_nth {
-            if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
-                return false;
-            }
-        }
-        if sel.max_injections.is_some_and(|m| c.injections >= m) {
+        if !c.admits(sel) {
             return false;
         }
         let p = sel.probability;

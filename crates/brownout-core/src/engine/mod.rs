@@ -130,6 +130,26 @@ struct Counters {
     kind: KindState,
 }
 
+impl Counters {
+    /// Count one match of a fault's selector and say whether its counting rules
+    /// (`after_calls`, `every_nth`, `max_injections`) let it fire on this one: the engine's
+    /// decision and the simulator's fast one both ask here. Inlined: it is on the
+    /// simulator's hot path.
+    #[inline(always)]
+    fn admits(&mut self, sel: &crate::select::Selector) -> bool {
+        self.matches += 1;
+        if self.matches <= sel.after_calls {
+            return false;
+        }
+        if let Some(n) = sel.every_nth {
+            if !(self.matches - sel.after_calls).is_multiple_of(n.max(1)) {
+                return false;
+            }
+        }
+        sel.max_injections.is_none_or(|m| self.injections < m)
+    }
+}
+
 #[derive(Debug)]
 struct Session {
     hash: u64,

@@ -262,16 +262,7 @@ impl Engine {
             return false;
         }
         let c = &mut session.counters[i];
-        c.matches += 1;
-        if c.matches <= sel.after_calls {
-            return false;
-        }
-        if let Some(n) = sel.every_nth {
-            if !(c.matches - sel.after_calls).is_multiple_of(n.max(1)) {
-                return false;
-            }
-        }
-        if sel.max_injections.is_some_and(|m| c.injections >= m) {
+        if !c.admits(sel) {
             return false;
         }
         let p = sel.probability;

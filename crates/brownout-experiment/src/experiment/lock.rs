@@ -88,13 +88,7 @@ pub fn relay_keys(admin: &str) -> Vec<String> {
             admin.trim().trim_end_matches('/').to_lowercase()
         )];
     };
-    let host = u
-        .host_str()
-        .unwrap_or_default()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_lowercase();
-    let port = u.port_or_known_default().unwrap_or(0);
+    let (host, port) = host_port(&u);
     let mut keys: Vec<String> = (host.as_str(), port)
         .to_socket_addrs()
         .map(|a| a.map(|a| format!("relay {a}")).collect())
@@ -107,6 +101,17 @@ pub fn relay_keys(admin: &str) -> Vec<String> {
     keys
 }
 
+/// A URL's host (lower case, IPv6 without brackets) and port (the scheme's when not given).
+fn host_port(u: &reqwest::Url) -> (String, u16) {
+    let host = u
+        .host_str()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_lowercase();
+    (host, u.port_or_known_default().unwrap_or(0))
+}
+
 /// An MCP server the runner fronts with its own relay (`target.url`): its URL with the host
 /// resolved (`http://LOCALHOST:8900/mcp/` and `http://127.0.0.1:8900/mcp` are one server);
 /// a URL that does not parse or resolve is kept as written.
@@ -114,13 +119,7 @@ fn url_keys(url: &str) -> Vec<String> {
     let Ok(u) = reqwest::Url::parse(url.trim()) else {
         return vec![format!("url {}", url.trim())];
     };
-    let host = u
-        .host_str()
-        .unwrap_or_default()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_lowercase();
-    let port = u.port_or_known_default().unwrap_or(0);
+    let (host, port) = host_port(&u);
     let path = u.path().trim_end_matches('/');
     let mut keys: Vec<String> = (host.as_str(), port)
         .to_socket_addrs()
