@@ -4,12 +4,19 @@
 //! response, error, batch or invalid) and reads its id, method and tool name, without
 //! building a tree of the payload and without re-serializing anything: unknown fields are
 //! never touched, so a message nobody changes can be forwarded byte for byte. Invalid input
-//! is a value ([`Message::Invalid`]), never a panic.
+//! is a value ([`Message::Invalid`]), never a panic. A single message is read in one pass
+//! (`scan`), which says of every input what serde_json says ([`reference`] keeps serde_json's
+//! reading, and the tests and the fuzz target compare the two).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+#[doc(hidden)]
+pub mod reference;
+mod scan;
+#[cfg(test)]
+mod scan_tests;
 mod top_id;
 pub use top_id::{top_level_id, TopId, TopLevelId};
 
@@ -123,9 +130,12 @@ pub struct View<'a> {
     pub method: Option<Cow<'a, str>>,
     /// `params.name` of a `tools/call` request.
     pub tool: Option<Cow<'a, str>>,
-    pub params: Option<&'a RawValue>,
-    pub result: Option<&'a RawValue>,
-    pub error: Option<&'a RawValue>,
+    /// The JSON text of `params`, `result` and `error` (`None` when absent or `null`).
+    pub params: Option<&'a str>,
+    pub result: Option<&'a str>,
+    pub error: Option<&'a str>,
+    /// `result.isError` is `true` (read in the same pass).
+    tool_error: bool,
 }
 
 impl View<'_> {
@@ -135,20 +145,12 @@ impl View<'_> {
         struct E {
             code: i64,
         }
-        let raw = self.error?;
-        serde_json::from_str::<E>(raw.get()).ok().map(|e| e.code)
+        serde_json::from_str::<E>(self.error?).ok().map(|e| e.code)
     }
 
     /// Whether a result carries `isError: true` (a tool error).
     pub fn is_tool_error(&self) -> bool {
-        #[derive(Deserialize)]
-        struct R {
-            #[serde(rename = "isError", default)]
-            is_error: bool,
-        }
-        self.result
-            .and_then(|raw| serde_json::from_str::<R>(raw.get()).ok())
-            .is_some_and(|r| r.is_error)
+        self.tool_error
     }
 
     /// The `arguments` of a `tools/call` request, parsed (only when a selector needs them).
@@ -157,8 +159,7 @@ impl View<'_> {
         struct P {
             arguments: Option<serde_json::Value>,
         }
-        let raw = self.params?;
-        serde_json::from_str::<P>(raw.get()).ok()?.arguments
+        serde_json::from_str::<P>(self.params?).ok()?.arguments
     }
 }
 
@@ -171,33 +172,6 @@ pub enum Message<'a> {
     Batch(Vec<Result<View<'a>, String>>),
     /// Not JSON-RPC 2.0: the reason, for logs.
     Invalid(String),
-}
-
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "raw_present")]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-}
-
-/// Keep `"id": null` as a present raw value (plain `Option` would read it as absent).
-fn raw_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-#[derive(Deserialize)]
-struct NameParam<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
 }
 
 /// Classify one message (a line of stdio, or an HTTP body / SSE event data).
@@ -223,10 +197,7 @@ pub fn classify(bytes: &[u8]) -> Message<'_> {
 }
 
 fn view_of(text: &str) -> Result<View<'_>, String> {
-    if !text.trim_start().starts_with('{') {
-        return Err("not a JSON object".into());
-    }
-    let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let env = scan::envelope(text).map_err(|e| format!("not JSON-RPC: {e}"))?;
     if env.jsonrpc.as_deref() != Some("2.0") {
         return Err("missing or wrong \"jsonrpc\" (must be \"2.0\")".into());
     }
@@ -234,20 +205,14 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
         None => None,
         Some(raw) => Some(parse_id(raw)?),
     };
-    let kind = match (&env.method, &id, env.result.is_some(), env.error.is_some()) {
-        (Some(_), Some(Some(_)), false, false) => Kind::Request,
-        (Some(_), None, false, false) => Kind::Notification,
-        (None, Some(_), true, false) => Kind::Response,
-        (None, Some(_), false, true) => Kind::Error,
-        (Some(_), Some(None), _, _) => return Err("request with a null id".into()),
-        (None, None, _, _) => return Err("neither a method nor an id".into()),
-        (None, Some(_), true, true) => return Err("both result and error".into()),
-        _ => return Err("not a request, notification or response".into()),
-    };
+    let kind = kind_of(
+        env.method.is_some(),
+        id.as_ref(),
+        env.result.is_some(),
+        env.error.is_some(),
+    )?;
     let tool = if kind == Kind::Request && env.method.as_deref() == Some("tools/call") {
-        env.params
-            .and_then(|p| serde_json::from_str::<NameParam<'_>>(p.get()).ok())
-            .and_then(|p| p.name)
+        env.name
     } else {
         None
     };
@@ -259,18 +224,38 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
         params: env.params,
         result: env.result,
         error: env.error,
+        tool_error: env.is_error,
+    })
+}
+
+/// What a message with these members is (a method, an id — `Some(None)` for a `null` one —,
+/// a result, an error), or why it is none.
+fn kind_of(
+    method: bool,
+    id: Option<&Option<Id>>,
+    result: bool,
+    error: bool,
+) -> Result<Kind, String> {
+    Ok(match (method, id, result, error) {
+        (true, Some(Some(_)), false, false) => Kind::Request,
+        (true, None, false, false) => Kind::Notification,
+        (false, Some(_), true, false) => Kind::Response,
+        (false, Some(_), false, true) => Kind::Error,
+        (true, Some(None), _, _) => return Err("request with a null id".into()),
+        (false, None, _, _) => return Err("neither a method nor an id".into()),
+        (false, Some(_), true, true) => return Err("both result and error".into()),
+        _ => return Err("not a request, notification or response".into()),
     })
 }
 
 /// `Ok(None)` is a JSON null id (allowed on error responses only).
-fn parse_id(raw: &RawValue) -> Result<Option<Id>, String> {
-    let s = raw.get().trim();
-    match s.as_bytes().first() {
-        Some(b'"') => serde_json::from_str::<String>(s)
-            .map(|v| Some(Id::Str(v)))
-            .map_err(|e| format!("bad id: {e}")),
-        Some(b'-' | b'0'..=b'9') => Ok(Some(Id::Num(s.to_string()))),
-        Some(b'n') if s == "null" => Ok(None),
+fn parse_id(raw: &str) -> Result<Option<Id>, String> {
+    match raw.as_bytes().first() {
+        Some(b'"') => scan::decode_string(raw)
+            .map(|v| Some(Id::Str(v.into_owned())))
+            .ok_or_else(|| "bad id: a lone surrogate".to_string()),
+        Some(b'-' | b'0'..=b'9') => Ok(Some(Id::Num(raw.to_string()))),
+        Some(b'n') if raw == "null" => Ok(None),
         _ => Err("id must be a string or a number".into()),
     }
 }

@@ -438,7 +438,7 @@ impl Engine {
             (_, Kind::Notification) => {
                 let method = v.method.as_deref().unwrap_or_default().to_string();
                 if side == Side::Client && method == "notifications/cancelled" {
-                    self.taint_cancelled(session, v.params.map(|p| p.get()), now);
+                    self.taint_cancelled(session, v.params, now);
                 }
                 self.on_loose(side, session, &method, bytes, now)
             }

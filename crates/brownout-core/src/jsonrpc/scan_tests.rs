@@ -1,0 +1,186 @@
+//! The one-pass reader against serde_json's ([`super::reference::agree`]): at the edges of
+//! the grammar and of the typed reads, and on messages mutated at random (a fixed seed).
+
+use super::reference;
+
+/// Inputs at the edges of the grammar and of the typed reads: the one-pass reader must
+/// say of each what serde_json says.
+const EDGES: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":[1,{"a":null}]}}}"#,
+    r#" {"jsonrpc" : "2.0" , "id" : 1 , "method" : "tools/call" , "params" : { "name" : "echo" } } "#,
+    "{\"jsonrpc\":\"2.0\",\n\t\"id\":1,\r\n\"method\":\"ping\"}\n",
+    r#"{"\u006asonrpc":"2.0","\u0069d":7,"method":"x"}"#,
+    r#"{"jsonrpc":"2\u002e0","id":1,"method":"m\u00e9thode"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","id":2}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","x":1,"x":2}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\ud800"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\udc00x"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\ud800","result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\ud83d\ude00"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\ud83d\u0041"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"\ud83d\n"}"#,
+    r#"{"jsonrpc":"2.0","id":"\ud800","method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"k":"\ud800"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"\ud800":1}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"\ud800":1,"name":"a"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":null}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":{"a":1}}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"e\"cho\\"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo"]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"echo"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"name":"x"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":{"isError":false,"isError":true}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":{"isError":null}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":{"isError":"true"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true,"\ud800":0}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":[true]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+    r#"{"jsonrpc":"2.0","id":1,"result":0}"#,
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"error":null,"result":{}}"#,
+    r#"{"jsonrpc":null,"id":1,"method":"x"}"#,
+    r#"{"jsonrpc":2.0,"id":1,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":null,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+    r#"{"jsonrpc":"2.0","id":-0.5e+10,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":01,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":1.,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":1e,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":-,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x",}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x"}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1,]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a" 1}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{1:1}}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[nul]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":["\x"]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":["\u12G4"]}"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"x","params":["\u12"]}"#,
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[\"a\u{1}b\"]}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[\"\u{7f}\u{e9}\u{1F600}\"]}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\\",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x",
+    "\u{a0}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}",
+    r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"x"}]"#,
+    r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},]"#,
+    "{}",
+    "{",
+    "",
+    "null",
+];
+
+#[test]
+fn one_pass_reads_what_serde_reads_at_the_edges() {
+    let mut failures = Vec::new();
+    for input in EDGES {
+        if let Err(e) = reference::agree(input.as_bytes()) {
+            failures.push(format!("{input}\n{e}"));
+        }
+    }
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}{}}}"#,
+        "[{\"a\":".repeat(5_000),
+        "1}]".repeat(5_000)
+    );
+    let unbalanced = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}1]}}"#,
+        "[".repeat(70)
+    );
+    for input in [deep, unbalanced] {
+        if let Err(e) = reference::agree(input.as_bytes()) {
+            failures.push(format!("(deep)\n{e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn one_pass_reads_what_serde_reads_on_mutated_messages() {
+    // Messages mutated a byte at a time from an alphabet of JSON's structural bytes,
+    // escapes and non-ASCII text; a fixed seed, so a failure replays.
+    let seeds: Vec<&str> = EDGES.iter().copied().filter(|s| s.len() > 20).collect();
+    let alphabet: Vec<&str> = vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        ":",
+        ",",
+        "\\",
+        "u",
+        "d",
+        "8",
+        "0",
+        "c",
+        "e",
+        "E",
+        "-",
+        "+",
+        ".",
+        "1",
+        "n",
+        "t",
+        " ",
+        "\n",
+        "\u{1}",
+        "é",
+        "😀",
+        "null",
+        "\\ud800",
+        "\\udc00",
+        "\\u0041",
+        "\"name\":",
+        "\"isError\":true",
+        "\"id\":",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut failures = Vec::new();
+    for _ in 0..30_000 {
+        let mut m = seeds[next(seeds.len())].as_bytes().to_vec();
+        for _ in 0..1 + next(3) {
+            let at = next(m.len() + 1);
+            match next(3) {
+                0 if at < m.len() => {
+                    m.remove(at);
+                }
+                1 if at < m.len() => {
+                    m.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
+                }
+                _ => {
+                    m.splice(at..at, alphabet[next(alphabet.len())].bytes());
+                }
+            }
+        }
+        if let Err(e) = reference::agree(&m) {
+            failures.push(format!("{}\n{e}", String::from_utf8_lossy(&m)));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreements, the first:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
