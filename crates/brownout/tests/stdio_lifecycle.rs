@@ -224,6 +224,36 @@ fn a_server_that_dies_at_start_tells_the_clients_initialize_why() {
 }
 
 #[test]
+fn a_call_written_before_it_is_recorded_is_still_failed_when_the_server_dies_on_it() {
+    // With an empty plan a request goes to the server before the engine records it (off
+    // its path); the record must still come before the server can be seen to die, or the
+    // call would be left unanswered. The server reads the call and exits at once, every
+    // time, so the race is run again and again.
+    let server: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        r#"read l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"dies","version":"1"}}}'; read l; read l; exit 4"#.into(),
+    ];
+    for round in 0..8 {
+        let dir = tmp();
+        let mut w = Wire::spawn(&through(dir.path(), "faults: []", &server));
+        w.send(INIT);
+        let init = w.recv_json(5000).expect("initialize is answered");
+        assert_eq!(init["id"], 0, "round {round}: {init}");
+        w.send(INITIALIZED);
+        w.send(&tool_call(7, "echo", json!({"message": "x"})));
+        let v = w
+            .recv_json(10_000)
+            .unwrap_or_else(|| panic!("round {round}: the call is left unanswered"));
+        assert_eq!(v["id"], 7, "round {round}: {v}");
+        let m = message(&v);
+        assert!(m.contains("exit status 4"), "round {round}: {m}");
+        w.close_stdin();
+        w.wait(15);
+    }
+}
+
+#[test]
 fn sigint_and_sigterm_stop_the_server_and_exit_0_as_proxy_http_does() {
     for sig in [
         nix::sys::signal::Signal::SIGINT,

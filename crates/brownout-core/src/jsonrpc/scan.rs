@@ -389,6 +389,7 @@ impl<'a> Reader<'a> {
     fn skip_string(&mut self) -> Result<(), Bad> {
         self.i += 1;
         loop {
+            self.i = special(self.s, self.i);
             let Some(&b) = self.s.get(self.i) else {
                 return Err("an unterminated string");
             };
@@ -398,8 +399,7 @@ impl<'a> Reader<'a> {
                 b'\\' => {
                     self.escape()?;
                 }
-                0..=0x1f => return Err("a control character in a string"),
-                _ => {}
+                _ => return Err("a control character in a string"),
             }
         }
     }
@@ -430,20 +430,17 @@ impl<'a> Reader<'a> {
     /// when it is valid JSON but holds a lone surrogate (serde_json refuses to decode it).
     fn string(&mut self) -> Result<Result<Cow<'a, str>, Untyped>, Bad> {
         let start = self.i + 1;
-        let mut j = start;
         // The common case: no escape.
-        while let Some(&b) = self.s.get(j) {
-            match b {
-                b'"' => {
-                    self.i = j + 1;
-                    return Ok(Ok(Cow::Borrowed(
-                        self.text.get(start..j).unwrap_or_default(),
-                    )));
-                }
-                b'\\' => break,
-                0..=0x1f => return Err("a control character in a string"),
-                _ => j += 1,
+        let j = special(self.s, start);
+        match self.s.get(j) {
+            Some(b'"') => {
+                self.i = j + 1;
+                return Ok(Ok(Cow::Borrowed(
+                    self.text.get(start..j).unwrap_or_default(),
+                )));
             }
+            Some(b'\\') | None => {}
+            Some(_) => return Err("a control character in a string"),
         }
         self.i = start;
         let mut out = String::new();
@@ -504,6 +501,43 @@ impl<'a> Reader<'a> {
                 None => lone = true,
             }
         }
+    }
+}
+
+/// The first index at or after `i` of a byte that ends a run of plain string text: `"`,
+/// `\` or a control character (`s.len()` if none). Strings are most of a message's bytes:
+/// the first 16 bytes are read eight at a time (most strings end there), a longer run with
+/// memchr's vector search and a vectorisable check for control characters.
+fn special(s: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    // A byte of `x` is zero: its high bit set in `zero(x)`; bits above the first such byte
+    // may be set too, so only the lowest is read.
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    for _ in 0..2 {
+        let Some(chunk) = s.get(i..).and_then(<[u8]>::first_chunk::<8>) else {
+            break;
+        };
+        let w = u64::from_le_bytes(*chunk);
+        let hit = zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let rest = s.get(i..).unwrap_or_default();
+    let end = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = &rest[..end];
+    // No early exit inside a block, so the compiler can compare a vector at a time.
+    let controls = run
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |any, &b| any | (b < 0x20)));
+    i + if controls {
+        run.iter().position(|&b| b < 0x20).unwrap_or(end)
+    } else {
+        end
     }
 }
 

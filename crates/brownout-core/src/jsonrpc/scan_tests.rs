@@ -184,3 +184,39 @@ fn one_pass_reads_what_serde_reads_on_mutated_messages() {
             .join("\n\n")
     );
 }
+
+#[test]
+fn every_position_of_a_special_byte_in_a_long_string_is_seen() {
+    // Plain text is passed over eight bytes at a time: a quote, an escape or a control
+    // character at any offset of a word must still be seen, in decoded and skipped strings.
+    let mut failures = Vec::new();
+    for len in 0..40 {
+        for at in 0..=len {
+            for special in [
+                "\"", "\\n", "\u{1f}", "\u{1}", "\u{7f}", "é", "\\ud800", "\\",
+            ] {
+                let text = format!("{}{special}{}", "a".repeat(at), "b".repeat(len - at));
+                for msg in [
+                    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{text}"}}"#),
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{text}","x":"{text}"}}}}"#
+                    ),
+                ] {
+                    if let Err(e) = reference::agree(msg.as_bytes()) {
+                        failures.push(format!("{msg}\n{e}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}

@@ -158,6 +158,19 @@ pub trait Carrier: Send + 'static {
     /// Carry out the engine's verdict `v` on one client message `msg` toward the server
     /// (or, with no server to take it, answer the caller with why).
     fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
+
+    /// Pass on a message no fault can touch ([`super::Relay::untouched`]), calling `record`
+    /// with it once it is on its way and before anything else of the relay runs, so the
+    /// engine knows the call before the server can answer or fail it. By default it is
+    /// recorded first; a back that can write at once writes first, which takes the engine's
+    /// work off the message's path.
+    fn pass<F>(&mut self, msg: Vec<u8>, record: F) -> impl Future<Output = ()> + Send
+    where
+        F: FnOnce(&[u8]) + Send,
+    {
+        record(&msg);
+        self.send(Verdict::pass(), msg)
+    }
 }
 
 /// The one session of a stdio front.

@@ -124,6 +124,10 @@ where
         let mut reader = LineReader::new(BufReader::new(input), max);
         loop {
             match reader.next().await {
+                Ok(Some(Frame::Line(bytes))) if relay.untouched(SESSION) => {
+                    back.pass(bytes, |b| relay.record_passed(Side::Client, SESSION, b))
+                        .await;
+                }
                 Ok(Some(Frame::Line(bytes))) => {
                     let v = relay.handle(Side::Client, SESSION, &bytes);
                     back.send(v, bytes).await;

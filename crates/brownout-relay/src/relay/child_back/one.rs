@@ -348,6 +348,34 @@ impl Carrier for ChildGate {
             Gate::Down(why) => refuse(&self.relay, &self.to_client, v, why).await,
         }
     }
+
+    /// Written first when the server is up: `record` runs in the same poll as the first
+    /// write (whether or not that finished it), before the server's reader or its watcher
+    /// can run and answer or fail the call.
+    async fn pass<F>(&mut self, bytes: Vec<u8>, record: F)
+    where
+        F: FnOnce(&[u8]) + Send,
+    {
+        if self.gate.has_changed().unwrap_or(false) {
+            self.current = self.gate.borrow_and_update().clone();
+        }
+        let Gate::Up(pipe, lane) = &self.current else {
+            record(&bytes);
+            return self.send(Verdict::pass(), bytes).await;
+        };
+        self.handshake.remember(&bytes);
+        let copy = bytes.clone();
+        let mut write = std::pin::pin!(lane::carry(pipe, lane, Verdict::pass(), bytes));
+        let mut record = Some(record);
+        std::future::poll_fn(|cx| {
+            let written = std::future::Future::poll(write.as_mut(), cx);
+            if let Some(record) = record.take() {
+                record(&copy);
+            }
+            written
+        })
+        .await;
+    }
 }
 
 /// No server takes the message: an answer the engine made stands; a call is answered with
