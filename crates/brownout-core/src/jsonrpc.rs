@@ -153,13 +153,22 @@ impl View<'_> {
         self.tool_error
     }
 
-    /// The `arguments` of a `tools/call` request, parsed (only when a selector needs them).
+    /// The `arguments` of a `tools/call` request, parsed (for taints' fingerprints).
     pub fn tool_arguments(&self) -> Option<serde_json::Value> {
         #[derive(Deserialize)]
         struct P {
             arguments: Option<serde_json::Value>,
         }
         serde_json::from_str::<P>(self.params?).ok()?.arguments
+    }
+
+    /// The value at a JSON pointer (split into unescaped `tokens`) inside the `arguments` of
+    /// a `tools/call` request: only that value is parsed, read from the message's text (a
+    /// selector's argument condition costs a walk along its path, not a tree of every
+    /// argument). `params` is read only as an object.
+    pub fn argument(&self, tokens: &[String]) -> Option<serde_json::Value> {
+        let text = scan::argument_at(self.params?, tokens)?;
+        serde_json::from_str(text).ok()
     }
 }
 

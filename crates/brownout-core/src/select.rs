@@ -96,14 +96,26 @@ pub enum ArgTest {
 #[derive(Debug, Clone)]
 pub struct ArgCondition {
     pub pointer: String,
+    /// The pointer's tokens, unescaped (`~1` is `/`, `~0` is `~`).
+    pub tokens: Vec<String>,
     pub test: ArgTest,
 }
 
 impl ArgCondition {
-    fn holds(&self, args: &Value) -> bool {
-        let Some(v) = args.pointer(&self.pointer) else {
-            return false;
-        };
+    fn new(pointer: String, test: ArgTest) -> ArgCondition {
+        let tokens = pointer
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        ArgCondition {
+            pointer,
+            tokens,
+            test,
+        }
+    }
+
+    fn holds(&self, v: &Value) -> bool {
         match &self.test {
             ArgTest::Equals(want) => v == want,
             ArgTest::Regex(re) => match v {
@@ -207,7 +219,7 @@ impl Selector {
                 },
                 ArgMatcher::Equals(v) => ArgTest::Equals(v.clone()),
             };
-            arguments.push(ArgCondition { pointer, test });
+            arguments.push(ArgCondition::new(pointer, test));
         }
         let window = match &spec.window {
             None => None,
@@ -262,13 +274,12 @@ impl Selector {
         }
     }
 
-    /// Argument conditions against the call's `arguments` (parsed only if there are any).
-    pub fn arguments_match(&self, args: impl FnOnce() -> Option<Value>) -> bool {
-        if self.arguments.is_empty() {
-            return true;
-        }
-        let Some(args) = args() else { return false };
-        self.arguments.iter().all(|c| c.holds(&args))
+    /// Argument conditions against the call's `arguments`: `at` gives the value at a
+    /// condition's pointer tokens (read only if there are conditions).
+    pub fn arguments_match(&self, mut at: impl FnMut(&[String]) -> Option<Value>) -> bool {
+        self.arguments
+            .iter()
+            .all(|c| at(&c.tokens).is_some_and(|v| c.holds(&v)))
     }
 
     pub fn in_window(&self, now: Time) -> bool {
@@ -342,13 +353,18 @@ mod tests {
         assert!(g.is_match("tools/call"));
         assert!(!g.is_match("echo"));
         assert!(Globs::new(&["a[".into()]).is_err());
-        let c = ArgCondition {
-            pointer: "/env".into(),
-            test: ArgTest::Regex(Regex::new("^prod").expect("re")),
-        };
-        assert!(c.holds(&serde_json::json!({"env": "production"})));
-        assert!(!c.holds(&serde_json::json!({"env": "staging"})));
-        assert!(!c.holds(&serde_json::json!({})));
+        let c = ArgCondition::new(
+            "/env".into(),
+            ArgTest::Regex(Regex::new("^prod").expect("re")),
+        );
+        let holds = |args: serde_json::Value| args.pointer(&c.pointer).is_some_and(|v| c.holds(v));
+        assert!(holds(serde_json::json!({"env": "production"})));
+        assert!(!holds(serde_json::json!({"env": "staging"})));
+        assert!(!holds(serde_json::json!({})));
+        assert_eq!(
+            ArgCondition::new("/a~1b/c~0d/0".into(), ArgTest::Equals(1.into())).tokens,
+            ["a/b", "c~d", "0"]
+        );
     }
 
     #[test]

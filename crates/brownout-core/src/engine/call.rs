@@ -36,10 +36,11 @@ impl Engine {
         }
         let mut args_cache: Option<Option<serde_json::Value>> = None;
         let mut args = || args_cache.get_or_insert_with(|| v.tool_arguments()).clone();
+        let mut arg_at = |tokens: &[String]| v.argument(tokens);
         let mut hits = Vec::new();
         let server = crate::session_key::split(session).0;
         for i in 0..self.plan.faults.len() {
-            if self.decide(i, session, server, seq, method, tool, &mut args, now) {
+            if self.decide(i, session, server, seq, method, tool, &mut arg_at, now) {
                 hits.push(i);
             }
         }

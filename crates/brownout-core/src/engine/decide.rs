@@ -20,7 +20,7 @@ impl Engine {
         seq: u64,
         method: &str,
         tool: Option<&str>,
-        args: &mut dyn FnMut() -> Option<serde_json::Value>,
+        arg_at: &mut dyn FnMut(&[String]) -> Option<serde_json::Value>,
         now: Time,
     ) -> bool {
         let plan = Arc::clone(&self.plan);
@@ -54,7 +54,7 @@ impl Engine {
         if !sel.server_matches(server) {
             return false;
         }
-        if !sel.arguments_match(args) {
+        if !sel.arguments_match(arg_at) {
             return false;
         }
         if let Some(frac) = sel.sessions {

@@ -34,7 +34,7 @@ impl Engine {
         s.next_seq += 1;
         let mut out = SimulatedCall::default();
         let plan = Arc::clone(&self.plan);
-        let mut no_args = || None;
+        let mut no_args = |_: &[String]| None;
         for (i, f) in plan.faults.iter().enumerate() {
             if !self.decide(
                 i,

@@ -39,7 +39,7 @@ impl Engine {
         let seq = (1u64 << 63) | s.next_loose;
         s.next_loose += 1;
         let mut shaping = Shaping::new(bytes);
-        let mut none = || None;
+        let mut none = |_: &[String]| None;
         for i in candidates {
             if !self.decide(
                 i,

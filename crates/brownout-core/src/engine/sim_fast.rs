@@ -137,7 +137,7 @@ impl Engine {
                 } else {
                     Gate::Selected
                 };
-                (sel.server_matches(server) && sel.arguments_match(|| None)).then_some((i, gate))
+                (sel.server_matches(server) && sel.arguments_match(|_| None)).then_some((i, gate))
             })
             .collect();
         SimCallSite {

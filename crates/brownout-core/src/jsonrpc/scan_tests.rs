@@ -220,3 +220,72 @@ fn every_position_of_a_special_byte_in_a_long_string_is_seen() {
             .join("\n\n")
     );
 }
+
+#[test]
+fn an_argument_is_read_from_the_text_as_from_the_parsed_arguments() {
+    use super::{classify, Message};
+    // Selector pointers against `arguments`: the value read along the path from the text
+    // must be the value `Value::pointer` finds in the parsed arguments.
+    let arguments = [
+        r#"{"message":"never","n":1}"#,
+        r#"{"message":"a","message":"b"}"#,
+        r#"{"a/b":{"c~d":[10,{"e":true},[]]},"":0}"#,
+        r#"{"\u006dessage":"escaped name","list":[1,2,3]}"#,
+        r#"{"deep":{"x":{"y":{"z":"found"}}},"deep":{"x":{"y":{"z":"last"}}}}"#,
+        r#"[1,{"message":"in an array"}]"#,
+        r#""just a string""#,
+        r#"null"#,
+        r#"{}"#,
+        r#"{"list":[[0,1],[2,[3,4]]],"s":"\ud83d\ude00"}"#,
+    ];
+    let pointers = [
+        "",
+        "/message",
+        "/n",
+        "/a~1b",
+        "/a~1b/c~0d",
+        "/a~1b/c~0d/0",
+        "/a~1b/c~0d/1/e",
+        "/a~1b/c~0d/2",
+        "/a~1b/c~0d/3",
+        "/a~1b/c~0d/01",
+        "/a~1b/c~0d/+1",
+        "/a~1b/c~0d/-1",
+        "/",
+        "/list/1",
+        "/list/0/1",
+        "/list/1/1/0",
+        "/deep/x/y/z",
+        "/0",
+        "/1/message",
+        "/s",
+        "/missing",
+        "/message/x",
+    ];
+    let mut checked = 0;
+    for args in arguments {
+        for params in [
+            format!(r#"{{"name":"t","arguments":{args}}}"#),
+            format!(r#"{{"arguments":{args},"name":"t"}}"#),
+            format!(r#"{{"arguments":{args},"arguments":{args}}}"#),
+            r#"{"name":"t"}"#.to_string(),
+        ] {
+            let msg =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+            let Message::Single(v) = classify(msg.as_bytes()) else {
+                panic!("not a message: {msg}")
+            };
+            for pointer in pointers {
+                let tokens: Vec<String> = pointer
+                    .split('/')
+                    .skip(1)
+                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                    .collect();
+                let parsed = v.tool_arguments().and_then(|a| a.pointer(pointer).cloned());
+                assert_eq!(v.argument(&tokens), parsed, "{pointer} in {params}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 10 * 4 * 22);
+}

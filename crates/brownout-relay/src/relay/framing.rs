@@ -101,7 +101,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 }
 
 fn memchr(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|b| *b == b'\n')
+    memchr::memchr(b'\n', buf)
 }
 
 /// The `-32600` error answering a message over the limit, addressed to its top-level id

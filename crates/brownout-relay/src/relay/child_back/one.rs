@@ -430,7 +430,10 @@ fn spawn_reader(
                 // Unconstrained (no yield to the scheduler's budget): the record comes
                 // before the client's next request is read. A request is not taken this way:
                 // the engine must know a call before the server can fail it.
-                let pass = lane::carry(&pipe, &lane, Verdict::pass(), bytes.clone());
+                // The copy written keeps room for the line ending the lane adds.
+                let mut copy = Vec::with_capacity(bytes.len() + 1);
+                copy.extend_from_slice(&bytes);
+                let pass = lane::carry(&pipe, &lane, Verdict::pass(), copy);
                 tokio::task::unconstrained(pass).await;
                 relay.record_passed(Side::Server, SESSION, &bytes);
                 continue;
