@@ -183,6 +183,24 @@ pub enum Message<'a> {
     Invalid(String),
 }
 
+impl Message<'_> {
+    /// The request ids this message answers: a response's or an error's id, each one of a
+    /// batch's.
+    pub fn answered_ids(&self) -> Vec<Id> {
+        let answers = |v: &View<'_>| matches!(v.kind, Kind::Response | Kind::Error);
+        match self {
+            Message::Single(v) if answers(v) => v.id.iter().cloned().collect(),
+            Message::Batch(items) => items
+                .iter()
+                .filter_map(|i| i.as_ref().ok())
+                .filter(|v| answers(v))
+                .filter_map(|v| v.id.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Classify one message (a line of stdio, or an HTTP body / SSE event data).
 pub fn classify(bytes: &[u8]) -> Message<'_> {
     let Ok(text) = std::str::from_utf8(bytes) else {

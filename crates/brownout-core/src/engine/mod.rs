@@ -382,10 +382,28 @@ impl Engine {
     /// Feed one message. `session` identifies the client session (stdio: one per relay;
     /// HTTP: the `Mcp-Session-Id`), `now` is run time.
     pub fn on_message(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
+        self.on_message_answering(side, session, bytes, now, None)
+    }
+
+    /// [`Engine::on_message`], also adding to `answered` the request ids the message
+    /// answers ([`Message::answered_ids`]), from the same reading of it (a driver tracking
+    /// the answers a stream owes need not read each message twice).
+    pub fn on_message_answering(
+        &mut self,
+        side: Side,
+        session: &str,
+        bytes: &[u8],
+        now: Time,
+        answered: Option<&mut Vec<crate::jsonrpc::Id>>,
+    ) -> Verdict {
         self.settle(now);
         self.session(session).last_seen = now;
         self.taint_expire(session, now);
-        match classify(bytes) {
+        let message = classify(bytes);
+        if let Some(ids) = answered {
+            ids.extend(message.answered_ids());
+        }
+        match message {
             Message::Invalid(_) => Verdict::pass(),
             Message::Single(v) => self.on_view(side, session, &v, bytes, now),
             Message::Batch(_) => self.on_batch(side, session, bytes, now),

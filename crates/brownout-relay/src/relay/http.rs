@@ -6,7 +6,7 @@ use super::sse::Event;
 use super::{dead_bytes, dead_end, to_duration};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName};
-use brownout_core::jsonrpc::{self, classify, Id, Kind, Message};
+use brownout_core::jsonrpc::{classify, Id, Kind, Message};
 use brownout_core::verdict::StreamShape;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -263,17 +263,7 @@ pub fn ids_of_requests(message: Message<'_>) -> Vec<Id> {
 
 /// The ids a server message answers.
 pub fn answered_ids(bytes: &[u8]) -> Vec<Id> {
-    let answers = |v: &jsonrpc::View<'_>| matches!(v.kind, Kind::Response | Kind::Error);
-    match classify(bytes) {
-        Message::Single(v) if answers(&v) => v.id.into_iter().collect(),
-        Message::Batch(items) => items
-            .into_iter()
-            .filter_map(|i| i.ok())
-            .filter(answers)
-            .filter_map(|v| v.id)
-            .collect(),
-        _ => Vec::new(),
-    }
+    classify(bytes).answered_ids()
 }
 
 /// How the answer body is shaped on its way out.

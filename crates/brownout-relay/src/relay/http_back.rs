@@ -9,12 +9,11 @@
 //! gets a clear JSON-RPC error.
 
 use super::head::Headers;
-use super::http::{answered_ids, execute_down, is_json, is_sse, strip_hop_headers, Down, Pacer};
+use super::http::{execute_down, is_json, is_sse, strip_hop_headers, Down, Pacer};
 use super::sse::{self, Event};
 use super::up_client::{UpClient, UpError, UpResponse};
 use super::Relay;
 use brownout_core::jsonrpc::Id;
-use brownout_core::Side;
 use bytes::Bytes;
 use hyper::{Method, Uri};
 use std::sync::Arc;
@@ -135,19 +134,13 @@ impl Pump {
     /// One message from the server, through the engine, on to the client; whether the
     /// client is still there.
     pub async fn message(&mut self, bytes: Vec<u8>, as_event: Option<Event>) -> bool {
-        if !self.owed.is_empty() {
-            let answered = answered_ids(&bytes);
-            self.owed.retain(|id| !answered.contains(id));
-        }
-        let v = match self.pace.as_mut() {
-            Some(p) => {
-                let len = as_event.as_ref().map_or(bytes.len(), |e| e.raw.len());
-                let late = p.push(len);
-                self.relay
-                    .handle_late(Side::Server, &self.key, &bytes, late)
-            }
-            None => self.relay.handle(Side::Server, &self.key, &bytes),
-        };
+        let late = self.pace.as_mut().map(|p| {
+            let len = as_event.as_ref().map_or(bytes.len(), |e| e.raw.len());
+            p.push(len)
+        });
+        let v = self
+            .relay
+            .handle_owing(&self.key, &bytes, late, &mut self.owed);
         if v.is_pass() {
             let item = match as_event {
                 Some(ev) => Down::Event(ev),

@@ -270,18 +270,33 @@ impl Relay {
         self.handle_at(Side::Client, session, bytes, self.now(), Decide::With(can))
     }
 
-    /// [`Relay::handle`] for a server message whose last byte reaches the client `late`
-    /// after now (a front pacing the answer: `slow_stream`, `bandwidth`): the call it
-    /// answers is recorded as completed then, the latency the client felt.
-    pub fn handle_late(&self, side: Side, session: &str, bytes: &[u8], late: Duration) -> Verdict {
+    /// [`Relay::handle`] for a server message on a stream that owes answers: the ids it
+    /// answers are removed from `owed`, from the engine's own reading of the message. With
+    /// `late`, its last byte reaches the client that long after now (a front pacing the
+    /// answer: `slow_stream`, `bandwidth`): the call it answers is recorded as completed
+    /// then, the latency the client felt.
+    pub fn handle_owing(
+        &self,
+        session: &str,
+        bytes: &[u8],
+        late: Option<Duration>,
+        owed: &mut Vec<Id>,
+    ) -> Verdict {
         let now = self.now();
-        self.handle_at(
-            side,
+        let now = late.map_or(now, |late| Time(now.0 + late.as_micros() as u64));
+        if owed.is_empty() {
+            return self.handle_at(Side::Server, session, bytes, now, Decide::All);
+        }
+        let mut answered = Vec::new();
+        let v = self.handle_at(
+            Side::Server,
             session,
             bytes,
-            Time(now.0 + late.as_micros() as u64),
-            Decide::All,
-        )
+            now,
+            Decide::Answering(&mut answered),
+        );
+        owed.retain(|id| !answered.contains(id));
+        v
     }
 
     fn handle_at(
@@ -290,7 +305,7 @@ impl Relay {
         session: &str,
         bytes: &[u8],
         now: Time,
-        decide: Decide,
+        decide: Decide<'_>,
     ) -> Verdict {
         if let (Some(otlp), Side::Client) = (&self.otlp, side) {
             otlp.request(session, bytes);
@@ -300,6 +315,9 @@ impl Relay {
             Decide::All => engine.on_message(side, session, bytes, now),
             Decide::With(can) => engine.on_message_with(side, session, bytes, now, can),
             Decide::Passed => engine.on_passed(side, session, bytes, now),
+            Decide::Answering(ids) => {
+                engine.on_message_answering(side, session, bytes, now, Some(ids))
+            }
         }));
         let verdict = match result {
             Ok(v) => v,
@@ -449,14 +467,15 @@ fn report(engine: &Engine) -> Report {
 }
 
 /// Which faults decide on a message the relay hands the engine.
-#[derive(Clone, Copy)]
-enum Decide {
+enum Decide<'a> {
     /// Every fault.
     All,
     /// Only faults that need no more than these (a client that takes one JSON answer).
     With(Capabilities),
     /// None: the message has already gone on untouched.
     Passed,
+    /// Every fault; the ids the message answers are added to the list.
+    Answering(&'a mut Vec<Id>),
 }
 
 #[cfg(test)]

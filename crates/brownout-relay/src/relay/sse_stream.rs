@@ -9,13 +9,12 @@
 //! side queue as the session's stream, for answers brownout makes itself.
 
 use super::answer::ByteStream;
-use super::http::{answered_ids, execute_down, Down};
+use super::http::{execute_down, Down};
 use super::http_back::{describe, EndpointHook};
 use super::sse::{self, Event};
 use super::up_client::{UpError, UpResponse};
 use super::Relay;
 use brownout_core::jsonrpc::Id;
-use brownout_core::Side;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -133,11 +132,9 @@ impl SseRelay {
     }
 
     async fn message(&mut self, ev: Event, bytes: Vec<u8>) {
-        if !self.owed.is_empty() {
-            let answered = answered_ids(&bytes);
-            self.owed.retain(|id| !answered.contains(id));
-        }
-        let v = self.relay.handle(Side::Server, &self.key, &bytes);
+        let v = self
+            .relay
+            .handle_owing(&self.key, &bytes, None, &mut self.owed);
         if v.is_pass() {
             self.out.push_back(Bytes::from(ev.into_bytes()));
             return;
