@@ -273,15 +273,13 @@ impl GateWatch {
     /// A gate whose window took no sample and did not slide since its last evaluation, and
     /// that is not waiting out a `for` duration, would evaluate to what it did then (same
     /// value, same worst, same state) at that time or later: it is not evaluated again.
-    /// (A window another gate slid has a new version: its other gates evaluate too.) Nor is
-    /// a holding or breached gate whose window took one sample that cannot make its value
-    /// worse ([`Guard`]), when a breached one's value still fails its limit.
+    /// (A window another gate slid has a new version: its other gates evaluate too.)
     pub fn tick(&mut self, now_ms: f64) -> bool {
         let mut breached = false;
         for w in &mut self.gates {
             let f = &mut self.feeds[w.feed];
             let status = if (w.seen == Some(f.version) && w.status != GateStatus::Failing
-                || w.mark.is_some() && w.unchanged(f))
+                || w.status == GateStatus::Holding && w.mark.is_some() && w.still_holds(f))
                 && now_ms >= w.stepped_ms
                 && !f.window.slides_at(now_ms)
             {
@@ -435,36 +433,25 @@ impl Feed {
 impl Watched {
     /// The window has not moved and took one sample, which cannot make this gate's value
     /// worse, since its last evaluation or skip ([`Guard`]); if so, that sample is passed.
-    /// Its worst value stays. A holding gate still holds; a breached one stays breached when
-    /// its value still fails the limit (its `for` duration was already served, and the
-    /// window holds as many samples or one more).
     #[inline]
-    fn unchanged(&mut self, feed: &mut Feed) -> bool {
-        let passed = match (self.guard, self.mark.as_ref()) {
-            (Some(g), Some(m)) => {
-                feed.moved == m.moved
+    fn still_holds(&mut self, feed: &Feed) -> bool {
+        match (self.guard, self.mark.as_mut()) {
+            (Some(g), Some(m))
+                if feed.moved == m.moved
                     && feed.version == m.version + 1
                     && g.passes(
                         feed.last_flags,
                         feed.last_bucket,
                         feed.window.totals().n,
                         m.bound,
-                    )
+                    ) =>
+            {
+                m.version = feed.version;
+                self.seen = Some(feed.version);
+                true
             }
             _ => false,
-        };
-        let same = passed
-            && match self.status {
-                GateStatus::Holding => true,
-                GateStatus::Breached => value_of(self.gate.sli, &mut feed.window)
-                    .is_some_and(|v| !self.gate.cmp.holds(v, self.limit)),
-                _ => false,
-            };
-        if let Some(m) = self.mark.as_mut().filter(|_| same) {
-            m.version = feed.version;
-            self.seen = Some(feed.version);
         }
-        same
     }
 
     fn evaluate(&mut self, index: usize, feed: &mut Feed, now_ms: f64) -> GateState {
