@@ -75,6 +75,9 @@ enum Ev {
     Launch(u32, u32),
     AtServer(u32, u32),
     ServiceDone(u32, u32),
+    /// The service of a call served without an attempt record ends (call, generation):
+    /// [`Sim::serve_alone`].
+    Served(u32, u32),
     QueueTimeout(u32, u32),
     Reply(u32, u32, Answer),
     ClientTimeout(u32, u32),
@@ -140,6 +143,9 @@ struct Call {
     /// Reads answered so far, and the first three (the agent's policy).
     reads: u8,
     log: [chain::Read; 3],
+    /// Served without an attempt record ([`Sim::serve_alone`]): its replica and outcome.
+    replica: u32,
+    outcome: SimOutcome,
 }
 
 #[derive(Clone)]
@@ -357,6 +363,13 @@ impl Sim<'_> {
             Ev::ServiceDone(a, gen) => {
                 if self.attempts.items[a as usize].gen == gen {
                     self.service_done::<F>(a);
+                }
+            }
+            Ev::Served(call, gen) => {
+                // Always current: nothing else ends such a call (`serve_alone`).
+                debug_assert_eq!(self.calls.items[call as usize].gen, gen);
+                if self.calls.items[call as usize].gen == gen {
+                    self.served::<F>(call);
                 }
             }
             Ev::QueueTimeout(a, gen) => {

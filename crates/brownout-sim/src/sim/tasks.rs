@@ -4,6 +4,7 @@
 //! what is still open.
 
 use super::{ms, Arrival, Call, CallEnd, Ev, Sim, Task};
+use brownout_core::faults::simulated::SimOutcome;
 use std::fmt::Write;
 
 impl Sim<'_> {
@@ -127,6 +128,8 @@ impl Sim<'_> {
                     consumed,
                     reads: 0,
                     log: Default::default(),
+                    replica: 0,
+                    outcome: SimOutcome::Server,
                 },
                 |c| {
                     c.task = t;
