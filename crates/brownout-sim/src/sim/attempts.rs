@@ -60,8 +60,12 @@ impl Sim<'_> {
             c.attempts += 1;
             (c.tool, c.task)
         };
-        self.c.attempts += 1;
-        self.c.second(self.now).attempts += 1;
+        // `F` false: the call started just now ([`Sim::start_step`] is the only way in), and
+        // its one attempt was counted with the step's calls.
+        if F {
+            self.c.attempts += 1;
+            self.c.second(self.now).attempts += 1;
+        }
         // The faults the call can meet were resolved for its tool and server (`servers:`)
         // once; the session's own state goes with it.
         let session = match self.tasks[task as usize].as_ref() {

@@ -154,7 +154,15 @@ impl Sim<'_> {
                 task.calls.extend_from_slice(&ids);
             }
         }
-        self.c.second(now).offered += ids.len() as u64;
+        let n = ids.len() as u64;
+        let second = self.c.second(now);
+        second.offered += n;
+        if !F {
+            // A plain workload's call makes one attempt, as it starts: counted here, not
+            // one by one in `launch`.
+            second.attempts += n;
+            self.c.attempts += n;
+        }
         // Attempts may end calls, and the last one the task, at once: they go from this
         // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
