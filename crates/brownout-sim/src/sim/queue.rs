@@ -15,11 +15,6 @@
 //! than the wheel: a push and a pop cost O(1) instead of the heap's O(log n) sifting.
 //! Written by hand because that tie order is the point and no crate promises it.
 //!
-//! Events scheduled at `base` itself (a task or step starting at the instant another ended)
-//! skip the wheel: they wait in a FIFO of their own, after every event at `base` already on
-//! the wheel (pushed before `base` was reached, so earlier) and before any later one — the
-//! same order.
-//!
 //! Client timeouts all have the same length, so they come due in the order they were set: a
 //! FIFO beside the wheel keeps it small (most timeouts never fire). Events at one instant
 //! run in the order they were scheduled; a timeout runs before an event only when it is
@@ -54,8 +49,6 @@ enum Place {
     Slot(usize),
     Far,
     Past,
-    /// The FIFO of events at `base`.
-    Now,
 }
 
 #[derive(Clone, Copy)]
@@ -89,8 +82,6 @@ pub(super) struct EventQueue<T> {
     /// out at the deadline): (time, insertion, entry). They go first, in that order, as on a
     /// binary heap, and do not move the wheel.
     past: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    /// Events at `base` pushed once it was reached, in push order.
-    now: VecDeque<T>,
     timeouts: VecDeque<(u64, u32, u32)>,
 }
 
@@ -108,7 +99,6 @@ impl<T: Copy> EventQueue<T> {
             seq: 0,
             next: None,
             past: BinaryHeap::new(),
-            now: VecDeque::new(),
             timeouts: VecDeque::new(),
         }
     }
@@ -117,10 +107,6 @@ impl<T: Copy> EventQueue<T> {
     #[inline(always)]
     pub(super) fn push(&mut self, at: u64, ev: T) {
         self.next = None;
-        if at == self.base {
-            self.now.push_back(ev);
-            return;
-        }
         let e = Entry { at, ev, next: NIL };
         let i = match self.free.pop() {
             Some(i) => {
@@ -226,14 +212,11 @@ impl<T: Copy> EventQueue<T> {
         if let Some(Reverse((at, _, _))) = self.past.peek() {
             return Some((*at, Place::Past));
         }
-        let wheel = self
-            .next_slot()
-            .map(|s| (self.entries[self.ends[s][0] as usize].at, Place::Slot(s)));
-        match wheel {
-            // Events at `base` on the wheel were pushed before any in the FIFO.
-            Some((at, _)) if at == self.base => wheel,
-            _ if !self.now.is_empty() => Some((self.base, Place::Now)),
-            Some(_) => wheel,
+        match self.next_slot() {
+            Some(s) => {
+                let first = self.ends[s][0];
+                Some((self.entries[first as usize].at, Place::Slot(s)))
+            }
             None => self.far.peek().map(|Reverse((at, _, _))| (*at, Place::Far)),
         }
     }
@@ -242,15 +225,11 @@ impl<T: Copy> EventQueue<T> {
     #[inline(always)]
     fn take(&mut self, at: u64, place: Place) -> Option<(u64, T)> {
         self.next = None;
-        match place {
-            Place::Past => {
-                let Reverse((_, _, i)) = self.past.pop()?;
-                self.free.push(i);
-                let e = self.entries[i as usize];
-                return Some((e.at, e.ev));
-            }
-            Place::Now => return self.now.pop_front().map(|ev| (at, ev)),
-            _ => {}
+        if let Place::Past = place {
+            let Reverse((_, _, i)) = self.past.pop()?;
+            self.free.push(i);
+            let e = self.entries[i as usize];
+            return Some((e.at, e.ev));
         }
         self.base = at;
         // Everything the wheel now reaches moves onto it, in (time, insertion) order,
@@ -292,7 +271,6 @@ impl<T: Copy> EventQueue<T> {
             + self.entries.capacity() * size_of::<Entry<T>>()
             + (self.far.capacity() + self.past.capacity()) * size_of::<Reverse<(u64, u64, u32)>>()
             + self.timeouts.capacity() * size_of::<(u64, u32, u32)>()
-            + self.now.capacity() * size_of::<T>()
     }
 
     /// A client timeout; timeouts must be pushed in the order they come due.
