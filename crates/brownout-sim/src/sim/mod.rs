@@ -293,7 +293,12 @@ impl Sim<'_> {
     /// branches for absent features gone; `F` true is right for every workload). Functions
     /// off that path call the full versions.
     fn run_until<const F: bool>(&mut self, pause: Option<u64>) -> bool {
-        while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
+        // (`held` is read only when set: most events come straight from the queue.)
+        while let Some(due) = if self.held.is_some() {
+            self.held.take()
+        } else {
+            self.queue.pop()
+        } {
             let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
             if pause.is_some_and(|p| at >= p) {
                 self.held = Some(due);
