@@ -167,7 +167,11 @@ impl Sim<'_> {
         // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
             self.c.calls += 1;
-            self.try_attempt::<F>(id);
+            if F {
+                self.try_attempt::<F>(id);
+            } else {
+                self.launch_plain(id);
+            }
         }
         self.step_ids = ids;
     }
