@@ -55,18 +55,6 @@ impl Sim<'_> {
     }
 
     pub(super) fn launch<const F: bool>(&mut self, call: u32, deadline: Option<u64>) {
-        self.launch_inline::<F>(call, deadline);
-    }
-
-    /// [`Sim::launch`] for a plain workload's call, inlined into [`Sim::start_step`]'s loop
-    /// (its one way in: see [`Sim::try_attempt`]).
-    #[inline(always)]
-    pub(super) fn launch_plain(&mut self, call: u32) {
-        self.launch_inline::<false>(call, None);
-    }
-
-    #[inline(always)]
-    fn launch_inline<const F: bool>(&mut self, call: u32, deadline: Option<u64>) {
         let (tool, task) = {
             let c = &mut self.calls.items[call as usize];
             c.attempts += 1;

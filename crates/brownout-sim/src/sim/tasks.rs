@@ -167,11 +167,7 @@ impl Sim<'_> {
         // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
             self.c.calls += 1;
-            if F {
-                self.try_attempt::<F>(id);
-            } else {
-                self.launch_plain(id);
-            }
+            self.try_attempt::<F>(id);
         }
         self.step_ids = ids;
     }
