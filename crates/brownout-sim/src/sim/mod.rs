@@ -4,7 +4,8 @@
 //! same decisions the relay makes), then travels: request delay → the server's pool (queue,
 //! queue timeout, service time, base error rate) → response delay → the client, whose own
 //! timeout may have fired first. Abandoned attempts keep their server slot until the server
-//! finishes them, which is how retry storms overload a squeezed pool.
+//! finishes them, which is how retry storms overload a squeezed pool. (A plain workload's call
+//! served at once and answered as its service ends has no attempt record: `serve_alone`.)
 //!
 //! This module holds the state and the event loop; [`tasks`] runs tasks, steps and calls,
 //! [`attempts`] the trip of one attempt, [`retry`], [`breaker`] and [`limiter`] the client's
