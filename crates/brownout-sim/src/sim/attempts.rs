@@ -219,6 +219,7 @@ impl Sim<'_> {
         };
         let server = self.tools[tool].server;
         self.servers[server].replicas[r].busy -= 1;
+        // Always an answer: `serve_alone` takes no attempt whose answer is lost.
         let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
         // The attempt started with its call (a plain workload's call makes one attempt,
         // launched as the call starts).
