@@ -1,5 +1,5 @@
 //! When a gate need not be evaluated again: [`Guard`], the kind of sample that cannot make
-//! a holding gate's value worse, and [`Mark`], where its last evaluation left its window.
+//! a gate's value worse, and [`Mark`], where its last evaluation left its window.
 //! [`super::GateWatch::tick`] skips such a gate; the summaries are the same (a test ticks
 //! one watch and evaluates another on every sample).
 
@@ -10,8 +10,9 @@ use super::window::{ANSWERED, CORRECT, OK, TIMED_OUT};
 /// For a gate whose value cannot get worse when one kind of sample comes in (and none
 /// leaves the window but by a count window's turnover), what that kind is. When exactly one
 /// sample came in since the gate's last evaluation, it was of that kind and the window has
-/// not moved, a holding gate's value is no worse than it was then: still holding, not past
-/// its worst — evaluating it would change nothing its summary shows, so
+/// not moved, the gate's value is no worse than it was then, so not past its worst: a
+/// holding gate still holds, and a breached one whose value still fails its limit stays
+/// breached — evaluating it would change nothing its summary shows, so
 /// [`super::GateWatch::tick`] skips it (and the next sample is judged against the same bound).
 ///
 /// Why the value cannot get worse (counts are exact integers below 2⁵³; a correctly

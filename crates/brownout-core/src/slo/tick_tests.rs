@@ -217,6 +217,62 @@ fn a_holding_gate_is_not_evaluated_again_on_samples_that_cannot_worsen_it() {
     assert_eq!(steps(&w), vec![before[0] + 3, before[1] + 3]);
 }
 
+/// A breached gate whose value a good sample cannot make worse is not evaluated again while
+/// its value still fails the limit; it is at a sample that could worsen it, and at the good
+/// sample that brings its value back under the limit (where it holds again).
+#[test]
+fn a_breached_gate_is_not_evaluated_again_while_good_samples_leave_it_failing() {
+    let mut w = GateWatch::new(vec![Gate::parse("error_rate < 1% over 10s").expect("gate")]);
+    let scope = w.call_scope("tools/call", Some("get_logs"));
+    let call = |now: f64, failing: bool| CallObservation {
+        at_ms: now,
+        method: "tools/call".into(),
+        tool: Some("get_logs".into()),
+        outcome: if failing { Outcome::Error } else { Outcome::Ok },
+        latency_ms: 40.0,
+        correct: true,
+        timed_out: false,
+        attempts: 1,
+    };
+    // Within one slot of the window (10 s / 100): 2 failures in 100 calls, breached at 2 %.
+    let mut now = 0.0;
+    for i in 0..100 {
+        now += 0.25;
+        w.observe_call_in(&scope, &call(now, i % 50 == 49));
+        w.tick(now);
+    }
+    assert!(w.tick(now), "2 % breaches it");
+    let (before, worst) = (w.steps()[0], w.summaries()[0].worst);
+    // 99 good calls: 2/101 … 2/199 still fail `< 1%`: none is evaluated.
+    for _ in 0..99 {
+        now += 0.05;
+        w.observe_call_in(&scope, &call(now, false));
+        assert!(w.tick(now));
+    }
+    assert_eq!(w.steps()[0], before, "good calls that leave it failing");
+    assert_eq!(w.summaries()[0].worst, worst);
+    // A failure is evaluated (3/200: past the worst? no, but it could have been).
+    now += 0.05;
+    w.observe_call_in(&scope, &call(now, true));
+    assert!(w.tick(now));
+    assert_eq!(w.steps()[0], before + 1);
+    // Good calls up to 3/300 (exactly 1 %, still failing `< 1%`) are skipped; the one after
+    // (3/301) holds: it is evaluated, and the gate holds again.
+    for _ in 0..100 {
+        now += 0.05;
+        w.observe_call_in(&scope, &call(now, false));
+        assert!(w.tick(now));
+    }
+    assert_eq!(w.steps()[0], before + 1, "3/201 … 3/300 still fail");
+    now += 0.05;
+    w.observe_call_in(&scope, &call(now, false));
+    assert!(!w.tick(now), "3/301 holds");
+    assert_eq!(w.steps()[0], before + 2);
+    let s = &w.summaries()[0];
+    assert_eq!(s.status, GateStatus::Holding);
+    assert_eq!((s.breaches, s.worst), (1, worst));
+}
+
 /// Gates that watch the same samples over the same window share one: a watch of them all
 /// must come to what one watch per gate (each with a window of its own) does.
 #[test]

@@ -273,13 +273,15 @@ impl GateWatch {
     /// A gate whose window took no sample and did not slide since its last evaluation, and
     /// that is not waiting out a `for` duration, would evaluate to what it did then (same
     /// value, same worst, same state) at that time or later: it is not evaluated again.
-    /// (A window another gate slid has a new version: its other gates evaluate too.)
+    /// (A window another gate slid has a new version: its other gates evaluate too.) Nor is
+    /// a holding or breached gate whose window took one sample that cannot make its value
+    /// worse ([`Guard`]), when a breached one's value still fails its limit.
     pub fn tick(&mut self, now_ms: f64) -> bool {
         let mut breached = false;
         for w in &mut self.gates {
             let f = &mut self.feeds[w.feed];
             let status = if (w.seen == Some(f.version) && w.status != GateStatus::Failing
-                || w.status == GateStatus::Holding && w.mark.is_some() && w.still_holds(f))
+                || w.mark.is_some() && w.unchanged(f))
                 && now_ms >= w.stepped_ms
                 && !f.window.slides_at(now_ms)
             {
@@ -344,6 +346,7 @@ fn call_sample(c: &CallObservation, histogram: bool) -> Sample {
 }
 
 /// An SLI's value from a window's counts (`None`: nothing to divide by).
+#[inline(always)]
 pub(crate) fn value_of(sli: Sli, window: &mut Sliding) -> Option<f64> {
     let frac = |a: u64, b: u64| (b > 0).then(|| float(a) / float(b));
     if let Sli::Percentile(ppm) = sli {
@@ -433,25 +436,36 @@ impl Feed {
 impl Watched {
     /// The window has not moved and took one sample, which cannot make this gate's value
     /// worse, since its last evaluation or skip ([`Guard`]); if so, that sample is passed.
+    /// Its worst value stays. A holding gate still holds; a breached one stays breached when
+    /// its value still fails the limit (its `for` duration was already served, and the
+    /// window holds as many samples or one more).
     #[inline]
-    fn still_holds(&mut self, feed: &Feed) -> bool {
-        match (self.guard, self.mark.as_mut()) {
-            (Some(g), Some(m))
-                if feed.moved == m.moved
+    fn unchanged(&mut self, feed: &mut Feed) -> bool {
+        let passed = match (self.guard, self.mark.as_ref()) {
+            (Some(g), Some(m)) => {
+                feed.moved == m.moved
                     && feed.version == m.version + 1
                     && g.passes(
                         feed.last_flags,
                         feed.last_bucket,
                         feed.window.totals().n,
                         m.bound,
-                    ) =>
-            {
-                m.version = feed.version;
-                self.seen = Some(feed.version);
-                true
+                    )
             }
             _ => false,
+        };
+        let same = passed
+            && match self.status {
+                GateStatus::Holding => true,
+                GateStatus::Breached => value_of(self.gate.sli, &mut feed.window)
+                    .is_some_and(|v| !self.gate.cmp.holds(v, self.limit)),
+                _ => false,
+            };
+        if let Some(m) = self.mark.as_mut().filter(|_| same) {
+            m.version = feed.version;
+            self.seen = Some(feed.version);
         }
+        same
     }
 
     fn evaluate(&mut self, index: usize, feed: &mut Feed, now_ms: f64) -> GateState {

@@ -60,8 +60,12 @@ impl Sim<'_> {
             c.attempts += 1;
             (c.tool, c.task)
         };
-        self.c.attempts += 1;
-        self.c.second(self.now).attempts += 1;
+        // `F` false: the call started just now ([`Sim::start_step`] is the only way in), and
+        // its one attempt was counted with the step's calls.
+        if F {
+            self.c.attempts += 1;
+            self.c.second(self.now).attempts += 1;
+        }
         // The faults the call can meet were resolved for its tool and server (`servers:`)
         // once; the session's own state goes with it.
         let session = match self.tasks[task as usize].as_ref() {
@@ -74,36 +78,18 @@ impl Sim<'_> {
             .engine
             .on_simulated_call_at(&mut self.sites[tool], session, Time(self.now));
         let call_gen = self.calls.items[call as usize].gen;
-        let now = self.now;
-        let a = self.attempts.insert(
-            |_| Attempt {
-                gen: 0,
-                call,
-                call_gen,
-                tool,
-                client: true,
-                server: false,
-                queued: false,
-                freed: false,
-                replica: 0,
-                outcome: sim.outcome,
-                response_delay: sim.response_delay.0,
-                started: now,
-            },
-            |at| {
-                at.gen += 1;
-                at.call = call;
-                at.call_gen = call_gen;
-                at.tool = tool;
-                at.client = true;
-                at.server = false;
-                at.queued = false;
-                at.freed = false;
-                at.outcome = sim.outcome;
-                at.response_delay = sim.response_delay.0;
-                at.started = now;
-            },
-        );
+        let arrive = self.now + sim.request_delay.0;
+        // A plain workload's call served at once and answered as its service ends, before
+        // its timeout: the call's record is the attempt's too ([`Sim::serve_alone`]).
+        if !F
+            && arrive == self.now
+            && sim.response_delay.0 == 0
+            && !matches!(sim.outcome, SimOutcome::FailFast | SimOutcome::NoAnswer)
+            && self.serve_alone(call, call_gen, tool, sim.outcome)
+        {
+            return;
+        }
+        let a = self.new_attempt(call, call_gen, tool, sim.outcome, sim.response_delay.0);
         let gen = self.attempts.items[a as usize].gen;
         let timeout = self.now + self.timeout_us;
         // The client's timeout: an earlier deadline on the event queue, else on the FIFO of
@@ -115,7 +101,6 @@ impl Sim<'_> {
             }
             _ => true,
         };
-        let arrive = self.now + sim.request_delay.0;
         let mut answered_by = None;
         if sim.outcome == SimOutcome::FailFast {
             self.push(arrive, Ev::Reply(a, gen, Answer::Fail));
@@ -136,6 +121,110 @@ impl Sim<'_> {
         if fifo && answered_by.is_none_or(|t| t > timeout) {
             self.queue.push_timeout(timeout, a, gen);
         }
+    }
+
+    /// A new attempt of `call` (generation `call_gen`), held by the client; returns its
+    /// slot.
+    #[inline(always)]
+    fn new_attempt(
+        &mut self,
+        call: u32,
+        call_gen: u32,
+        tool: usize,
+        outcome: SimOutcome,
+        response_delay: u64,
+    ) -> u32 {
+        let now = self.now;
+        self.attempts.insert(
+            |_| Attempt {
+                gen: 0,
+                call,
+                call_gen,
+                tool,
+                client: true,
+                server: false,
+                queued: false,
+                freed: false,
+                replica: 0,
+                outcome,
+                response_delay,
+                started: now,
+            },
+            |at| {
+                at.gen += 1;
+                at.call = call;
+                at.call_gen = call_gen;
+                at.tool = tool;
+                at.client = true;
+                at.server = false;
+                at.queued = false;
+                at.freed = false;
+                at.outcome = outcome;
+                at.response_delay = response_delay;
+                at.started = now;
+            },
+        )
+    }
+
+    /// A plain workload's attempt that reaches its server at once and is answered as its
+    /// service ends: when the server serves it at once and its service ends no later than
+    /// the client's timeout, nothing but its service's end can happen to it (no timeout,
+    /// deadline, queue or retry; nothing else ends its call), so the call's own record
+    /// keeps its replica and outcome and [`Ev::Served`] carries the call: no attempt record,
+    /// the same events, draws and counts as [`Sim::at_server`] and
+    /// [`Sim::service_done`] with one. `false` (nothing done) when the replica is full. A
+    /// service that ends after the timeout is served with an attempt record, as
+    /// [`Sim::launch`] would have.
+    fn serve_alone(&mut self, call: u32, call_gen: u32, tool: usize, outcome: SimOutcome) -> bool {
+        let server = self.tools[tool].server;
+        let s = &mut self.servers[server];
+        let r = s.next;
+        if s.replicas[r].busy >= s.concurrency {
+            return false;
+        }
+        s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
+        s.replicas[r].busy += 1;
+        let done = self.now + self.service_us(tool);
+        let timeout = self.now + self.timeout_us;
+        if done <= timeout {
+            let c = &mut self.calls.items[call as usize];
+            c.replica = r as u32;
+            c.outcome = outcome;
+            self.push(done, Ev::Served(call, call_gen));
+        } else {
+            let a = self.new_attempt(call, call_gen, tool, outcome, 0);
+            let at = &mut self.attempts.items[a as usize];
+            at.server = true;
+            at.replica = r;
+            let gen = at.gen;
+            self.push(done, Ev::ServiceDone(a, gen));
+            self.queue.push_timeout(timeout, a, gen);
+        }
+        true
+    }
+
+    /// A service time of `tool`, drawn.
+    #[inline(always)]
+    fn service_us(&mut self, tool: usize) -> u64 {
+        let (u1, u2) = (self.rng.unit(), self.rng.unit());
+        ms(self.tools[tool].latency.sample_ms(u1, u2))
+    }
+
+    /// The service of a call served alone ([`Sim::serve_alone`]) ended: what
+    /// [`Sim::service_done`] and [`Sim::reply`] do for its attempt.
+    pub(super) fn served<const F: bool>(&mut self, call: u32) {
+        let (tool, r, outcome, gen, started) = {
+            let c = &self.calls.items[call as usize];
+            (c.tool, c.replica as usize, c.outcome, c.gen, c.started)
+        };
+        let server = self.tools[tool].server;
+        self.servers[server].replicas[r].busy -= 1;
+        // Always an answer: `serve_alone` takes no attempt whose answer is lost.
+        let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
+        // The attempt started with its call (a plain workload's call makes one attempt,
+        // launched as the call starts).
+        self.answered::<F>(call, gen, started, outcome, answer);
+        self.next_in_queue(server, r);
     }
 
     /// The attempt reaches its server: served at once (returns when its service ends) or
@@ -174,8 +263,7 @@ impl Sim<'_> {
         let server = self.tools[tool].server;
         let r = self.attempts.items[a as usize].replica;
         self.servers[server].replicas[r].busy += 1;
-        let (u1, u2) = (self.rng.unit(), self.rng.unit());
-        let service = ms(self.tools[tool].latency.sample_ms(u1, u2));
+        let service = self.service_us(tool);
         let gen = self.attempts.items[a as usize].gen;
         let done = self.now + service;
         self.push(done, Ev::ServiceDone(a, gen));
@@ -190,14 +278,7 @@ impl Sim<'_> {
         };
         let server = self.tools[tool].server;
         self.servers[server].replicas[r].busy -= 1;
-        let base_error =
-            self.tools[tool].error_rate > 0.0 && self.rng.unit() < self.tools[tool].error_rate;
-        let answer = match (base_error, outcome) {
-            (_, SimOutcome::NoAnswer) => None,
-            (true, _) | (_, SimOutcome::FailAfter | SimOutcome::FailFast) => Some(Answer::Fail),
-            (false, SimOutcome::Corrupt | SimOutcome::Wrong) => Some(Answer::Corrupt),
-            (false, SimOutcome::Server) => Some(Answer::Ok),
-        };
+        let answer = self.answer(tool, outcome);
         // A reply at once frees the slot itself (when the client still waits for it).
         match answer {
             Some(ans) if delay == 0 && self.attempts.items[a as usize].client => {
@@ -206,7 +287,27 @@ impl Sim<'_> {
             Some(ans) if delay > 0 => self.push(self.now + delay, Ev::Reply(a, gen, ans)),
             _ => self.maybe_free(a),
         }
-        // Next in the queue, skipping those that timed out while waiting.
+        self.next_in_queue(server, r);
+    }
+
+    /// The server's answer to an attempt with this outcome as its service ends (its base
+    /// error rate drawn): none when no answer reaches the client.
+    #[inline(always)]
+    fn answer(&mut self, tool: usize, outcome: SimOutcome) -> Option<Answer> {
+        let base_error =
+            self.tools[tool].error_rate > 0.0 && self.rng.unit() < self.tools[tool].error_rate;
+        match (base_error, outcome) {
+            (_, SimOutcome::NoAnswer) => None,
+            (true, _) | (_, SimOutcome::FailAfter | SimOutcome::FailFast) => Some(Answer::Fail),
+            (false, SimOutcome::Corrupt | SimOutcome::Wrong) => Some(Answer::Corrupt),
+            (false, SimOutcome::Server) => Some(Answer::Ok),
+        }
+    }
+
+    /// A replica's slot came free: the next in its queue is served, skipping those that
+    /// timed out while waiting.
+    #[inline(always)]
+    fn next_in_queue(&mut self, server: usize, r: usize) {
         while let Some((next, ngen)) = self.servers[server].replicas[r].queue.pop_front() {
             let at = &mut self.attempts.items[next as usize];
             if at.gen != ngen || !at.queued {
@@ -239,6 +340,20 @@ impl Sim<'_> {
             (at.call, at.call_gen, at.started, at.outcome)
         };
         self.maybe_free(a);
+        self.answered::<F>(call, call_gen, started, outcome, answer);
+    }
+
+    /// The client got `answer` to its attempt of `call` (generation `call_gen`) that
+    /// started at `started` with this outcome.
+    #[inline(always)]
+    fn answered<const F: bool>(
+        &mut self,
+        call: u32,
+        call_gen: u32,
+        started: u64,
+        outcome: SimOutcome,
+        answer: Answer,
+    ) {
         let c = &self.calls.items[call as usize];
         if c.gen != call_gen || c.resolved {
             return;

@@ -4,7 +4,8 @@
 //! same decisions the relay makes), then travels: request delay → the server's pool (queue,
 //! queue timeout, service time, base error rate) → response delay → the client, whose own
 //! timeout may have fired first. Abandoned attempts keep their server slot until the server
-//! finishes them, which is how retry storms overload a squeezed pool.
+//! finishes them, which is how retry storms overload a squeezed pool. (A plain workload's call
+//! served at once and answered as its service ends has no attempt record: `serve_alone`.)
 //!
 //! This module holds the state and the event loop; [`tasks`] runs tasks, steps and calls,
 //! [`attempts`] the trip of one attempt, [`retry`], [`breaker`] and [`limiter`] the client's
@@ -20,6 +21,7 @@ mod gates;
 mod gates_tests;
 pub mod limiter;
 mod queue;
+mod report;
 pub mod retry;
 mod slab;
 mod tasks;
@@ -75,6 +77,9 @@ enum Ev {
     Launch(u32, u32),
     AtServer(u32, u32),
     ServiceDone(u32, u32),
+    /// The service of a call served without an attempt record ends (call, generation):
+    /// [`Sim::serve_alone`].
+    Served(u32, u32),
     QueueTimeout(u32, u32),
     Reply(u32, u32, Answer),
     ClientTimeout(u32, u32),
@@ -140,6 +145,9 @@ struct Call {
     /// Reads answered so far, and the first three (the agent's policy).
     reads: u8,
     log: [chain::Read; 3],
+    /// Served without an attempt record ([`Sim::serve_alone`]): its replica and outcome.
+    replica: u32,
+    outcome: SimOutcome,
 }
 
 #[derive(Clone)]
@@ -287,7 +295,12 @@ impl Sim<'_> {
     /// branches for absent features gone; `F` true is right for every workload). Functions
     /// off that path call the full versions.
     fn run_until<const F: bool>(&mut self, pause: Option<u64>) -> bool {
-        while let Some(due) = self.held.take().or_else(|| self.queue.pop()) {
+        // (`held` is read only when set: most events come straight from the queue.)
+        while let Some(due) = if self.held.is_some() {
+            self.held.take()
+        } else {
+            self.queue.pop()
+        } {
             let (Due::Event(at, _) | Due::Timeout(at, ..)) = due;
             if pause.is_some_and(|p| at >= p) {
                 self.held = Some(due);
@@ -357,6 +370,13 @@ impl Sim<'_> {
             Ev::ServiceDone(a, gen) => {
                 if self.attempts.items[a as usize].gen == gen {
                     self.service_done::<F>(a);
+                }
+            }
+            Ev::Served(call, gen) => {
+                // Always current: nothing else ends such a call (`serve_alone`).
+                debug_assert_eq!(self.calls.items[call as usize].gen, gen);
+                if self.calls.items[call as usize].gen == gen {
+                    self.served::<F>(call);
                 }
             }
             Ev::QueueTimeout(a, gen) => {
@@ -556,42 +576,4 @@ fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
         sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
     }
     sim
-}
-
-impl Sim<'_> {
-    /// The report of a run that has ended.
-    fn report(mut self, opts: &SimOptions) -> Report {
-        // Carry breaker state through seconds with no change.
-        let mut open = 0;
-        for s in &mut self.c.series {
-            if s.open_breakers == u64::MAX {
-                s.open_breakers = open;
-            } else {
-                open = s.open_breakers;
-            }
-        }
-        let injections = self
-            .engine
-            .summary()
-            .report()
-            .injections
-            .into_iter()
-            .map(|(k, v)| (k, v.count))
-            .collect();
-        let duration = self.now;
-        let gates = self.gates.take().map(|g| g.finish(duration));
-        let mut report = Report::from_counters(
-            &self.c,
-            self.w.name.clone(),
-            opts.seed.or(self.w.seed).unwrap_or(0),
-            self.engine.plan().seed,
-            duration,
-            injections,
-            opts.keep_series,
-        );
-        report.gates = gates.unwrap_or_default();
-        report.robustness = Report::robustness_of(&report.gates);
-        report.stopped_by = self.stopped_by.take();
-        report
-    }
 }

@@ -282,17 +282,20 @@ impl<T: Copy> EventQueue<T> {
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
         let event = match self.next {
             Some(known) => known,
-            None => {
-                let found = self.next_event();
-                self.next = Some(found);
-                found
-            }
+            None => self.next_event(),
         };
         let fifo_at = self.timeouts.front().map(|(t, _, _)| *t);
         match (event, fifo_at) {
             (None, None) => None,
-            (Some((h, _)), Some(f)) if f < h => self.pop_timeout(),
-            (None, Some(_)) => self.pop_timeout(),
+            // Kept for the next pop: no event was pushed or taken.
+            (Some((h, _)), Some(f)) if f < h => {
+                self.next = Some(event);
+                self.pop_timeout()
+            }
+            (None, Some(_)) => {
+                self.next = Some(event);
+                self.pop_timeout()
+            }
             (Some((at, place)), _) => {
                 let (at, ev) = self.take(at, place)?;
                 Some(Due::Event(at, ev))

@@ -4,6 +4,7 @@
 //! what is still open.
 
 use super::{ms, Arrival, Call, CallEnd, Ev, Sim, Task};
+use brownout_core::faults::simulated::SimOutcome;
 use std::fmt::Write;
 
 impl Sim<'_> {
@@ -39,7 +40,7 @@ impl Sim<'_> {
             None => {
                 self.key_buf.clear();
                 self.key_buf.push_str("task-");
-                push_decimal(&mut self.key_buf, id);
+                self.key_buf.push_str(itoa::Buffer::new().format(id));
                 let k = slot as usize;
                 match self.sim_sessions.get_mut(k) {
                     Some(s) => self.engine.sim_session_reset(s, &self.key_buf),
@@ -127,6 +128,8 @@ impl Sim<'_> {
                     consumed,
                     reads: 0,
                     log: Default::default(),
+                    replica: 0,
+                    outcome: SimOutcome::Server,
                 },
                 |c| {
                     c.task = t;
@@ -151,7 +154,15 @@ impl Sim<'_> {
                 task.calls.extend_from_slice(&ids);
             }
         }
-        self.c.second(now).offered += ids.len() as u64;
+        let n = ids.len() as u64;
+        let second = self.c.second(now);
+        second.offered += n;
+        if !F {
+            // A plain workload's call makes one attempt, as it starts: counted here, not
+            // one by one in `launch`.
+            second.attempts += n;
+            self.c.attempts += n;
+        }
         // Attempts may end calls, and the last one the task, at once: they go from this
         // list, not the task's. (`calls` grows one by one: a retry budget reads it.)
         for &id in &ids {
@@ -276,43 +287,6 @@ impl Sim<'_> {
         self.spare_calls.push(calls);
         if matches!(self.w.arrival, Some(Arrival::Closed { .. }) | None) {
             self.push(self.now, Ev::StartTask);
-        }
-    }
-}
-
-/// Append `n` in decimal (what `write!(s, "{n}")` writes, without the formatting machinery:
-/// a session key is built per task).
-fn push_decimal(s: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        s.push(char::from(d));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn push_decimal_writes_what_format_writes() {
-        let mut n = 1u64;
-        for v in [0, 1, 9, 10, 99, 100, 12_345, u64::MAX - 1, u64::MAX]
-            .into_iter()
-            .chain((0..60).map(|_| {
-                n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                n >> (n % 64)
-            }))
-        {
-            let mut s = String::from("task-");
-            super::push_decimal(&mut s, v);
-            assert_eq!(s, format!("task-{v}"));
         }
     }
 }

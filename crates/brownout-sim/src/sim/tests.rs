@@ -265,6 +265,31 @@ fn a_fault_that_picks_a_server_hits_only_that_server_s_tools() {
     assert!(close(on_c.availability, 1.0));
 }
 
+/// A plan whose faults delay requests and answers, fail fast and after the service, and
+/// lose answers.
+const SHAPES: &str = "seed: 3
+faults:
+  - id: slow-request
+    kind: latency
+    direction: to_server
+    probability: 0.1
+    added_ms: 12
+  - id: slow-answer
+    kind: latency
+    probability: 0.1
+    added_ms: 8
+  - id: fast-fail
+    kind: error
+    phase: request
+    probability: 0.05
+  - id: late-fail
+    kind: error
+    probability: 0.05
+  - id: lost
+    kind: timeout
+    probability: 0.03
+";
+
 /// A workload without a breaker, limiter, retries or deadlines runs through the loop
 /// compiled without them (`run_until::<false>`): the same report, byte for byte, as the
 /// full loop gives it — with client timeouts, queue timeouts, errors, corruption under
@@ -284,6 +309,12 @@ fn the_plain_loop_reports_what_the_full_loop_does() {
             "  - name: inventory\n    concurrency: 2\n    queue_timeout_ms: 10\n",
         );
     assert_ne!(squeezed, headline);
+    // The same, every server squeezed.
+    let squeezed_all = squeezed.replace(
+        "  - name: observability\n",
+        "  - name: observability\n    concurrency: 3\n",
+    );
+    assert_ne!(squeezed_all, squeezed);
     let gates: Vec<brownout_core::slo::Gate> = [
         "error_rate < 1% over 10s",
         "p99 < 40ms over 10s",
@@ -302,6 +333,10 @@ fn the_plain_loop_reports_what_the_full_loop_does() {
             chained.replace("policy: trust", "policy: verify"),
             "corrupt-service.yaml",
         ),
+        // Every way an attempt can leave the one-record path (`serve_alone`): a delayed
+        // request or answer, a fast failure, no answer, a full pool, a service past the
+        // timeout.
+        (squeezed_all.clone(), SHAPES),
     ] {
         let w = Workload::from_str_named(&workload, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
         for gated in [false, true] {
@@ -312,8 +347,13 @@ fn the_plain_loop_reports_what_the_full_loop_does() {
                 ..SimOptions::default()
             };
             let report = |full: bool| {
+                let text = if plan == SHAPES {
+                    SHAPES.to_string()
+                } else {
+                    read(plan)
+                };
                 let plan =
-                    Plan::from_str_named(&read(plan), plan).unwrap_or_else(|e| panic!("{e}"));
+                    Plan::from_str_named(&text, "plan.yaml").unwrap_or_else(|e| panic!("{e}"));
                 let mut sim = build(&w, plan, &opts);
                 if !full {
                     assert!(sim.plain(), "{:?}", w.name);
@@ -332,7 +372,7 @@ fn the_plain_loop_reports_what_the_full_loop_does() {
             runs += 1;
         }
     }
-    assert_eq!(runs, 10);
+    assert_eq!(runs, 12);
     // Any of the four makes a workload full.
     let resilient = read("headline-resilient.yaml");
     let w = Workload::from_str_named(&resilient, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
