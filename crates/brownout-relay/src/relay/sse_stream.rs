@@ -29,8 +29,13 @@ pub struct SseRelay {
     resp: Option<UpResponse>,
     reader: sse::Reader,
     out: VecDeque<Bytes>,
+    /// The side queue for brownout's own messages to this stream's client, made when first
+    /// needed (most streams only pass the server's events): its sender, until the server's
+    /// stream ends, and its receiver.
     side_tx: Option<mpsc::Sender<Down>>,
-    side_rx: mpsc::Receiver<Down>,
+    side_rx: Option<mpsc::Receiver<Down>>,
+    /// The server's stream ended: no side queue is made any more.
+    closed: bool,
     /// Requests still waiting for their answer on this stream.
     owed: Vec<Id>,
     /// Run once when the server's stream ends or the client leaves.
@@ -52,15 +57,15 @@ impl SseRelay {
         max_event: usize,
         permit: Option<OwnedSemaphorePermit>,
     ) -> SseRelay {
-        let (side_tx, side_rx) = mpsc::channel(SIDE_DEPTH);
         SseRelay {
             relay,
             key,
             resp: Some(resp),
             reader: sse::Reader::new(max_event, None),
             out: VecDeque::new(),
-            side_tx: Some(side_tx),
-            side_rx,
+            side_tx: None,
+            side_rx: None,
+            closed: false,
             owed,
             on_end: None,
             _permit: permit,
@@ -78,8 +83,14 @@ impl SseRelay {
         self
     }
 
-    /// Where brownout's own messages for this stream's client go.
-    pub fn side_sender(&self) -> Option<mpsc::Sender<Down>> {
+    /// Where brownout's own messages for this stream's client go (`None` once the server's
+    /// stream has ended).
+    pub fn side_sender(&mut self) -> Option<mpsc::Sender<Down>> {
+        if self.side_tx.is_none() && !self.closed {
+            let (tx, rx) = mpsc::channel(SIDE_DEPTH);
+            self.side_tx = Some(tx);
+            self.side_rx = Some(rx);
+        }
         self.side_tx.clone()
     }
 
@@ -97,16 +108,17 @@ impl SseRelay {
             if let Some(b) = self.out.pop_front() {
                 return Some(b);
             }
-            let next = match self.resp.as_mut() {
-                Some(resp) => {
-                    let rx = &mut self.side_rx;
+            let next = match (self.resp.as_mut(), self.side_rx.as_mut()) {
+                (Some(resp), Some(rx)) => {
                     tokio::select! {
                         biased;
                         item = rx.recv() => Next::Side(item),
                         chunk = resp.chunk() => Next::Chunk(chunk),
                     }
                 }
-                None => Next::Side(self.side_rx.recv().await),
+                (Some(resp), None) => Next::Chunk(resp.chunk().await),
+                (None, Some(rx)) => Next::Side(rx.recv().await),
+                (None, None) => Next::Side(None),
             };
             match next {
                 Next::Side(Some(item)) => self.out.push_back(Bytes::from(item.sse_bytes())),
@@ -148,12 +160,12 @@ impl SseRelay {
         bytes: Vec<u8>,
         template: Option<Event>,
     ) {
-        let Some(tx) = self.side_tx.clone() else {
+        let Some(tx) = self.side_sender() else {
             return;
         };
         execute_down(v, bytes, template, &tx).await;
         // What the pipe sent at once goes before the next event.
-        while let Ok(item) = self.side_rx.try_recv() {
+        while let Some(Ok(item)) = self.side_rx.as_mut().map(mpsc::Receiver::try_recv) {
             self.out.push_back(Bytes::from(item.sse_bytes()));
         }
     }
@@ -181,6 +193,7 @@ impl SseRelay {
         // Nothing may keep the side queue open now (the endpoint hook holds a sender).
         self.reader.on_endpoint = None;
         self.side_tx = None;
+        self.closed = true;
     }
 }
 

@@ -61,7 +61,7 @@ impl UrlBack {
         }
         // The server accepted the stream: now the session has a key.
         let key = self.key_for(&who);
-        let st = SseRelay::new(
+        let mut st = SseRelay::new(
             Arc::clone(&self.relay),
             key,
             resp,
