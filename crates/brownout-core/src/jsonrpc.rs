@@ -203,11 +203,19 @@ impl Message<'_> {
 
 /// Classify one message (a line of stdio, or an HTTP body / SSE event data).
 pub fn classify(bytes: &[u8]) -> Message<'_> {
+    classify_with(bytes, view_of)
+}
+
+/// [`classify`] with `view_of` reading each single message (the one-pass reader, or
+/// [`reference`]'s).
+fn classify_with<'a>(
+    bytes: &'a [u8],
+    view_of: fn(&'a str) -> Result<View<'a>, String>,
+) -> Message<'a> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Message::Invalid("not valid UTF-8".into());
     };
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('[') {
+    if text.trim_start().starts_with('[') {
         let items: Vec<&RawValue> = match serde_json::from_str(text) {
             Ok(items) => items,
             Err(e) => return Message::Invalid(format!("not a JSON array: {e}")),
@@ -225,16 +233,10 @@ pub fn classify(bytes: &[u8]) -> Message<'_> {
 
 fn view_of(text: &str) -> Result<View<'_>, String> {
     let env = scan::envelope(text).map_err(|e| format!("not JSON-RPC: {e}"))?;
-    if env.jsonrpc.as_deref() != Some("2.0") {
-        return Err("missing or wrong \"jsonrpc\" (must be \"2.0\")".into());
-    }
-    let id = match env.id {
-        None => None,
-        Some(raw) => Some(parse_id(raw)?),
-    };
-    let kind = kind_of(
+    let (kind, id) = kind_and_id(
+        env.jsonrpc.as_deref(),
+        env.id,
         env.method.is_some(),
-        id.as_ref(),
         env.result.is_some(),
         env.error.is_some(),
     )?;
@@ -245,7 +247,7 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
     };
     Ok(View {
         kind,
-        id: id.flatten(),
+        id,
         method: env.method,
         tool,
         params: env.params,
@@ -253,6 +255,23 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
         error: env.error,
         tool_error: env.is_error,
     })
+}
+
+/// What the envelope's members make of a message — its kind and id — or why it is none:
+/// `jsonrpc`'s value, `id`'s text, and whether it has a method, a result and an error.
+fn kind_and_id(
+    jsonrpc: Option<&str>,
+    id: Option<&str>,
+    method: bool,
+    result: bool,
+    error: bool,
+) -> Result<(Kind, Option<Id>), String> {
+    if jsonrpc != Some("2.0") {
+        return Err("missing or wrong \"jsonrpc\" (must be \"2.0\")".into());
+    }
+    let id = id.map(parse_id).transpose()?;
+    let kind = kind_of(method, id.as_ref(), result, error)?;
+    Ok((kind, id.flatten()))
 }
 
 /// What a message with these members is (a method, an id — `Some(None)` for a `null` one —,

@@ -5,7 +5,7 @@
 //! Not used by the relays: only by the differential tests and the `jsonrpc_classify` fuzz
 //! target, which require that both readers agree on every input ([`agree`]).
 
-use super::{kind_of, parse_id, Kind, Message, View};
+use super::{kind_and_id, Kind, Message, View};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -45,23 +45,7 @@ struct IsError {
 
 /// [`super::classify`], read with serde_json.
 pub fn classify(bytes: &[u8]) -> Message<'_> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Message::Invalid("not valid UTF-8".into());
-    };
-    if text.trim_start().starts_with('[') {
-        let items: Vec<&RawValue> = match serde_json::from_str(text) {
-            Ok(items) => items,
-            Err(e) => return Message::Invalid(format!("not a JSON array: {e}")),
-        };
-        if items.is_empty() {
-            return Message::Invalid("empty batch".into());
-        }
-        return Message::Batch(items.into_iter().map(|raw| view_of(raw.get())).collect());
-    }
-    match view_of(text) {
-        Ok(v) => Message::Single(v),
-        Err(e) => Message::Invalid(e),
-    }
+    super::classify_with(bytes, view_of)
 }
 
 fn view_of(text: &str) -> Result<View<'_>, String> {
@@ -69,16 +53,10 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
         return Err("not a JSON object".into());
     }
     let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    if env.jsonrpc.as_deref() != Some("2.0") {
-        return Err("missing or wrong \"jsonrpc\"".into());
-    }
-    let id = match env.id {
-        None => None,
-        Some(raw) => Some(parse_id(raw.get())?),
-    };
-    let kind = kind_of(
+    let (kind, id) = kind_and_id(
+        env.jsonrpc.as_deref(),
+        env.id.map(RawValue::get),
         env.method.is_some(),
-        id.as_ref(),
         env.result.is_some(),
         env.error.is_some(),
     )?;
@@ -99,7 +77,7 @@ fn view_of(text: &str) -> Result<View<'_>, String> {
         .is_some_and(|r| r.is_error);
     Ok(View {
         kind,
-        id: id.flatten(),
+        id,
         method: env.method,
         tool,
         params: env.params.map(RawValue::get),
