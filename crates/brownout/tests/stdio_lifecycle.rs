@@ -225,18 +225,25 @@ fn a_server_that_dies_at_start_tells_the_clients_initialize_why() {
 
 #[test]
 fn a_call_written_before_it_is_recorded_is_still_failed_when_the_server_dies_on_it() {
-    // With an empty plan a request goes to the server before the engine records it (off
-    // its path); the record must still come before the server can be seen to die, or the
-    // call would be left unanswered. The server reads the call and exits at once, every
-    // time, so the race is run again and again.
+    // A request no fault can touch (an empty plan, or faults that match other calls) goes
+    // to the server before the engine records it (off its path); the record must still
+    // come before the server can be seen to die, or the call would be left unanswered. The
+    // server reads the call and exits at once, every time, so the race is run again and
+    // again.
     let server: Vec<String> = vec![
         "sh".into(),
         "-c".into(),
         r#"read l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"dies","version":"1"}}}'; read l; read l; exit 4"#.into(),
     ];
-    for round in 0..8 {
+    let other_calls = "faults:\n  - {kind: latency, tools: [other], added_ms: 100}\n  - {kind: drop, arguments: {message: never}}\n";
+    for round in 0..16 {
         let dir = tmp();
-        let mut w = Wire::spawn(&through(dir.path(), "faults: []", &server));
+        let plan = if round % 2 == 0 {
+            "faults: []"
+        } else {
+            other_calls
+        };
+        let mut w = Wire::spawn(&through(dir.path(), plan, &server));
         w.send(INIT);
         let init = w.recv_json(5000).expect("initialize is answered");
         assert_eq!(init["id"], 0, "round {round}: {init}");

@@ -9,6 +9,17 @@ use crate::select::session_selected;
 use crate::time::Time;
 use std::sync::Arc;
 
+/// What a fault's selector says of a message ([`Engine::reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// It cannot hit this message.
+    No,
+    /// It hits, uncounted (its kind says so for this method).
+    Always,
+    /// It hits if its counters admit the message and its draw fires.
+    Counted,
+}
+
 impl Engine {
     /// Whether fault `i` hits this message; advances the fault's counters.
     #[allow(clippy::too_many_arguments)]
@@ -23,51 +34,17 @@ impl Engine {
         arg_at: &mut dyn FnMut(&[String]) -> Option<serde_json::Value>,
         now: Time,
     ) -> bool {
+        if self.passed {
+            return false;
+        }
         let plan = Arc::clone(&self.plan);
         let f: &Fault = &plan.faults[i];
-        if !f.enabled || self.passed {
-            return false;
-        }
-        if let Some(can) = self.call_can {
-            if f.effect
-                .needs(f.direction)
-                .iter()
-                .any(|n| !can.has(n.capability))
-            {
-                return false;
-            }
+        match self.reach(f, session, server, method, tool, arg_at, now) {
+            Reach::No => return false,
+            Reach::Always => return true,
+            Reach::Counted => {}
         }
         let sel = &f.select;
-        if !sel.method_matches(method) {
-            return false;
-        }
-        match f.effect.targets(method, tool, sel.tools.as_ref()) {
-            Targets::Skip => return false,
-            Targets::Always => return true,
-            Targets::IgnoreTools => {}
-            Targets::BySelector => {
-                if !sel.tool_matches(tool) {
-                    return false;
-                }
-            }
-        }
-        if !sel.server_matches(server) {
-            return false;
-        }
-        if !sel.arguments_match(arg_at) {
-            return false;
-        }
-        if let Some(frac) = sel.sessions {
-            // Drawn from the key below its server: an agent is in the radius on every
-            // server it reaches, or on none (see `crate::session_key`).
-            let base = crate::session_key::split(session).1;
-            if !session_selected(plan.seed, base, frac) {
-                return false;
-            }
-        }
-        if !sel.in_window(now) {
-            return false;
-        }
         let seed = plan.seed;
         let s = self.session(session);
         let key = StreamKey::new(seed, f.id_hash, s.hash);
@@ -91,6 +68,66 @@ impl Engine {
             c.injections += 1;
         }
         fire
+    }
+
+    /// What fault `f`'s selector says of a message, before its counters and draws: nothing
+    /// here changes state, so [`Engine::passes`](super::Engine::passes) asks it too, and a
+    /// message every fault says [`Reach::No`] of passes whatever the counters hold.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn reach(
+        &self,
+        f: &Fault,
+        session: &str,
+        server: Option<&str>,
+        method: &str,
+        tool: Option<&str>,
+        arg_at: &mut dyn FnMut(&[String]) -> Option<serde_json::Value>,
+        now: Time,
+    ) -> Reach {
+        if !f.enabled {
+            return Reach::No;
+        }
+        if let Some(can) = self.call_can {
+            if f.effect
+                .needs(f.direction)
+                .iter()
+                .any(|n| !can.has(n.capability))
+            {
+                return Reach::No;
+            }
+        }
+        let sel = &f.select;
+        if !sel.method_matches(method) {
+            return Reach::No;
+        }
+        match f.effect.targets(method, tool, sel.tools.as_ref()) {
+            Targets::Skip => return Reach::No,
+            Targets::Always => return Reach::Always,
+            Targets::IgnoreTools => {}
+            Targets::BySelector => {
+                if !sel.tool_matches(tool) {
+                    return Reach::No;
+                }
+            }
+        }
+        if !sel.server_matches(server) {
+            return Reach::No;
+        }
+        if !sel.arguments_match(arg_at) {
+            return Reach::No;
+        }
+        if let Some(frac) = sel.sessions {
+            // Drawn from the key below its server: an agent is in the radius on every
+            // server it reaches, or on none (see `crate::session_key`).
+            let base = crate::session_key::split(session).1;
+            if !session_selected(self.plan.seed, base, frac) {
+                return Reach::No;
+            }
+        }
+        if !sel.in_window(now) {
+            return Reach::No;
+        }
+        Reach::Counted
     }
 
     /// The state fault `i` keeps for `session` (or for all sessions, if its kind says so),

@@ -10,6 +10,15 @@ use crate::verdict::{Forward, Outgoing, Verdict};
 use serde_json::value::RawValue;
 use std::sync::Arc;
 
+/// Whether fault `f` is asked about a message outside any call going `dir` with `method`
+/// ([`Engine::on_loose`]; [`Engine::passes`] asks the same).
+pub(super) fn loose_candidate(f: &crate::plan::Fault, dir: Direction, method: &str) -> bool {
+    f.effect.acts_on_loose_messages()
+        && f.direction == dir
+        && f.select.method_matches(method)
+        && f.select.tools.is_none()
+}
+
 impl Engine {
     /// A message outside any call: notifications, server requests and their answers.
     pub(super) fn on_loose(
@@ -23,13 +32,7 @@ impl Engine {
         let dir = side.direction();
         let plan = Arc::clone(&self.plan);
         let candidates: Vec<usize> = (0..plan.faults.len())
-            .filter(|&i| {
-                let f = &plan.faults[i];
-                f.effect.acts_on_loose_messages()
-                    && f.direction == dir
-                    && f.select.method_matches(method)
-                    && f.select.tools.is_none()
-            })
+            .filter(|&i| loose_candidate(&plan.faults[i], dir, method))
             .collect();
         if candidates.is_empty() {
             return Verdict::pass();

@@ -11,8 +11,9 @@
 //! The engine knows no fault kind by name: each kind's rules and effects come through
 //! [`crate::faults::FaultKind`]. By concern: [`decide`] (does a fault hit, and letting it
 //! act), [`call`] (a call's life: request, response, completion and its record),
-//! [`loose`] (notifications, server requests, batches), [`record`] (events, summary, SLIs)
-//! and [`lifecycle`] (expiry, failed servers, timers, the simulator's entry).
+//! [`loose`] (notifications, server requests, batches), [`record`] (events, summary, SLIs),
+//! [`lifecycle`] (expiry, failed servers, timers, the simulator's entry) and [`pass`] (a
+//! message no fault can touch goes on before it is recorded).
 
 mod call;
 pub mod coverage;
@@ -20,6 +21,7 @@ mod decide;
 mod deferred;
 mod lifecycle;
 mod loose;
+mod pass;
 mod record;
 mod silent;
 mod sim_fast;
@@ -350,33 +352,6 @@ impl Engine {
         let v = self.on_message(side, session, bytes, now);
         self.call_can = None;
         v
-    }
-
-    /// Whether no fault can touch a message of `session` now: the plan has none, and the
-    /// session is not expired (an expiry, once a fault set it, answers until the client
-    /// initializes again). A message of such a session may go on first and be recorded
-    /// after ([`Engine::on_passed`]): its verdict would be a pass.
-    pub fn untouched(&self, session: &str) -> bool {
-        self.plan.faults.is_empty()
-            && self
-                .sessions
-                .get(session)
-                .is_none_or(|s| s.expired.is_none())
-    }
-
-    /// Record a message that has already gone on untouched (after [`Engine::untouched`]):
-    /// the call is tracked, correlated and counted as [`Engine::on_message`] would, but no
-    /// fault decides on it, even one added since (it was not there when the message went).
-    /// The verdict is always a pass.
-    pub fn on_passed(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
-        self.passed = true;
-        let v = self.on_message(side, session, bytes, now);
-        self.passed = false;
-        debug_assert!(
-            v.is_pass(),
-            "a message that went on untouched was given {v:?}"
-        );
-        Verdict::pass()
     }
 
     /// Feed one message. `session` identifies the client session (stdio: one per relay;

@@ -159,7 +159,7 @@ pub trait Carrier: Send + 'static {
     /// (or, with no server to take it, answer the caller with why).
     fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
 
-    /// Pass on a message no fault can touch ([`super::Relay::untouched`]), calling `record`
+    /// Pass on a message no fault can touch ([`super::Relay::passes`]), calling `record`
     /// with it once it is on its way and before anything else of the relay runs, so the
     /// engine knows the call before the server can answer or fail it. By default it is
     /// recorded first; a back that can write at once writes first, which takes the engine's

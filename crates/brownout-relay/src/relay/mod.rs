@@ -248,15 +248,14 @@ impl Relay {
         self.handle_at(side, session, bytes, self.now(), Decide::All)
     }
 
-    /// Whether no fault can touch a message of `session` now (the plan has none and the
-    /// session is not expired; no `--otlp`, which marks requests as they pass): such a
-    /// message may be written first and recorded after ([`Relay::record_passed`]), which
-    /// takes the engine's work off the message's path.
-    pub fn untouched(&self, session: &str) -> bool {
-        self.otlp.is_none() && self.engine().untouched(session)
+    /// Whether no fault can touch this message of `session` now ([`Engine::passes`]; no
+    /// `--otlp`, which marks requests as they pass): it may be written first and recorded
+    /// after ([`Relay::record_passed`]), which takes the engine's work off its path.
+    pub fn passes(&self, side: Side, session: &str, bytes: &[u8]) -> bool {
+        self.otlp.is_none() && self.engine().passes(side, session, bytes, self.now())
     }
 
-    /// Record a message that has already gone on untouched (after [`Relay::untouched`]): as
+    /// Record a message that has already gone on untouched (after [`Relay::passes`]): as
     /// [`Relay::handle`], except that no fault decides on it, even one added meanwhile.
     pub fn record_passed(&self, side: Side, session: &str, bytes: &[u8]) {
         let _ = self.handle_at(side, session, bytes, self.now(), Decide::Passed);

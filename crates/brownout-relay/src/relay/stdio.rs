@@ -124,7 +124,7 @@ where
         let mut reader = LineReader::new(BufReader::new(input), max);
         loop {
             match reader.next().await {
-                Ok(Some(Frame::Line(bytes))) if relay.untouched(SESSION) => {
+                Ok(Some(Frame::Line(bytes))) if relay.passes(Side::Client, SESSION, &bytes) => {
                     back.pass(bytes, |b| relay.record_passed(Side::Client, SESSION, b))
                         .await;
                 }

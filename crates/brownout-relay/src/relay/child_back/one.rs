@@ -425,7 +425,7 @@ fn spawn_reader(
                     }
                 },
             };
-            if relay.untouched(SESSION) {
+            if relay.passes(Side::Server, SESSION, &bytes) {
                 // Nothing can touch it: written first, recorded after, off its path.
                 // Unconstrained (no yield to the scheduler's budget): the record comes
                 // before the client's next request is read. A request is not taken this way:
