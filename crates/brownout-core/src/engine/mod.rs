@@ -39,6 +39,7 @@ use crate::time::Time;
 use crate::verdict::Verdict;
 #[cfg(test)]
 use crate::verdict::{Forward, ProcessAction};
+pub use pass::Read;
 #[cfg(test)]
 use serde_json::value::RawValue;
 pub use sim_fast::{SimCallSite, SimSession};
@@ -371,10 +372,23 @@ impl Engine {
         now: Time,
         answered: Option<&mut Vec<crate::jsonrpc::Id>>,
     ) -> Verdict {
+        self.on_classified(side, session, classify(bytes), bytes, now, answered)
+    }
+
+    /// [`Engine::on_message_answering`] for a message already read (`message` is
+    /// `classify(bytes)`).
+    fn on_classified(
+        &mut self,
+        side: Side,
+        session: &str,
+        message: Message<'_>,
+        bytes: &[u8],
+        now: Time,
+        answered: Option<&mut Vec<crate::jsonrpc::Id>>,
+    ) -> Verdict {
         self.settle(now);
         self.session(session).last_seen = now;
         self.taint_expire(session, now);
-        let message = classify(bytes);
         if let Some(ids) = answered {
             ids.extend(message.answered_ids());
         }

@@ -28,18 +28,52 @@ impl Engine {
     /// [`Engine::on_message`] would be a pass, so it may go on first and be recorded after
     /// ([`Engine::on_passed`]). Reads the message; changes nothing.
     pub fn passes(&self, side: Side, session: &str, bytes: &[u8], now: Time) -> bool {
+        self.read(side, session, bytes, now).passes
+    }
+
+    /// Read a message and say whether it [`passes`](Engine::passes); [`Engine::on_read`]
+    /// then records it (or decides it) without reading it again.
+    pub fn read<'a>(&self, side: Side, session: &str, bytes: &'a [u8], now: Time) -> Read<'a> {
         if self.expired(session) {
-            return false;
+            return Read::decided(bytes);
         }
         if self.plan.faults.is_empty() {
-            return true;
+            // Nothing to ask: it is read when it is recorded.
+            return Read {
+                bytes,
+                message: None,
+                passes: true,
+            };
         }
-        match classify(bytes) {
+        let message = classify(bytes);
+        let passes = match &message {
             // Not JSON-RPC: the engine passes it as it is.
             Message::Invalid(_) => true,
             Message::Batch(_) => false,
-            Message::Single(v) => self.view_passes(side, session, &v, now),
+            Message::Single(v) => self.view_passes(side, session, v, now),
+        };
+        Read {
+            bytes,
+            message: Some(message),
+            passes,
         }
+    }
+
+    /// Go on with a message [`Engine::read`] read: recorded as [`Engine::on_passed`] does
+    /// when it passed (it has gone on), decided as [`Engine::on_message`] does otherwise.
+    pub fn on_read(&mut self, side: Side, session: &str, read: Read<'_>, now: Time) -> Verdict {
+        let message = read.message.unwrap_or_else(|| classify(read.bytes));
+        if !read.passes {
+            return self.on_classified(side, session, message, read.bytes, now, None);
+        }
+        self.passed = true;
+        let v = self.on_classified(side, session, message, read.bytes, now, None);
+        self.passed = false;
+        debug_assert!(
+            v.is_pass(),
+            "a message that went on untouched was given {v:?}"
+        );
+        Verdict::pass()
     }
 
     fn view_passes(&self, side: Side, session: &str, v: &View<'_>, now: Time) -> bool {
@@ -97,14 +131,43 @@ impl Engine {
     /// [`Engine::on_message`] would, but no fault decides on it, even one added since (it
     /// was not there when the message went). The verdict is always a pass.
     pub fn on_passed(&mut self, side: Side, session: &str, bytes: &[u8], now: Time) -> Verdict {
-        self.passed = true;
-        let v = self.on_message(side, session, bytes, now);
-        self.passed = false;
-        debug_assert!(
-            v.is_pass(),
-            "a message that went on untouched was given {v:?}"
-        );
-        Verdict::pass()
+        let read = Read {
+            bytes,
+            message: None,
+            passes: true,
+        };
+        self.on_read(side, session, read, now)
+    }
+}
+
+/// A message the engine has read ([`Engine::read`]), and whether no fault can touch it.
+/// It borrows the message's bytes, so it is recorded from the very bytes it read.
+#[derive(Debug)]
+pub struct Read<'a> {
+    bytes: &'a [u8],
+    /// What the message is; `None` while nothing needed it (an empty plan).
+    message: Option<Message<'a>>,
+    passes: bool,
+}
+
+impl<'a> Read<'a> {
+    /// A message to be decided as usual, read when it is.
+    pub fn decided(bytes: &'a [u8]) -> Read<'a> {
+        Read {
+            bytes,
+            message: None,
+            passes: false,
+        }
+    }
+
+    /// Whether no fault can touch the message: it may go on before it is recorded.
+    pub fn passes(&self) -> bool {
+        self.passes
+    }
+
+    /// The message's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
     }
 }
 

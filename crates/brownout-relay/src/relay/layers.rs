@@ -159,16 +159,16 @@ pub trait Carrier: Send + 'static {
     /// (or, with no server to take it, answer the caller with why).
     fn send(&mut self, v: Verdict, msg: Vec<u8>) -> impl Future<Output = ()> + Send;
 
-    /// Pass on a message no fault can touch ([`super::Relay::passes`]), calling `record`
-    /// with it once it is on its way and before anything else of the relay runs, so the
+    /// Pass on a message no fault can touch ([`super::Relay::read`]), calling `record`
+    /// once it is on its way and before anything else of the relay runs, so the
     /// engine knows the call before the server can answer or fail it. By default it is
     /// recorded first; a back that can write at once writes first, which takes the engine's
     /// work off the message's path.
     fn pass<F>(&mut self, msg: Vec<u8>, record: F) -> impl Future<Output = ()> + Send
     where
-        F: FnOnce(&[u8]) + Send,
+        F: FnOnce() + Send,
     {
-        record(&msg);
+        record();
         self.send(Verdict::pass(), msg)
     }
 }

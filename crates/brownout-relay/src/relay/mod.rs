@@ -31,7 +31,7 @@ pub mod upstream_answer;
 pub mod url_back;
 
 use crate::events::EventSink;
-use brownout_core::engine::FailedCall;
+use brownout_core::engine::{FailedCall, Read};
 use brownout_core::jsonrpc::Id;
 use brownout_core::stats::Report;
 use brownout_core::verdict::{Forward, ProcessAction, Verdict};
@@ -248,17 +248,23 @@ impl Relay {
         self.handle_at(side, session, bytes, self.now(), Decide::All)
     }
 
-    /// Whether no fault can touch this message of `session` now ([`Engine::passes`]; no
-    /// `--otlp`, which marks requests as they pass): it may be written first and recorded
-    /// after ([`Relay::record_passed`]), which takes the engine's work off its path.
-    pub fn passes(&self, side: Side, session: &str, bytes: &[u8]) -> bool {
-        self.otlp.is_none() && self.engine().passes(side, session, bytes, self.now())
+    /// Read a message of `session` and say whether no fault can touch it now
+    /// ([`Engine::read`]; never with `--otlp`, which marks requests as they pass): one that
+    /// [`Read::passes`] may be written first and recorded after. Either way
+    /// [`Relay::handle_read`] goes on with it, without reading it again.
+    pub fn read<'a>(&self, side: Side, session: &str, bytes: &'a [u8]) -> Read<'a> {
+        if self.otlp.is_some() {
+            return Read::decided(bytes);
+        }
+        self.engine().read(side, session, bytes, self.now())
     }
 
-    /// Record a message that has already gone on untouched (after [`Relay::passes`]): as
-    /// [`Relay::handle`], except that no fault decides on it, even one added meanwhile.
-    pub fn record_passed(&self, side: Side, session: &str, bytes: &[u8]) {
-        let _ = self.handle_at(side, session, bytes, self.now(), Decide::Passed);
+    /// Go on with a message [`Relay::read`] read: one that passed has gone on and is only
+    /// recorded (no fault decides on it, even one added meanwhile); any other is decided as
+    /// [`Relay::handle`] does.
+    pub fn handle_read(&self, side: Side, session: &str, read: Read<'_>) -> Verdict {
+        let bytes = read.bytes();
+        self.handle_at(side, session, bytes, self.now(), Decide::Read(read))
     }
 
     /// [`Relay::handle`] for a client request that can take only one answer message (an
@@ -313,7 +319,7 @@ impl Relay {
         let result = catch_unwind(AssertUnwindSafe(|| match decide {
             Decide::All => engine.on_message(side, session, bytes, now),
             Decide::With(can) => engine.on_message_with(side, session, bytes, now, can),
-            Decide::Passed => engine.on_passed(side, session, bytes, now),
+            Decide::Read(read) => engine.on_read(side, session, read, now),
             Decide::Answering(ids) => {
                 engine.on_message_answering(side, session, bytes, now, Some(ids))
             }
@@ -471,8 +477,9 @@ enum Decide<'a> {
     All,
     /// Only faults that need no more than these (a client that takes one JSON answer).
     With(Capabilities),
-    /// None: the message has already gone on untouched.
-    Passed,
+    /// As [`Engine::read`] said: none if the message has gone on untouched, every fault
+    /// otherwise.
+    Read(Read<'a>),
     /// Every fault; the ids the message answers are added to the list.
     Answering(&'a mut Vec<Id>),
 }

@@ -124,13 +124,17 @@ where
         let mut reader = LineReader::new(BufReader::new(input), max);
         loop {
             match reader.next().await {
-                Ok(Some(Frame::Line(bytes))) if relay.passes(Side::Client, SESSION, &bytes) => {
-                    back.pass(bytes, |b| relay.record_passed(Side::Client, SESSION, b))
-                        .await;
-                }
                 Ok(Some(Frame::Line(bytes))) => {
-                    let v = relay.handle(Side::Client, SESSION, &bytes);
-                    back.send(v, bytes).await;
+                    let read = relay.read(Side::Client, SESSION, &bytes);
+                    if read.passes() {
+                        let record = || {
+                            relay.handle_read(Side::Client, SESSION, read);
+                        };
+                        back.pass(bytes.clone(), record).await;
+                    } else {
+                        let v = relay.handle_read(Side::Client, SESSION, read);
+                        back.send(v, bytes).await;
+                    }
                 }
                 Ok(Some(Frame::Oversized { size, id, .. })) => {
                     // As with a server command: the caller gets -32600 (docs/relay.md).

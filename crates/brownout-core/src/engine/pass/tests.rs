@@ -119,13 +119,15 @@ fn a_message_that_passes_is_one_the_engine_would_pass_and_is_recorded_the_same()
             let (side, bytes) = message(&mut d, &mut pending[s], &mut asked[s], n);
             now = Time(now.0 + d.next(30_000));
             let want = decided_all.on_message(side, session, &bytes, now);
-            let got = if first.passes(side, session, &bytes, now) {
+            // As the stdio relay goes: read, write if it passes, then record or decide.
+            let read = first.read(side, session, &bytes, now);
+            assert_eq!(read.passes(), first.passes(side, session, &bytes, now));
+            if read.passes() {
                 went_first += 1;
-                first.on_passed(side, session, &bytes, now)
             } else {
                 decided += 1;
-                first.on_message(side, session, &bytes, now)
-            };
+            }
+            let got = first.on_read(side, session, read, now);
             touched += usize::from(!want.is_pass());
             let text = String::from_utf8_lossy(&bytes);
             assert_eq!(got, want, "seed {seed}, message {n} on {session}: {text}");

@@ -354,23 +354,22 @@ impl Carrier for ChildGate {
     /// can run and answer or fail the call.
     async fn pass<F>(&mut self, bytes: Vec<u8>, record: F)
     where
-        F: FnOnce(&[u8]) + Send,
+        F: FnOnce() + Send,
     {
         if self.gate.has_changed().unwrap_or(false) {
             self.current = self.gate.borrow_and_update().clone();
         }
         let Gate::Up(pipe, lane) = &self.current else {
-            record(&bytes);
+            record();
             return self.send(Verdict::pass(), bytes).await;
         };
         self.handshake.remember(&bytes);
-        let copy = bytes.clone();
         let mut write = std::pin::pin!(lane::carry(pipe, lane, Verdict::pass(), bytes));
         let mut record = Some(record);
         std::future::poll_fn(|cx| {
             let written = std::future::Future::poll(write.as_mut(), cx);
             if let Some(record) = record.take() {
-                record(&copy);
+                record();
             }
             written
         })
@@ -425,7 +424,8 @@ fn spawn_reader(
                     }
                 },
             };
-            if relay.passes(Side::Server, SESSION, &bytes) {
+            let read = relay.read(Side::Server, SESSION, &bytes);
+            if read.passes() {
                 // Nothing can touch it: written first, recorded after, off its path.
                 // Unconstrained (no yield to the scheduler's budget): the record comes
                 // before the client's next request is read. A request is not taken this way:
@@ -435,10 +435,10 @@ fn spawn_reader(
                 copy.extend_from_slice(&bytes);
                 let pass = lane::carry(&pipe, &lane, Verdict::pass(), copy);
                 tokio::task::unconstrained(pass).await;
-                relay.record_passed(Side::Server, SESSION, &bytes);
+                relay.handle_read(Side::Server, SESSION, read);
                 continue;
             }
-            let v = relay.handle(Side::Server, SESSION, &bytes);
+            let v = relay.handle_read(Side::Server, SESSION, read);
             lane::carry(&pipe, &lane, v, bytes).await;
         }
     })
