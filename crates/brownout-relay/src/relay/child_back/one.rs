@@ -31,6 +31,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+#[cfg(test)]
+mod tests;
+
 /// How long the server gets to exit after its stdin closes or it is sent SIGTERM.
 const GRACE: Duration = Duration::from_secs(5);
 
