@@ -289,3 +289,64 @@ fn an_argument_is_read_from_the_text_as_from_the_parsed_arguments() {
     }
     assert_eq!(checked, 10 * 4 * 22);
 }
+
+#[test]
+fn an_argument_is_not_read_where_serde_json_refuses_the_arguments() {
+    use super::{classify, Message};
+    // The text is read along the pointer's path only, but the parsed arguments exist only
+    // if serde_json reads all of them: a lone surrogate in a string or a name anywhere, a
+    // number beyond f64's range, a nesting deeper than serde_json's limit. Where it refuses
+    // them, no argument is read (a condition on them never held, and must not start to).
+    let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    let mut arguments: Vec<String> = [
+        r#"{"a":1,"b":"\ud800"}"#,
+        r#"{"a":1,"b":"\udc00"}"#,
+        r#"{"a":1,"b":"\ud800\u0041"}"#,
+        r#"{"a":1,"b":"\ud800\n"}"#,
+        r#"{"a":1,"b":"\ud83d\ude00 \u00e9 \n"}"#,
+        r#"{"a":1,"b":{"\ud800":1}}"#,
+        r#"{"a":1,"b":[{"c":["\udfff"]}]}"#,
+        r#"{"a":1,"b":1e400}"#,
+        r#"{"a":1,"b":-1e400}"#,
+        r#"{"a":1,"b":1e309}"#,
+        r#"{"a":1,"b":1.7976931348623157e308}"#,
+        r#"{"a":1,"b":1.7976931348623159e308}"#,
+        r#"{"a":1,"b":17976931348623157e292}"#,
+        r#"{"a":1,"b":0e999999999999999999999}"#,
+        r#"{"a":1,"b":1e-400}"#,
+        r#"{"a":1,"b":1e-99999999999999999999}"#,
+        r#"{"a":1,"b":100000000000000000000000000000}"#,
+        r#"{"a":1,"b":-0.000000000000000000000000000001}"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    arguments.push(format!(r#"{{"a":1,"b":{}.5}}"#, "9".repeat(400)));
+    arguments.push(format!(r#"{{"a":1,"b":0.{}}}"#, "9".repeat(400)));
+    arguments.push(format!(r#"{{"a":1,"b":1{}}}"#, "0".repeat(308)));
+    arguments.push(format!(r#"{{"a":1,"b":1{}}}"#, "0".repeat(309)));
+    for n in [60, 124, 125, 126, 127, 200] {
+        arguments.push(format!(r#"{{"a":1,"b":{}}}"#, nested(n)));
+        arguments.push(format!(r#"{{"a":{{"x":{}}}}}"#, nested(n)));
+    }
+    let mut failures = Vec::new();
+    for args in &arguments {
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let Message::Single(v) = classify(msg.as_bytes()) else {
+            panic!("not a message: {msg}")
+        };
+        for pointer in ["", "/a", "/b", "/a/x", "/a/x/0"] {
+            let tokens: Vec<String> = pointer.split('/').skip(1).map(String::from).collect();
+            let parsed = v.tool_arguments().and_then(|a| a.pointer(pointer).cloned());
+            let read = v.argument(&tokens);
+            if read != parsed {
+                let mut line = format!("{pointer} in {args}: text {read:?}, parsed {parsed:?}");
+                line.truncate(160);
+                failures.push(line);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
