@@ -164,8 +164,9 @@ impl View<'_> {
 
     /// The value at a JSON pointer (split into unescaped `tokens`) inside the `arguments` of
     /// a `tools/call` request: only that value is parsed, read from the message's text (a
-    /// selector's argument condition costs a walk along its path, not a tree of every
-    /// argument). `params` is read only as an object.
+    /// selector's argument condition costs a walk along its path and a check of the rest,
+    /// not a tree of every argument). `params` is read only as an object. `None` wherever
+    /// [`View::tool_arguments`] is `None` (serde_json refuses the arguments).
     pub fn argument(&self, tokens: &[String]) -> Option<serde_json::Value> {
         let text = scan::argument_at(self.params?, tokens)?;
         serde_json::from_str(text).ok()

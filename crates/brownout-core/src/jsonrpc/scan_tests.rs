@@ -350,3 +350,85 @@ fn an_argument_is_not_read_where_serde_json_refuses_the_arguments() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn an_argument_is_read_as_from_the_parsed_arguments_on_mutated_arguments() {
+    use super::{classify, Message};
+    // Arguments mutated a byte at a time (a fixed seed): wherever the message is still
+    // one, the value read along each pointer from the text is `Value::pointer`'s.
+    let seeds = [
+        r#"{"a":1,"b":{"c":[10,{"d":"x"},[]],"a":2},"e":"\u00e9\ud83d\ude00"}"#,
+        r#"{"a":[1,[2,3]],"b":-0.5e-3,"c":{"":null,"~":true,"/":false}}"#,
+        r#"[{"a":1},{"a":"\u0041"},12345678901234567890123]"#,
+    ];
+    let alphabet = [
+        "{", "}", "[", "]", "\"", ":", ",", "\\", "u", "d", "8", "0", "e", "E", "-", "+", ".", "1",
+        "9", "\\ud800", "\\udc00", "\\u0041", "e999", "\"a\":", "[[[[", "]]]]", "null",
+    ];
+    let pointers = [
+        "", "/a", "/b", "/a/0", "/a/1/0", "/b/c", "/b/c/1/d", "/b/a", "/0/a", "/1", "/2", "/c/",
+        "/c/~0", "/c/~1", "/e",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let (mut failures, mut read) = (Vec::new(), 0);
+    for _ in 0..20_000 {
+        let mut a = seeds[next(seeds.len())].as_bytes().to_vec();
+        for _ in 0..1 + next(3) {
+            let at = next(a.len() + 1);
+            match next(3) {
+                0 if at < a.len() => {
+                    a.remove(at);
+                }
+                1 if at < a.len() => {
+                    a.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
+                }
+                _ => {
+                    a.splice(at..at, alphabet[next(alphabet.len())].bytes());
+                }
+            }
+        }
+        let Ok(args) = std::str::from_utf8(&a) else {
+            continue;
+        };
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let Message::Single(v) = classify(msg.as_bytes()) else {
+            continue;
+        };
+        let whole = v.tool_arguments();
+        for pointer in pointers {
+            let tokens: Vec<String> = pointer
+                .split('/')
+                .skip(1)
+                .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                .collect();
+            let parsed = whole.as_ref().and_then(|w| w.pointer(pointer).cloned());
+            let got = v.argument(&tokens);
+            read += usize::from(got.is_some());
+            if got != parsed {
+                failures.push(format!(
+                    "{pointer} in {args}: text {got:?}, parsed {parsed:?}"
+                ));
+            }
+        }
+    }
+    assert!(read > 5_000, "many mutated arguments still read: {read}");
+    assert!(
+        failures.is_empty(),
+        "{} disagreements, the first:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
