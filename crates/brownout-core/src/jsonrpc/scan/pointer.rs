@@ -4,22 +4,26 @@
 
 use super::{Bad, Reader};
 
-/// The text of the value at JSON pointer `tokens` (already split and unescaped) inside
-/// the `arguments` of `params` (an object's text), read as serde_json's `Value::pointer`
-/// reads a parsed value: the last of duplicate names, arrays by a plain decimal index.
-/// `None` when there is no such value, `arguments` is absent, `null` or duplicated, a name
-/// on the path does not decode, or serde_json would not read the arguments into a `Value`
-/// at all ([`reads_as_value`]: checked over the whole text, without building anything).
-/// Off the path, nothing is decoded.
-pub(crate) fn argument_at<'a>(params: &'a str, tokens: &[String]) -> Option<&'a str> {
+/// The text of the `arguments` of `params` (an object's text), when serde_json would read
+/// them into a `Value` ([`reads_as_value`]: checked over the whole text, without building
+/// anything). `None` when `arguments` is absent, `null` or duplicated, a name of `params`
+/// does not decode, or serde_json would refuse the arguments.
+pub(crate) fn arguments(params: &str) -> Option<&str> {
     let mut r = Reader::new(params);
     if r.peek() != Some(b'{') {
         return None;
     }
-    let mut at = r.find_member("arguments", Reader::nullable_text).ok()???;
-    if !reads_as_value(at) {
-        return None;
-    }
+    let at = r.find_member("arguments", Reader::nullable_text).ok()???;
+    reads_as_value(at).then_some(at)
+}
+
+/// The text of the value at JSON pointer `tokens` (already split and unescaped) inside
+/// `arguments` (from [`arguments`]), read as serde_json's `Value::pointer` reads a parsed
+/// value: the last of duplicate names, arrays by a plain decimal index. `None` when there
+/// is no such value or a name on the path does not decode. Off the path, nothing is
+/// decoded.
+pub(crate) fn argument_at<'a>(arguments: &'a str, tokens: &[String]) -> Option<&'a str> {
+    let mut at = arguments;
     for token in tokens {
         let mut r = Reader::new(at);
         at = match r.peek()? {
