@@ -90,9 +90,9 @@ impl<'a> Reader<'a> {
 const MAX_DEPTH: usize = 126;
 
 /// Whether serde_json reads `arguments` (a value's text, known to be JSON) into a `Value`
-/// as part of `params`, as `View::tool_arguments` does: every string and
-/// member name decodes (no lone surrogate), every number is within `f64`'s range, and no
-/// container is nested deeper than [`MAX_DEPTH`]. Only checked: nothing is built.
+/// as part of `params`, as `View::tool_arguments` does: every string and member name
+/// decodes (no lone surrogate), every number is within `f64`'s range, and no container is
+/// nested deeper than [`MAX_DEPTH`]. Only checked: nothing is built.
 fn reads_as_value(arguments: &str) -> bool {
     let mut r = Reader::new(arguments);
     let mut depth = 0usize;
