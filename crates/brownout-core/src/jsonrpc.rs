@@ -162,12 +162,33 @@ impl View<'_> {
         serde_json::from_str::<P>(self.params?).ok()?.arguments
     }
 
+    /// The `arguments` of a `tools/call` request, to read values from along JSON pointers
+    /// ([`Arguments::at`]): found and checked once on the message's text, never parsed into
+    /// a tree. `params` is read only as an object. `None` wherever
+    /// [`View::tool_arguments`] is `None` (serde_json refuses the arguments).
+    pub fn arguments(&self) -> Option<Arguments<'_>> {
+        scan::arguments(self.params?).map(Arguments)
+    }
+
     /// The value at a JSON pointer (split into unescaped `tokens`) inside the `arguments` of
-    /// a `tools/call` request: only that value is parsed, read from the message's text (a
-    /// selector's argument condition costs a walk along its path, not a tree of every
-    /// argument). `params` is read only as an object.
+    /// a `tools/call` request ([`View::arguments`], then [`Arguments::at`]).
     pub fn argument(&self, tokens: &[String]) -> Option<serde_json::Value> {
-        let text = scan::argument_at(self.params?, tokens)?;
+        self.arguments()?.at(tokens)
+    }
+}
+
+/// The text of a request's `arguments`, known to be what serde_json reads as a `Value`
+/// ([`View::arguments`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Arguments<'a>(&'a str);
+
+impl Arguments<'_> {
+    /// The value at a JSON pointer (split into unescaped `tokens`): only that value is
+    /// parsed, read from the text along the pointer's path (a selector's argument condition
+    /// costs a walk along its path, not a tree of every argument). As `Value::pointer` on
+    /// the parsed arguments.
+    pub fn at(&self, tokens: &[String]) -> Option<serde_json::Value> {
+        let text = scan::argument_at(self.0, tokens)?;
         serde_json::from_str(text).ok()
     }
 }

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 mod pointer;
-pub(super) use pointer::argument_at;
+pub(super) use pointer::{argument_at, arguments};
 
 /// What one pass read of a message that is a JSON object.
 #[derive(Debug, Default)]

@@ -289,3 +289,146 @@ fn an_argument_is_read_from_the_text_as_from_the_parsed_arguments() {
     }
     assert_eq!(checked, 10 * 4 * 22);
 }
+
+#[test]
+fn an_argument_is_not_read_where_serde_json_refuses_the_arguments() {
+    use super::{classify, Message};
+    // The text is read along the pointer's path only, but the parsed arguments exist only
+    // if serde_json reads all of them: a lone surrogate in a string or a name anywhere, a
+    // number beyond f64's range, a nesting deeper than serde_json's limit. Where it refuses
+    // them, no argument is read (a condition on them never held, and must not start to).
+    let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    let mut arguments: Vec<String> = [
+        r#"{"a":1,"b":"\ud800"}"#,
+        r#"{"a":1,"b":"\udc00"}"#,
+        r#"{"a":1,"b":"\ud800\u0041"}"#,
+        r#"{"a":1,"b":"\ud800\n"}"#,
+        r#"{"a":1,"b":"\ud83d\ude00 \u00e9 \n"}"#,
+        r#"{"a":1,"b":{"\ud800":1}}"#,
+        r#"{"a":1,"b":[{"c":["\udfff"]}]}"#,
+        r#"{"a":1,"b":1e400}"#,
+        r#"{"a":1,"b":-1e400}"#,
+        r#"{"a":1,"b":1e309}"#,
+        r#"{"a":1,"b":1.7976931348623157e308}"#,
+        r#"{"a":1,"b":1.7976931348623159e308}"#,
+        r#"{"a":1,"b":17976931348623157e292}"#,
+        r#"{"a":1,"b":0e999999999999999999999}"#,
+        r#"{"a":1,"b":1e-400}"#,
+        r#"{"a":1,"b":1e-99999999999999999999}"#,
+        r#"{"a":1,"b":100000000000000000000000000000}"#,
+        r#"{"a":1,"b":-0.000000000000000000000000000001}"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    arguments.push(format!(r#"{{"a":1,"b":{}.5}}"#, "9".repeat(400)));
+    arguments.push(format!(r#"{{"a":1,"b":0.{}}}"#, "9".repeat(400)));
+    arguments.push(format!(r#"{{"a":1,"b":1{}}}"#, "0".repeat(308)));
+    arguments.push(format!(r#"{{"a":1,"b":1{}}}"#, "0".repeat(309)));
+    for n in [60, 124, 125, 126, 127, 200] {
+        arguments.push(format!(r#"{{"a":1,"b":{}}}"#, nested(n)));
+        arguments.push(format!(r#"{{"a":{{"x":{}}}}}"#, nested(n)));
+    }
+    let mut failures = Vec::new();
+    for args in &arguments {
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let Message::Single(v) = classify(msg.as_bytes()) else {
+            panic!("not a message: {msg}")
+        };
+        for pointer in ["", "/a", "/b", "/a/x", "/a/x/0"] {
+            let tokens: Vec<String> = pointer.split('/').skip(1).map(String::from).collect();
+            let parsed = v.tool_arguments().and_then(|a| a.pointer(pointer).cloned());
+            let read = v.argument(&tokens);
+            if read != parsed {
+                let mut line = format!("{pointer} in {args}: text {read:?}, parsed {parsed:?}");
+                line.truncate(160);
+                failures.push(line);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn an_argument_is_read_as_from_the_parsed_arguments_on_mutated_arguments() {
+    use super::{classify, Message};
+    // Arguments mutated a byte at a time (a fixed seed): wherever the message is still
+    // one, the value read along each pointer from the text is `Value::pointer`'s.
+    let seeds = [
+        r#"{"a":1,"b":{"c":[10,{"d":"x"},[]],"a":2},"e":"\u00e9\ud83d\ude00"}"#,
+        r#"{"a":[1,[2,3]],"b":-0.5e-3,"c":{"":null,"~":true,"/":false}}"#,
+        r#"[{"a":1},{"a":"\u0041"},12345678901234567890123]"#,
+    ];
+    let alphabet = [
+        "{", "}", "[", "]", "\"", ":", ",", "\\", "u", "d", "8", "0", "e", "E", "-", "+", ".", "1",
+        "9", "\\ud800", "\\udc00", "\\u0041", "e999", "\"a\":", "[[[[", "]]]]", "null",
+    ];
+    let pointers = [
+        "", "/a", "/b", "/a/0", "/a/1/0", "/b/c", "/b/c/1/d", "/b/a", "/0/a", "/1", "/2", "/c/",
+        "/c/~0", "/c/~1", "/e",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let (mut failures, mut read) = (Vec::new(), 0);
+    for _ in 0..20_000 {
+        let mut a = seeds[next(seeds.len())].as_bytes().to_vec();
+        for _ in 0..1 + next(3) {
+            let at = next(a.len() + 1);
+            match next(3) {
+                0 if at < a.len() => {
+                    a.remove(at);
+                }
+                1 if at < a.len() => {
+                    a.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
+                }
+                _ => {
+                    a.splice(at..at, alphabet[next(alphabet.len())].bytes());
+                }
+            }
+        }
+        let Ok(args) = std::str::from_utf8(&a) else {
+            continue;
+        };
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let Message::Single(v) = classify(msg.as_bytes()) else {
+            continue;
+        };
+        let whole = v.tool_arguments();
+        for pointer in pointers {
+            let tokens: Vec<String> = pointer
+                .split('/')
+                .skip(1)
+                .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                .collect();
+            let parsed = whole.as_ref().and_then(|w| w.pointer(pointer).cloned());
+            let got = v.argument(&tokens);
+            read += usize::from(got.is_some());
+            if got != parsed {
+                failures.push(format!(
+                    "{pointer} in {args}: text {got:?}, parsed {parsed:?}"
+                ));
+            }
+        }
+    }
+    assert!(read > 5_000, "many mutated arguments still read: {read}");
+    assert!(
+        failures.is_empty(),
+        "{} disagreements, the first:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

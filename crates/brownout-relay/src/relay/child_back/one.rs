@@ -31,6 +31,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+#[cfg(test)]
+mod tests;
+
 /// How long the server gets to exit after its stdin closes or it is sent SIGTERM.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -364,17 +367,26 @@ impl Carrier for ChildGate {
             return self.send(Verdict::pass(), bytes).await;
         };
         self.handshake.remember(&bytes);
-        let mut write = std::pin::pin!(lane::carry(pipe, lane, Verdict::pass(), bytes));
-        let mut record = Some(record);
-        std::future::poll_fn(|cx| {
-            let written = std::future::Future::poll(write.as_mut(), cx);
-            if let Some(record) = record.take() {
-                record();
-            }
-            written
-        })
-        .await;
+        let write = lane::carry(pipe, lane, Verdict::pass(), bytes);
+        write_then_record(write, record).await;
     }
+}
+
+/// Run `write` and call `record` in the same poll as its first, whether or not that poll
+/// finished it: on the current-thread runtime every stdio relay runs on, nothing else of
+/// the relay (a reader, the watcher, a timer) runs between the write's start and the
+/// record, however long the rest of the write takes.
+async fn write_then_record<W: std::future::Future>(write: W, record: impl FnOnce()) -> W::Output {
+    let mut write = std::pin::pin!(write);
+    let mut record = Some(record);
+    std::future::poll_fn(|cx| {
+        let written = write.as_mut().poll(cx);
+        if let Some(record) = record.take() {
+            record();
+        }
+        written
+    })
+    .await
 }
 
 /// No server takes the message: an answer the engine made stands; a call is answered with
@@ -426,16 +438,20 @@ fn spawn_reader(
             };
             let read = relay.read(Side::Server, SESSION, &bytes);
             if read.passes() {
-                // Nothing can touch it: written first, recorded after, off its path.
-                // Unconstrained (no yield to the scheduler's budget): the record comes
-                // before the client's next request is read. A request is not taken this way:
-                // the engine must know a call before the server can fail it.
-                // The copy written keeps room for the line ending the lane adds.
+                // Nothing can touch it: written first, recorded after, off its path, in the
+                // same poll as the write's start. Not once the write is done: a client slow
+                // to read would keep the answer unrecorded, and a server that exits
+                // meanwhile would have its call failed too (the client would get the answer
+                // and an error). Unconstrained (no yield to the scheduler's budget): the
+                // first poll writes. The copy written keeps room for the line ending the
+                // lane adds.
                 let mut copy = Vec::with_capacity(bytes.len() + 1);
                 copy.extend_from_slice(&bytes);
-                let pass = lane::carry(&pipe, &lane, Verdict::pass(), copy);
+                let write = lane::carry(&pipe, &lane, Verdict::pass(), copy);
+                let pass = write_then_record(write, || {
+                    relay.handle_read(Side::Server, SESSION, read);
+                });
                 tokio::task::unconstrained(pass).await;
-                relay.handle_read(Side::Server, SESSION, read);
                 continue;
             }
             let v = relay.handle_read(Side::Server, SESSION, read);
