@@ -11,7 +11,7 @@
 
 use super::decide::Reach;
 use super::loose::loose_candidate;
-use super::{Engine, Side};
+use super::{Engine, Session, Side};
 use crate::jsonrpc::{classify, Kind, Message, View};
 use crate::time::Time;
 use crate::verdict::Verdict;
@@ -28,13 +28,21 @@ impl Engine {
     /// [`Engine::on_message`] would be a pass, so it may go on first and be recorded after
     /// ([`Engine::on_passed`]). Reads the message; changes nothing.
     pub fn passes(&self, side: Side, session: &str, bytes: &[u8], now: Time) -> bool {
-        self.read(side, session, bytes, now).passes
+        self.read(side, session, bytes, || now).passes
     }
 
-    /// Read a message and say whether it [`passes`](Engine::passes); [`Engine::on_read`]
-    /// then records it (or decides it) without reading it again.
-    pub fn read<'a>(&self, side: Side, session: &str, bytes: &'a [u8], now: Time) -> Read<'a> {
-        if self.expired(session) {
+    /// Read a message and say whether it [`passes`](Engine::passes) at `now()` (asked only
+    /// when a fault could care); [`Engine::on_read`] then records it (or decides it)
+    /// without reading it again.
+    pub fn read<'a>(
+        &self,
+        side: Side,
+        session: &str,
+        bytes: &'a [u8],
+        now: impl FnOnce() -> Time,
+    ) -> Read<'a> {
+        let state = self.sessions.get(session);
+        if state.is_some_and(|s| s.expired.is_some()) {
             return Read::decided(bytes);
         }
         if self.plan.faults.is_empty() {
@@ -50,7 +58,7 @@ impl Engine {
             // Not JSON-RPC: the engine passes it as it is.
             Message::Invalid(_) => true,
             Message::Batch(_) => false,
-            Message::Single(v) => self.view_passes(side, session, v, now),
+            Message::Single(v) => self.view_passes(side, session, state, v, now()),
         };
         Read {
             bytes,
@@ -76,8 +84,14 @@ impl Engine {
         Verdict::pass()
     }
 
-    fn view_passes(&self, side: Side, session: &str, v: &View<'_>, now: Time) -> bool {
-        let state = self.sessions.get(session);
+    fn view_passes(
+        &self,
+        side: Side,
+        session: &str,
+        state: Option<&Session>,
+        v: &View<'_>,
+        now: Time,
+    ) -> bool {
         let method = v.method.as_deref().unwrap_or_default();
         match (side, v.kind) {
             (Side::Client, Kind::Request) => {

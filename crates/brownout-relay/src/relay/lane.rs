@@ -25,6 +25,14 @@ use tokio::task::JoinHandle;
 /// A writer, boxed so the lane does not carry its type.
 type Sink = Box<dyn AsyncWrite + Unpin + Send>;
 
+/// A copy of a line to pass on while the original is still read (written first, recorded
+/// after), with room for the line ending [`Lane::pass`] adds: one allocation, no growing.
+pub fn line_copy(line: &[u8]) -> Vec<u8> {
+    let mut copy = Vec::with_capacity(line.len() + 1);
+    copy.extend_from_slice(line);
+    copy
+}
+
 /// Carry out verdict `v` on `msg`: a plain pass goes by `lane` when nothing is ahead of it
 /// (nothing queued, nothing held by a reorder); anything else through `pipe`.
 pub async fn carry(pipe: &Pipe, lane: &Lane, v: Verdict, msg: Vec<u8>) {

@@ -256,7 +256,7 @@ impl Relay {
         if self.otlp.is_some() {
             return Read::decided(bytes);
         }
-        self.engine().read(side, session, bytes, self.now())
+        self.engine().read(side, session, bytes, || self.now())
     }
 
     /// Go on with a message [`Relay::read`] read: one that passed has gone on and is only

@@ -130,7 +130,7 @@ where
                         let record = || {
                             relay.handle_read(Side::Client, SESSION, read);
                         };
-                        back.pass(bytes.clone(), record).await;
+                        back.pass(lane::line_copy(&bytes), record).await;
                     } else {
                         let v = relay.handle_read(Side::Client, SESSION, read);
                         back.send(v, bytes).await;

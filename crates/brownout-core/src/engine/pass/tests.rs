@@ -120,7 +120,7 @@ fn a_message_that_passes_is_one_the_engine_would_pass_and_is_recorded_the_same()
             now = Time(now.0 + d.next(30_000));
             let want = decided_all.on_message(side, session, &bytes, now);
             // As the stdio relay goes: read, write if it passes, then record or decide.
-            let read = first.read(side, session, &bytes, now);
+            let read = first.read(side, session, &bytes, || now);
             assert_eq!(read.passes(), first.passes(side, session, &bytes, now));
             if read.passes() {
                 went_first += 1;

@@ -443,11 +443,8 @@ fn spawn_reader(
                 // to read would keep the answer unrecorded, and a server that exits
                 // meanwhile would have its call failed too (the client would get the answer
                 // and an error). Unconstrained (no yield to the scheduler's budget): the
-                // first poll writes. The copy written keeps room for the line ending the
-                // lane adds.
-                let mut copy = Vec::with_capacity(bytes.len() + 1);
-                copy.extend_from_slice(&bytes);
-                let write = lane::carry(&pipe, &lane, Verdict::pass(), copy);
+                // first poll writes.
+                let write = lane::carry(&pipe, &lane, Verdict::pass(), lane::line_copy(&bytes));
                 let pass = write_then_record(write, || {
                     relay.handle_read(Side::Server, SESSION, read);
                 });
