@@ -144,30 +144,8 @@ fn one_pass_reads_what_serde_reads_on_mutated_messages() {
         "\"isError\":true",
         "\"id\":",
     ];
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
     let mut failures = Vec::new();
-    for _ in 0..30_000 {
-        let mut m = seeds[next(seeds.len())].as_bytes().to_vec();
-        for _ in 0..1 + next(3) {
-            let at = next(m.len() + 1);
-            match next(3) {
-                0 if at < m.len() => {
-                    m.remove(at);
-                }
-                1 if at < m.len() => {
-                    m.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
-                }
-                _ => {
-                    m.splice(at..at, alphabet[next(alphabet.len())].bytes());
-                }
-            }
-        }
+    for m in mutations(&seeds, &alphabet, 30_000, 0x9e37_79b9_7f4a_7c15) {
         if let Err(e) = reference::agree(&m) {
             failures.push(format!("{}\n{e}", String::from_utf8_lossy(&m)));
         }
@@ -369,30 +347,8 @@ fn an_argument_is_read_as_from_the_parsed_arguments_on_mutated_arguments() {
         "", "/a", "/b", "/a/0", "/a/1/0", "/b/c", "/b/c/1/d", "/b/a", "/0/a", "/1", "/2", "/c/",
         "/c/~0", "/c/~1", "/e",
     ];
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
     let (mut failures, mut read) = (Vec::new(), 0);
-    for _ in 0..20_000 {
-        let mut a = seeds[next(seeds.len())].as_bytes().to_vec();
-        for _ in 0..1 + next(3) {
-            let at = next(a.len() + 1);
-            match next(3) {
-                0 if at < a.len() => {
-                    a.remove(at);
-                }
-                1 if at < a.len() => {
-                    a.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
-                }
-                _ => {
-                    a.splice(at..at, alphabet[next(alphabet.len())].bytes());
-                }
-            }
-        }
+    for a in mutations(&seeds, &alphabet, 20_000, 0x2545_f491_4f6c_dd1d) {
         let Ok(args) = std::str::from_utf8(&a) else {
             continue;
         };
@@ -431,4 +387,35 @@ fn an_argument_is_read_as_from_the_parsed_arguments_on_mutated_arguments() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// `count` texts, each one of `seeds` with one to three pieces of `alphabet` inserted or
+/// put in place of a byte, or a byte removed; the same for the same `state`.
+fn mutations(seeds: &[&str], alphabet: &[&str], count: usize, mut state: u64) -> Vec<Vec<u8>> {
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    (0..count)
+        .map(|_| {
+            let mut m = seeds[next(seeds.len())].as_bytes().to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(m.len() + 1);
+                match next(3) {
+                    0 if at < m.len() => {
+                        m.remove(at);
+                    }
+                    1 if at < m.len() => {
+                        m.splice(at..at + 1, alphabet[next(alphabet.len())].bytes());
+                    }
+                    _ => {
+                        m.splice(at..at, alphabet[next(alphabet.len())].bytes());
+                    }
+                }
+            }
+            m
+        })
+        .collect()
 }
