@@ -372,7 +372,7 @@ impl Engine {
         now: Time,
         answered: Option<&mut Vec<crate::jsonrpc::Id>>,
     ) -> Verdict {
-        self.on_classified(side, session, classify(bytes), bytes, now, answered)
+        self.on_classified(side, session, &classify(bytes), bytes, now, answered)
     }
 
     /// [`Engine::on_message_answering`] for a message already read (`message` is
@@ -381,7 +381,7 @@ impl Engine {
         &mut self,
         side: Side,
         session: &str,
-        message: Message<'_>,
+        message: &Message<'_>,
         bytes: &[u8],
         now: Time,
         answered: Option<&mut Vec<crate::jsonrpc::Id>>,
@@ -394,7 +394,7 @@ impl Engine {
         }
         match message {
             Message::Invalid(_) => Verdict::pass(),
-            Message::Single(v) => self.on_view(side, session, &v, bytes, now),
+            Message::Single(v) => self.on_view(side, session, v, bytes, now),
             Message::Batch(_) => self.on_batch(side, session, bytes, now),
         }
     }

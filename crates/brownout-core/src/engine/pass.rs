@@ -69,8 +69,17 @@ impl Engine {
 
     /// Go on with a message [`Engine::read`] read: recorded as [`Engine::on_passed`] does
     /// when it passed (it has gone on), decided as [`Engine::on_message`] does otherwise.
-    pub fn on_read(&mut self, side: Side, session: &str, read: Read<'_>, now: Time) -> Verdict {
-        let message = read.message.unwrap_or_else(|| classify(read.bytes));
+    /// Taken by reference: a driver keeps it where it is while the message is written,
+    /// rather than moving it (with the futures that hold it) at every step.
+    pub fn on_read(&mut self, side: Side, session: &str, read: &Read<'_>, now: Time) -> Verdict {
+        let read_now;
+        let message = match &read.message {
+            Some(m) => m,
+            None => {
+                read_now = classify(read.bytes);
+                &read_now
+            }
+        };
         if !read.passes {
             return self.on_classified(side, session, message, read.bytes, now, None);
         }
@@ -156,7 +165,7 @@ impl Engine {
             message: None,
             passes: true,
         };
-        self.on_read(side, session, read, now)
+        self.on_read(side, session, &read, now)
     }
 }
 

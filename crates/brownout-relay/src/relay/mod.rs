@@ -262,7 +262,7 @@ impl Relay {
     /// Go on with a message [`Relay::read`] read: one that passed has gone on and is only
     /// recorded (no fault decides on it, even one added meanwhile); any other is decided as
     /// [`Relay::handle`] does.
-    pub fn handle_read(&self, side: Side, session: &str, read: Read<'_>) -> Verdict {
+    pub fn handle_read(&self, side: Side, session: &str, read: &Read<'_>) -> Verdict {
         let bytes = read.bytes();
         self.handle_at(side, session, bytes, self.now(), Decide::Read(read))
     }
@@ -479,7 +479,7 @@ enum Decide<'a> {
     With(Capabilities),
     /// As [`Engine::read`] said: none if the message has gone on untouched, every fault
     /// otherwise.
-    Read(Read<'a>),
+    Read(&'a Read<'a>),
     /// Every fault; the ids the message answers are added to the list.
     Answering(&'a mut Vec<Id>),
 }

@@ -128,11 +128,11 @@ where
                     let read = relay.read(Side::Client, SESSION, &bytes);
                     if read.passes() {
                         let record = || {
-                            relay.handle_read(Side::Client, SESSION, read);
+                            relay.handle_read(Side::Client, SESSION, &read);
                         };
                         back.pass(lane::line_copy(&bytes), record).await;
                     } else {
-                        let v = relay.handle_read(Side::Client, SESSION, read);
+                        let v = relay.handle_read(Side::Client, SESSION, &read);
                         back.send(v, bytes).await;
                     }
                 }

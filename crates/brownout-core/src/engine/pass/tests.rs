@@ -127,7 +127,7 @@ fn a_message_that_passes_is_one_the_engine_would_pass_and_is_recorded_the_same()
             } else {
                 decided += 1;
             }
-            let got = first.on_read(side, session, read, now);
+            let got = first.on_read(side, session, &read, now);
             touched += usize::from(!want.is_pass());
             let text = String::from_utf8_lossy(&bytes);
             assert_eq!(got, want, "seed {seed}, message {n} on {session}: {text}");

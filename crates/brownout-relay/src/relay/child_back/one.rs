@@ -446,12 +446,12 @@ fn spawn_reader(
                 // first poll writes.
                 let write = lane::carry(&pipe, &lane, Verdict::pass(), lane::line_copy(&bytes));
                 let pass = write_then_record(write, || {
-                    relay.handle_read(Side::Server, SESSION, read);
+                    relay.handle_read(Side::Server, SESSION, &read);
                 });
                 tokio::task::unconstrained(pass).await;
                 continue;
             }
-            let v = relay.handle_read(Side::Server, SESSION, read);
+            let v = relay.handle_read(Side::Server, SESSION, &read);
             lane::carry(&pipe, &lane, v, bytes).await;
         }
     })
