@@ -175,15 +175,24 @@ impl Sim<'_> {
     /// [`Sim::service_done`] with one. `false` (nothing done) when the replica is full. A
     /// service that ends after the timeout is served with an attempt record, as
     /// [`Sim::launch`] would have.
+    ///
+    /// On a server without a concurrency limit the replica is not chosen and a call served
+    /// alone is not counted: no replica of it ever queues, so neither is observable (the
+    /// attempts with a record count theirs, which stay far below the limit of `u32::MAX`).
     fn serve_alone(&mut self, call: u32, call_gen: u32, tool: usize, outcome: SimOutcome) -> bool {
-        let server = self.tools[tool].server;
-        let s = &mut self.servers[server];
-        let r = s.next;
-        if s.replicas[r].busy >= s.concurrency {
-            return false;
-        }
-        s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
-        s.replicas[r].busy += 1;
+        let info = &self.tools[tool];
+        let r = if info.unbounded {
+            0
+        } else {
+            let s = &mut self.servers[info.server];
+            let r = s.next;
+            if s.replicas[r].busy >= s.concurrency {
+                return false;
+            }
+            s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
+            s.replicas[r].busy += 1;
+            r
+        };
         let done = self.now + self.service_us(tool);
         let timeout = self.now + self.timeout_us;
         if done <= timeout {
@@ -192,6 +201,10 @@ impl Sim<'_> {
             c.outcome = outcome;
             self.push(done, Ev::Served(call, call_gen));
         } else {
+            if self.tools[tool].unbounded {
+                // An attempt record's service end counts its replica down.
+                self.servers[self.tools[tool].server].replicas[r].busy += 1;
+            }
             let a = self.new_attempt(call, call_gen, tool, outcome, 0);
             let at = &mut self.attempts.items[a as usize];
             at.server = true;
@@ -217,14 +230,18 @@ impl Sim<'_> {
             let c = &self.calls.items[call as usize];
             (c.tool, c.replica as usize, c.outcome, c.gen, c.started)
         };
-        let server = self.tools[tool].server;
-        self.servers[server].replicas[r].busy -= 1;
+        let (server, unbounded) = (self.tools[tool].server, self.tools[tool].unbounded);
+        if !unbounded {
+            self.servers[server].replicas[r].busy -= 1;
+        }
         // Always an answer: `serve_alone` takes no attempt whose answer is lost.
         let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
         // The attempt started with its call (a plain workload's call makes one attempt,
         // launched as the call starts).
         self.answered::<F>(call, gen, started, outcome, answer);
-        self.next_in_queue(server, r);
+        if !unbounded {
+            self.next_in_queue(server, r);
+        }
     }
 
     /// The attempt reaches its server: served at once (returns when its service ends) or

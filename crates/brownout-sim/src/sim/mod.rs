@@ -109,6 +109,9 @@ struct ToolInfo {
     error_rate: f64,
     /// A rough expected service time, for deadline-aware skipping.
     expect_us: u64,
+    /// Its server has no concurrency limit: a replica never queues, so which one serves a
+    /// call and how busy it is change nothing ([`Sim::serve_alone`] keeps no count).
+    unbounded: bool,
 }
 
 #[derive(Clone)]
@@ -497,6 +500,7 @@ fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
                 latency: t.latency.clone(),
                 error_rate: t.error_rate.unwrap_or(0.0),
                 expect_us: ms(expect),
+                unbounded: s.concurrency.is_none(),
             });
         }
     }
