@@ -5,7 +5,7 @@
 
 use super::chain::Read;
 use super::limiter::Take;
-use super::{ms, Answer, Attempt, CallEnd, Ev, Sim};
+use super::{delay_us, Answer, Attempt, CallEnd, Ev, Sim};
 use brownout_core::faults::simulated::SimOutcome;
 use brownout_core::Time;
 
@@ -220,7 +220,7 @@ impl Sim<'_> {
     #[inline(always)]
     fn service_us(&mut self, tool: usize) -> u64 {
         let (u1, u2) = (self.rng.unit(), self.rng.unit());
-        ms(self.tools[tool].latency.sample_ms(u1, u2))
+        delay_us(self.tools[tool].latency.sample_ms(u1, u2))
     }
 
     /// The service of a call served alone ([`Sim::serve_alone`]) ended: what

@@ -113,9 +113,9 @@ impl Sim<'_> {
         let now = self.now;
         let mut ids = std::mem::take(&mut self.step_ids);
         ids.clear();
-        for j in 0..self.step_calls[step].len() {
-            let (tool, critical, consumed) = self.step_calls[step][j];
-            ids.push(self.calls.insert(
+        let calls = &mut self.calls;
+        for &(tool, critical, consumed) in &self.step_calls[step] {
+            ids.push(calls.insert(
                 |_| Call {
                     task: t,
                     tool,

@@ -434,3 +434,29 @@ fn a_server_without_a_limit_reports_what_the_largest_limit_does() {
         }
     }
 }
+
+/// `delay_us` (the service time's conversion) gives what `ms` does for every delay a
+/// latency can draw: up to a day, negatives (a cap below zero), NaN, halves of a µs.
+#[test]
+fn a_drawn_delay_converts_as_ms_does() {
+    let mut rng = brownout_core::rng::SplitMix::new(7);
+    let mut values = vec![
+        0.0,
+        -0.0,
+        -1.0,
+        f64::NAN,
+        0.0005,
+        0.0015,
+        1e-300,
+        brownout_core::faults::latency::MAX_DELAY_MS,
+    ];
+    for _ in 0..100_000 {
+        let u = rng.unit();
+        values.push(u * brownout_core::faults::latency::MAX_DELAY_MS);
+        values.push(u * 100.0 - 10.0);
+        values.push((u * 1e6).round() / 2000.0);
+    }
+    for x in values {
+        assert_eq!(delay_us(x), ms(x), "{x}");
+    }
+}
