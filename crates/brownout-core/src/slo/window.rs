@@ -2,9 +2,9 @@
 //!
 //! **Time windows** are cut into 100 slots (a 10 s window: 100 ms slots). Each slot keeps
 //! counts, a latency sum, its largest latency and — when a percentile gate needs them — its
-//! latency buckets (a small map: at most one entry per distinct latency bucket). The window's
-//! aggregate is updated as samples come in and as whole slots fall off the back, so memory
-//! is O(slots × distinct buckets) at any rate, and an evaluation is O(1) (a percentile: a
+//! samples' latency buckets (a list merged to one entry per distinct bucket as it grows:
+//! `hist::BucketLog`). The window's aggregate is updated as samples come in and as whole
+//! slots fall off the back, so memory is O(slots × distinct buckets) at any rate, and an evaluation is O(1) (a percentile: a
 //! walk from the last one, see `hist`; O(slots) for `max`). The price: membership is decided per slot, so the window spans between 99 %
 //! and 100 % of its length. Precisely: with slot width `w = length / 100` and slot index
 //! `s(t) = ⌊t / w⌋`, the *head* is the largest slot index of every evaluation time and every
@@ -13,8 +13,7 @@
 //!
 //! **Count windows** keep the last N samples exactly in a ring (N ≤ 100 000).
 
-use super::hist::{bucket, Hist};
-use rustc_hash::FxHashMap;
+use super::hist::{bucket, BucketLog, Hist};
 use std::collections::VecDeque;
 
 /// Slots per time window.
@@ -137,7 +136,7 @@ pub(crate) struct Slot {
     index: i64,
     totals: Totals,
     max_ns: u64,
-    buckets: FxHashMap<u16, u32>,
+    buckets: BucketLog,
 }
 
 /// A sliding window of time or of samples.
@@ -152,6 +151,8 @@ pub(crate) enum Sliding {
         slots: Vec<Slot>,
         totals: Totals,
         hist: Option<Hist>,
+        /// A count per bucket for merging a slot's [`BucketLog`] (all zero between merges).
+        scratch: Vec<u32>,
     },
     Count {
         size: usize,
@@ -181,6 +182,7 @@ impl Sliding {
             ],
             totals: Totals::default(),
             hist: histogram.then(Hist::new),
+            scratch: Vec::new(),
         }
     }
 
@@ -302,6 +304,7 @@ impl Sliding {
                     slots,
                     totals,
                     hist,
+                    scratch,
                 } = self
                 else {
                     return false;
@@ -324,7 +327,7 @@ impl Sliding {
                 totals.add(&sample);
                 slot.max_ns = slot.max_ns.max(sample.latency_ns);
                 if let Some(hist) = hist {
-                    *slot.buckets.entry(sample.bucket).or_default() += 1;
+                    slot.buckets.push(sample.bucket, scratch);
                     hist.add(sample.bucket, 1);
                 }
                 kept
@@ -432,14 +435,10 @@ fn slot_at(memo: &mut (f64, i64), at_ms: f64, width_ms: f64) -> i64 {
 
 /// Empty a slot for reuse as slot `index`, taking its buckets out of the histogram.
 fn reset(slot: &mut Slot, hist: Option<&mut Hist>, index: i64) {
-    if let Some(h) = hist {
-        if slot.index != i64::MIN {
-            for (&b, &n) in &slot.buckets {
-                h.sub(b, u64::from(n));
-            }
-        }
+    match hist {
+        Some(h) if slot.index != i64::MIN => slot.buckets.drain_from(h),
+        _ => slot.buckets.clear(),
     }
-    slot.buckets.clear();
     slot.totals = Totals::default();
     slot.max_ns = 0;
     slot.index = index;
