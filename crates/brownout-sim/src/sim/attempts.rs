@@ -55,10 +55,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn launch<const F: bool>(&mut self, call: u32, deadline: Option<u64>) {
-        let (tool, task) = {
+        let (tool, task, session) = {
             let c = &mut self.calls.items[call as usize];
             c.attempts += 1;
-            (c.tool, c.task)
+            (c.tool, c.task, c.session)
         };
         // `F` false: the call started just now ([`Sim::start_step`] is the only way in), and
         // its one attempt was counted with the step's calls.
@@ -68,11 +68,16 @@ impl Sim<'_> {
         }
         // The faults the call can meet were resolved for its tool and server (`servers:`)
         // once; the session's own state goes with it.
-        let session = match self.tasks[task as usize].as_ref() {
-            Some(t) => &mut self.sim_sessions[t.session],
-            None => self
-                .orphan_session
-                .get_or_insert_with(|| self.engine.sim_session("")),
+        // (`F` false: the call's task is the one that just started it, in its session.)
+        let session = if !F {
+            &mut self.sim_sessions[session as usize]
+        } else {
+            match self.tasks[task as usize].as_ref() {
+                Some(t) => &mut self.sim_sessions[t.session],
+                None => self
+                    .orphan_session
+                    .get_or_insert_with(|| self.engine.sim_session("")),
+            }
         };
         let sim = self
             .engine

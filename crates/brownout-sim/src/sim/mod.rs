@@ -165,6 +165,9 @@ struct Call {
     /// Served without an attempt record ([`Sim::serve_alone`]): its replica and outcome.
     replica: u32,
     outcome: SimOutcome,
+    /// Its task's session (an index into `Sim::sim_sessions`) as the call started: a plain
+    /// workload's call launches then, so its launch needs no look at the task.
+    session: u32,
 }
 
 #[derive(Clone)]
