@@ -231,9 +231,11 @@ impl Sim<'_> {
     /// The service of a call served alone ([`Sim::serve_alone`]) ended: what
     /// [`Sim::service_done`] and [`Sim::reply`] do for its attempt.
     pub(super) fn served<const F: bool>(&mut self, call: u32) {
-        let (tool, r, outcome, gen, started) = {
+        let (tool, r, outcome, started, consumed) = {
             let c = &self.calls.items[call as usize];
-            (c.tool, c.replica as usize, c.outcome, c.gen, c.started)
+            // Current and open: nothing but this event ends such a call (`serve_alone`).
+            debug_assert!(!c.resolved);
+            (c.tool, c.replica as usize, c.outcome, c.started, c.consumed)
         };
         let (server, unbounded) = (self.tools[tool].server, self.tools[tool].unbounded);
         if !unbounded {
@@ -243,7 +245,7 @@ impl Sim<'_> {
         let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
         // The attempt started with its call (a plain workload's call makes one attempt,
         // launched as the call starts).
-        self.answered::<F>(call, gen, started, outcome, answer);
+        self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
         if !unbounded {
             self.next_in_queue(server, r);
         }
@@ -381,6 +383,21 @@ impl Sim<'_> {
             return;
         }
         let (tool, consumed) = (c.tool, c.consumed);
+        self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
+    }
+
+    /// [`Sim::answered`] for a call known to be current and open (its `tool` and
+    /// `consumed` read by the caller).
+    #[inline(always)]
+    fn answered_open<const F: bool>(
+        &mut self,
+        call: u32,
+        tool: usize,
+        consumed: bool,
+        started: u64,
+        outcome: SimOutcome,
+        answer: Answer,
+    ) {
         if F {
             self.breaker_record(tool, answer);
         }

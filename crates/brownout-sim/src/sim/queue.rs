@@ -74,7 +74,6 @@ pub(super) struct EventQueue<T> {
     /// `next` (`free` its first, `NIL` when empty).
     entries: Vec<Entry<T>>,
     free: u32,
-    on_wheel: usize,
     /// Events beyond the wheel: (time, insertion, entry).
     far: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
@@ -99,7 +98,6 @@ impl<T: Copy> EventQueue<T> {
             summary: 0,
             entries: Vec::new(),
             free: NIL,
-            on_wheel: 0,
             far: BinaryHeap::new(),
             seq: 0,
             next: None,
@@ -153,7 +151,6 @@ impl<T: Copy> EventQueue<T> {
         } else {
             self.insert(s, head, i, at);
         }
-        self.on_wheel += 1;
     }
 
     /// Entry `i` goes before the slot's last: after the last entry at `at` or earlier.
@@ -188,7 +185,8 @@ impl<T: Copy> EventQueue<T> {
     /// The next busy slot from the base's, going round the wheel once.
     #[inline(always)]
     fn next_slot(&self) -> Option<usize> {
-        if self.on_wheel == 0 {
+        // (A bit per non-empty word: none, no event on the wheel.)
+        if self.summary == 0 {
             return None;
         }
         let p = ((self.base >> SHIFT) & MASK) as usize;
@@ -255,7 +253,6 @@ impl<T: Copy> EventQueue<T> {
                 self.summary &= !(1 << (s / 64));
             }
         }
-        self.on_wheel -= 1;
         Some((e.at, e.ev))
     }
 
