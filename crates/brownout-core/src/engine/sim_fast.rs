@@ -176,10 +176,16 @@ impl Engine {
             hash_str(base)
         };
         s.next_seq = 0;
-        s.counters.clear();
-        s.counters.resize_with(n, Counters::default);
-        s.keys.clear();
-        s.keys.resize(n, None);
+        // In place when the plan's size is the same (a task's session reset for the next).
+        if s.counters.len() == n && s.keys.len() == n {
+            s.counters.fill_with(Counters::default);
+            s.keys.fill(None);
+        } else {
+            s.counters.clear();
+            s.counters.resize_with(n, Counters::default);
+            s.keys.clear();
+            s.keys.resize(n, None);
+        }
     }
 
     /// [`Engine::on_simulated_call_to`] for a call at `site` in `session`: the same

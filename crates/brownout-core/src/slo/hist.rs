@@ -176,6 +176,88 @@ pub fn rank(ppm: u32, n: u64) -> u64 {
     r.clamp(1, n.max(1))
 }
 
+/// The latency buckets of one time-window slot's samples, kept to take them out of the
+/// window's [`Hist`] when the slot leaves it: one entry per sample (a sample in the bucket of
+/// the one before adds to its entry), merged to one entry per distinct bucket once the list
+/// has doubled since its last merge (and holds at least [`BucketLog::FIRST_MERGE`]). A push is
+/// an append (a hash map's entry cost several times as much per call); memory stays
+/// O(distinct buckets) at any rate, and a merge is linear, through a count per bucket.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BucketLog {
+    entries: Vec<(u16, u32)>,
+    /// Entries left by the last merge.
+    merged: usize,
+}
+
+impl BucketLog {
+    /// Entries before the first merge: a 100 ms slot of a few thousand calls a second never
+    /// merges.
+    const FIRST_MERGE: usize = 1024;
+
+    /// One sample in bucket `b`; `scratch` is the window's count per bucket for merges
+    /// (empty until the first, all zero between them).
+    #[inline]
+    pub(crate) fn push(&mut self, b: u16, scratch: &mut Vec<u32>) {
+        if let Some(last) = self.entries.last_mut() {
+            if last.0 == b {
+                last.1 += 1;
+                return;
+            }
+        }
+        if self.entries.len() >= (2 * self.merged).max(Self::FIRST_MERGE) {
+            self.merge(scratch);
+        }
+        self.entries.push((b, 1));
+    }
+
+    /// One entry per distinct bucket, in the order they first came.
+    #[inline(never)]
+    fn merge(&mut self, scratch: &mut Vec<u32>) {
+        if scratch.len() < BUCKETS {
+            scratch.resize(BUCKETS, 0);
+        }
+        let mut kept = 0;
+        for j in 0..self.entries.len() {
+            let (b, n) = self.entries[j];
+            let c = &mut scratch[usize::from(b).min(BUCKETS - 1)];
+            if *c == 0 {
+                self.entries[kept] = (b, 0);
+                kept += 1;
+            }
+            *c += n;
+        }
+        self.entries.truncate(kept);
+        for e in &mut self.entries {
+            let c = &mut scratch[usize::from(e.0).min(BUCKETS - 1)];
+            e.1 = std::mem::take(c);
+        }
+        self.merged = kept;
+    }
+
+    /// Take every sample out of `h` and empty the log.
+    pub(crate) fn drain_from(&mut self, h: &mut Hist) {
+        for &(b, n) in &self.entries {
+            h.sub(b, u64::from(n));
+        }
+        self.clear();
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.merged = 0;
+    }
+
+    /// (bucket, count) per distinct bucket, in bucket order (for tests).
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> Vec<(u16, u64)> {
+        let mut m = std::collections::BTreeMap::new();
+        for &(b, n) in &self.entries {
+            *m.entry(b).or_insert(0u64) += u64::from(n);
+        }
+        m.into_iter().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +359,52 @@ mod tests {
                 representative(b as u16)
             });
             assert_eq!(h.quantile(ppm), want, "step {step}");
+        }
+    }
+
+    /// A slot's log counts what a map of bucket → count does, through its merges (many
+    /// samples, few and many distinct buckets), and taking it out of a histogram leaves what
+    /// the other samples put there.
+    #[test]
+    fn a_bucket_log_counts_what_a_map_does_through_its_merges() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut scratch = Vec::new();
+        for (samples, spread) in [
+            (10, 3),
+            (5_000, 4),
+            (20_000, 300),
+            (50_000, BUCKETS as u64 - 2),
+        ] {
+            let mut log = BucketLog::default();
+            let mut map = std::collections::BTreeMap::new();
+            let (mut h, mut other) = (Hist::new(), Hist::new());
+            for i in 0..samples {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let b = (x % spread) as u16 + 1;
+                log.push(b, &mut scratch);
+                *map.entry(b).or_insert(0u64) += 1;
+                h.add(b, 1);
+                if i % 3 == 0 {
+                    h.add(b + 1, 1);
+                    other.add(b + 1, 1);
+                }
+            }
+            // (Buckets below `BUCKETS - 1`, as `bucket` gives them, with room for `b + 1`.)
+            let want: Vec<_> = map.into_iter().collect();
+            assert!(
+                log.counts() == want,
+                "{samples} samples over {spread} buckets"
+            );
+            assert!(log.entries.len() <= (2 * spread as usize).max(BucketLog::FIRST_MERGE));
+            assert!(scratch.iter().all(|&c| c == 0));
+            log.drain_from(&mut h);
+            assert!(log.entries.is_empty());
+            assert_eq!(
+                (h.counts.clone(), h.total),
+                (other.counts.clone(), other.total)
+            );
         }
     }
 }

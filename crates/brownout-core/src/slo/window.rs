@@ -2,19 +2,19 @@
 //!
 //! **Time windows** are cut into 100 slots (a 10 s window: 100 ms slots). Each slot keeps
 //! counts, a latency sum, its largest latency and — when a percentile gate needs them — its
-//! latency buckets (a small map: at most one entry per distinct latency bucket). The window's
-//! aggregate is updated as samples come in and as whole slots fall off the back, so memory
-//! is O(slots × distinct buckets) at any rate, and an evaluation is O(1) (a percentile: a
-//! walk from the last one, see `hist`; O(slots) for `max`). The price: membership is decided per slot, so the window spans between 99 %
-//! and 100 % of its length. Precisely: with slot width `w = length / 100` and slot index
+//! samples' latency buckets (a list merged to one entry per distinct bucket as it grows:
+//! `hist::BucketLog`). The window's aggregate is updated as samples come in and as whole
+//! slots fall off the back, so memory is O(slots × distinct buckets) at any rate, and an
+//! evaluation is O(1) (a percentile: a walk from the last one, see `hist`; O(slots) for
+//! `max`). The price: membership is decided per slot, so the window spans between 99 % and
+//! 100 % of its length. Precisely: with slot width `w = length / 100` and slot index
 //! `s(t) = ⌊t / w⌋`, the *head* is the largest slot index of every evaluation time and every
 //! sample seen so far, and the window holds the samples whose slot is in `(head − 100, head]`.
 //! A sample that arrives after its slot has left is ignored.
 //!
 //! **Count windows** keep the last N samples exactly in a ring (N ≤ 100 000).
 
-use super::hist::{bucket, Hist};
-use rustc_hash::FxHashMap;
+use super::hist::{bucket, BucketLog, Hist};
 use std::collections::VecDeque;
 
 /// Slots per time window.
@@ -137,7 +137,7 @@ pub(crate) struct Slot {
     index: i64,
     totals: Totals,
     max_ns: u64,
-    buckets: FxHashMap<u16, u32>,
+    buckets: BucketLog,
 }
 
 /// A sliding window of time or of samples.
@@ -145,13 +145,15 @@ pub(crate) struct Slot {
 pub(crate) enum Sliding {
     Time {
         width_ms: f64,
-        /// The last time asked about and its slot: a call is pushed, then the window is
-        /// evaluated, at one instant (one division instead of four).
-        memo: (f64, i64),
+        /// Times known to fall in one slot: a call is pushed, then the window is evaluated,
+        /// at one instant, and the next calls mostly fall in the same slot (no division).
+        memo: SlotMemo,
         head: Option<i64>,
         slots: Vec<Slot>,
         totals: Totals,
         hist: Option<Hist>,
+        /// A count per bucket for merging a slot's [`BucketLog`] (all zero between merges).
+        scratch: Vec<u32>,
     },
     Count {
         size: usize,
@@ -170,7 +172,7 @@ impl Sliding {
     pub(crate) fn time(length_ms: f64, histogram: bool) -> Sliding {
         Sliding::Time {
             width_ms: length_ms / SLOTS as f64,
-            memo: (f64::NAN, 0),
+            memo: SlotMemo::EMPTY,
             head: None,
             slots: vec![
                 Slot {
@@ -181,6 +183,7 @@ impl Sliding {
             ],
             totals: Totals::default(),
             hist: histogram.then(Hist::new),
+            scratch: Vec::new(),
         }
     }
 
@@ -302,6 +305,7 @@ impl Sliding {
                     slots,
                     totals,
                     hist,
+                    scratch,
                 } = self
                 else {
                     return false;
@@ -311,7 +315,8 @@ impl Sliding {
                 if s <= h - SLOTS {
                     return false; // its slot has already left the window
                 }
-                let slot = &mut slots[s.rem_euclid(SLOTS) as usize];
+                // (`memo` holds `s` now, and its place in the ring.)
+                let slot = &mut slots[memo.ring];
                 let kept = !slid && s == h && slot.index == s;
                 if slot.index != s {
                     // A slot between the ones seen so far that nobody touched yet.
@@ -324,7 +329,7 @@ impl Sliding {
                 totals.add(&sample);
                 slot.max_ns = slot.max_ns.max(sample.latency_ns);
                 if let Some(hist) = hist {
-                    *slot.buckets.entry(sample.bucket).or_default() += 1;
+                    slot.buckets.push(sample.bucket, scratch);
                     hist.add(sample.bucket, 1);
                 }
                 kept
@@ -419,27 +424,64 @@ pub fn slot_index(at_ms: f64, width_ms: f64) -> i64 {
     floor.clamp(-LIMIT, LIMIT)
 }
 
-/// [`slot_index`], remembered for the last time asked (NaN is never remembered).
+/// A range of times `[lo, hi]` whose [`slot_index`] is `s` (empty: `lo > hi`, or NaN).
+/// [`slot_index`] never decreases as the time grows (a correctly rounded division by a
+/// positive width, `floor` and a clamp all keep order), so every time between two times of
+/// slot `s` is in slot `s`: a time in the range needs no division.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotMemo {
+    lo: f64,
+    hi: f64,
+    s: i64,
+    /// `s`'s place in the ring of slots.
+    ring: usize,
+}
+
+impl SlotMemo {
+    const EMPTY: SlotMemo = SlotMemo {
+        lo: f64::NAN,
+        hi: f64::NAN,
+        s: 0,
+        ring: 0,
+    };
+}
+
+/// [`slot_index`] through the memo.
 #[inline]
-fn slot_at(memo: &mut (f64, i64), at_ms: f64, width_ms: f64) -> i64 {
-    if memo.0 == at_ms {
-        return memo.1;
+fn slot_at(memo: &mut SlotMemo, at_ms: f64, width_ms: f64) -> i64 {
+    if memo.lo <= at_ms && at_ms <= memo.hi {
+        return memo.s;
     }
+    slot_miss(memo, at_ms, width_ms)
+}
+
+/// A time outside the memo's range: its slot, and the range from it up to a time near the
+/// slot's end that is checked to be in the slot too (only the range's two ends are known
+/// to be in it; the slot's exact edges are not needed).
+#[inline(never)]
+fn slot_miss(memo: &mut SlotMemo, at_ms: f64, width_ms: f64) -> i64 {
     let s = slot_index(at_ms, width_ms);
-    *memo = (at_ms, s);
+    let end = (s as f64 + 1.0) * width_ms * (1.0 - 1e-9);
+    let hi = if width_ms > 0.0 && end >= at_ms && slot_index(end, width_ms) == s {
+        end
+    } else {
+        at_ms
+    };
+    *memo = SlotMemo {
+        lo: at_ms,
+        hi,
+        s,
+        ring: s.rem_euclid(SLOTS) as usize,
+    };
     s
 }
 
 /// Empty a slot for reuse as slot `index`, taking its buckets out of the histogram.
 fn reset(slot: &mut Slot, hist: Option<&mut Hist>, index: i64) {
-    if let Some(h) = hist {
-        if slot.index != i64::MIN {
-            for (&b, &n) in &slot.buckets {
-                h.sub(b, u64::from(n));
-            }
-        }
+    match hist {
+        Some(h) if slot.index != i64::MIN => slot.buckets.drain_from(h),
+        _ => slot.buckets.clear(),
     }
-    slot.buckets.clear();
     slot.totals = Totals::default();
     slot.max_ns = 0;
     slot.index = index;
@@ -511,6 +553,32 @@ mod tests {
         for &at in &values {
             for w in [100.0, 10.0, 0.1, 1.0 / 3.0, 1e-300, 1e300] {
                 assert_eq!(slot_index(at, w), reference(at, w), "{at} / {w}");
+            }
+        }
+    }
+
+    /// The memo's ranges give `slot_index` for every time: rising times (as a run's), jumps
+    /// back, times on and near slot edges, NaN, negatives, tiny and huge widths.
+    #[test]
+    fn the_slot_memo_gives_slot_index_for_every_time() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for w in [100.0, 10.0, 0.1, 1.0 / 3.0, 1e-300, 1e300] {
+            let mut memo = SlotMemo::EMPTY;
+            let mut t = -250.0;
+            for i in 0..40_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                t = match i % 7 {
+                    0 => t - (x % 500) as f64,          // back
+                    1 => (t / w).round() * w,           // on an edge
+                    2 => f64::from_bits(x),             // any float, NaN too
+                    3 => t + f64::EPSILON * t.abs(),    // an ulp or so on
+                    _ => t + (x % 1_000) as f64 / 17.0, // on, as a run goes
+                };
+                let want = slot_index(t, w);
+                assert_eq!(slot_at(&mut memo, t, w), want, "{t} / {w}");
+                assert_eq!(memo.ring, want.rem_euclid(SLOTS) as usize);
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use super::chain::Read;
 use super::limiter::Take;
-use super::{ms, Answer, Attempt, CallEnd, Ev, Sim};
+use super::{delay_us, Answer, Attempt, CallEnd, Ev, Sim};
 use brownout_core::faults::simulated::SimOutcome;
 use brownout_core::Time;
 
@@ -55,10 +55,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn launch<const F: bool>(&mut self, call: u32, deadline: Option<u64>) {
-        let (tool, task) = {
+        let (tool, task, session) = {
             let c = &mut self.calls.items[call as usize];
             c.attempts += 1;
-            (c.tool, c.task)
+            (c.tool, c.task, c.session)
         };
         // `F` false: the call started just now ([`Sim::start_step`] is the only way in), and
         // its one attempt was counted with the step's calls.
@@ -68,11 +68,16 @@ impl Sim<'_> {
         }
         // The faults the call can meet were resolved for its tool and server (`servers:`)
         // once; the session's own state goes with it.
-        let session = match self.tasks[task as usize].as_ref() {
-            Some(t) => &mut self.sim_sessions[t.session],
-            None => self
-                .orphan_session
-                .get_or_insert_with(|| self.engine.sim_session("")),
+        // (`F` false: the call's task is the one that just started it, in its session.)
+        let session = if !F {
+            &mut self.sim_sessions[session as usize]
+        } else {
+            match self.tasks[task as usize].as_ref() {
+                Some(t) => &mut self.sim_sessions[t.session],
+                None => self
+                    .orphan_session
+                    .get_or_insert_with(|| self.engine.sim_session("")),
+            }
         };
         let sim = self
             .engine
@@ -175,15 +180,24 @@ impl Sim<'_> {
     /// [`Sim::service_done`] with one. `false` (nothing done) when the replica is full. A
     /// service that ends after the timeout is served with an attempt record, as
     /// [`Sim::launch`] would have.
+    ///
+    /// On a server without a concurrency limit the replica is not chosen and a call served
+    /// alone is not counted: no replica of it ever queues, so neither is observable (the
+    /// attempts with a record count theirs, which stay far below the limit of `u32::MAX`).
     fn serve_alone(&mut self, call: u32, call_gen: u32, tool: usize, outcome: SimOutcome) -> bool {
-        let server = self.tools[tool].server;
-        let s = &mut self.servers[server];
-        let r = s.next;
-        if s.replicas[r].busy >= s.concurrency {
-            return false;
-        }
-        s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
-        s.replicas[r].busy += 1;
+        let info = &self.tools[tool];
+        let r = if info.unbounded {
+            0
+        } else {
+            let s = &mut self.servers[info.server];
+            let r = s.next;
+            if s.replicas[r].busy >= s.concurrency {
+                return false;
+            }
+            s.next = if r + 1 >= s.replicas.len() { 0 } else { r + 1 };
+            s.replicas[r].busy += 1;
+            r
+        };
         let done = self.now + self.service_us(tool);
         let timeout = self.now + self.timeout_us;
         if done <= timeout {
@@ -192,6 +206,10 @@ impl Sim<'_> {
             c.outcome = outcome;
             self.push(done, Ev::Served(call, call_gen));
         } else {
+            if self.tools[tool].unbounded {
+                // An attempt record's service end counts its replica down.
+                self.servers[self.tools[tool].server].replicas[r].busy += 1;
+            }
             let a = self.new_attempt(call, call_gen, tool, outcome, 0);
             let at = &mut self.attempts.items[a as usize];
             at.server = true;
@@ -207,24 +225,30 @@ impl Sim<'_> {
     #[inline(always)]
     fn service_us(&mut self, tool: usize) -> u64 {
         let (u1, u2) = (self.rng.unit(), self.rng.unit());
-        ms(self.tools[tool].latency.sample_ms(u1, u2))
+        delay_us(self.tools[tool].latency.sample_ms(u1, u2))
     }
 
     /// The service of a call served alone ([`Sim::serve_alone`]) ended: what
     /// [`Sim::service_done`] and [`Sim::reply`] do for its attempt.
     pub(super) fn served<const F: bool>(&mut self, call: u32) {
-        let (tool, r, outcome, gen, started) = {
+        let (tool, r, outcome, started, consumed) = {
             let c = &self.calls.items[call as usize];
-            (c.tool, c.replica as usize, c.outcome, c.gen, c.started)
+            // Current and open: nothing but this event ends such a call (`serve_alone`).
+            debug_assert!(!c.resolved);
+            (c.tool, c.replica as usize, c.outcome, c.started, c.consumed)
         };
-        let server = self.tools[tool].server;
-        self.servers[server].replicas[r].busy -= 1;
+        let (server, unbounded) = (self.tools[tool].server, self.tools[tool].unbounded);
+        if !unbounded {
+            self.servers[server].replicas[r].busy -= 1;
+        }
         // Always an answer: `serve_alone` takes no attempt whose answer is lost.
         let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
         // The attempt started with its call (a plain workload's call makes one attempt,
         // launched as the call starts).
-        self.answered::<F>(call, gen, started, outcome, answer);
-        self.next_in_queue(server, r);
+        self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
+        if !unbounded {
+            self.next_in_queue(server, r);
+        }
     }
 
     /// The attempt reaches its server: served at once (returns when its service ends) or
@@ -359,6 +383,21 @@ impl Sim<'_> {
             return;
         }
         let (tool, consumed) = (c.tool, c.consumed);
+        self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
+    }
+
+    /// [`Sim::answered`] for a call known to be current and open (its `tool` and
+    /// `consumed` read by the caller).
+    #[inline(always)]
+    fn answered_open<const F: bool>(
+        &mut self,
+        call: u32,
+        tool: usize,
+        consumed: bool,
+        started: u64,
+        outcome: SimOutcome,
+        answer: Answer,
+    ) {
         if F {
             self.breaker_record(tool, answer);
         }

@@ -68,6 +68,20 @@ fn ms(x: f64) -> u64 {
     (x.max(0.0) * 1000.0) as u64
 }
 
+/// [`ms`] for a drawn delay, which is at most a day ([`Latency::sample_ms`] clamps to
+/// `MAX_DELAY_MS`): a signed conversion, one instruction on x86-64 where the unsigned one
+/// takes several, exact below 2⁶³ µs (NaN and negatives → 0, as `ms`).
+#[inline(always)]
+fn delay_us(x: f64) -> u64 {
+    debug_assert!(x.is_nan() || x <= brownout_core::faults::latency::MAX_DELAY_MS);
+    let us = x * 1000.0;
+    if us > 0.0 {
+        us as i64 as u64
+    } else {
+        0
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Arrive,
@@ -109,6 +123,9 @@ struct ToolInfo {
     error_rate: f64,
     /// A rough expected service time, for deadline-aware skipping.
     expect_us: u64,
+    /// Its server has no concurrency limit: a replica never queues, so which one serves a
+    /// call and how busy it is change nothing ([`Sim::serve_alone`] keeps no count).
+    unbounded: bool,
 }
 
 #[derive(Clone)]
@@ -148,6 +165,9 @@ struct Call {
     /// Served without an attempt record ([`Sim::serve_alone`]): its replica and outcome.
     replica: u32,
     outcome: SimOutcome,
+    /// Its task's session (an index into `Sim::sim_sessions`) as the call started: a plain
+    /// workload's call launches then, so its launch needs no look at the task.
+    session: u32,
 }
 
 #[derive(Clone)]
@@ -497,6 +517,7 @@ fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
                 latency: t.latency.clone(),
                 error_rate: t.error_rate.unwrap_or(0.0),
                 expect_us: ms(expect),
+                unbounded: s.concurrency.is_none(),
             });
         }
     }

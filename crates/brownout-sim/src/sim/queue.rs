@@ -37,16 +37,17 @@ const SHIFT: u32 = 4;
 /// Slots on the wheel: 16 µs each, 65.5 ms ahead.
 const SLOTS: usize = 1 << 12;
 const MASK: u64 = SLOTS as u64 - 1;
-/// Words of the slot bitmap, and of its summary.
+/// Words of the slot bitmap (its summary is one word: a bit per word).
 const WORDS: usize = SLOTS / 64;
-const SUMMARY: usize = WORDS / 64;
+const _: () = assert!(WORDS <= 64);
 /// No entry.
 const NIL: u32 = u32::MAX;
 
 /// Where the earliest event is.
 #[derive(Debug, Clone, Copy)]
 enum Place {
-    Slot(usize),
+    /// A wheel slot and its first entry.
+    Slot(usize, u32),
     Far,
     Past,
 }
@@ -63,15 +64,16 @@ pub(super) struct EventQueue<T> {
     /// The time of the last event taken out: every event on the wheel is at `base` or later
     /// in a slot less than `SLOTS` after `base`'s, every later one in `far`.
     base: u64,
-    /// Per slot, the first and last entry of its list (side by side: one cache line).
-    ends: Vec<[u32; 2]>,
+    /// Per slot, the first and last entry of its list (side by side: one cache line). Fixed
+    /// sizes, indexed by masked slot numbers: no bounds check.
+    ends: Box<[[u32; 2]; SLOTS]>,
     /// Bit per slot: its list is not empty; bit per word of `bits`: that word is not zero.
-    bits: Vec<u64>,
-    summary: [u64; SUMMARY],
-    /// Entries on the wheel, by index, reused through `free`.
+    bits: [u64; WORDS],
+    summary: u64,
+    /// Entries on the wheel, by index, reused through a free list threaded through their
+    /// `next` (`free` its first, `NIL` when empty).
     entries: Vec<Entry<T>>,
-    free: Vec<u32>,
-    on_wheel: usize,
+    free: u32,
     /// Events beyond the wheel: (time, insertion, entry).
     far: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
@@ -83,23 +85,25 @@ pub(super) struct EventQueue<T> {
     /// binary heap, and do not move the wheel.
     past: BinaryHeap<Reverse<(u64, u64, u32)>>,
     timeouts: VecDeque<(u64, u32, u32)>,
+    /// The time of the first timeout, `u64::MAX` when there is none (one compare per pop).
+    fifo_at: u64,
 }
 
 impl<T: Copy> EventQueue<T> {
     pub(super) fn new() -> Self {
         EventQueue {
             base: 0,
-            ends: vec![[NIL; 2]; SLOTS],
-            bits: vec![0; WORDS],
-            summary: [0; SUMMARY],
+            ends: Box::new([[NIL; 2]; SLOTS]),
+            bits: [0; WORDS],
+            summary: 0,
             entries: Vec::new(),
-            free: Vec::new(),
-            on_wheel: 0,
+            free: NIL,
             far: BinaryHeap::new(),
             seq: 0,
             next: None,
             past: BinaryHeap::new(),
             timeouts: VecDeque::new(),
+            fifo_at: u64::MAX,
         }
     }
 
@@ -108,9 +112,11 @@ impl<T: Copy> EventQueue<T> {
     pub(super) fn push(&mut self, at: u64, ev: T) {
         self.next = None;
         let e = Entry { at, ev, next: NIL };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.entries[i as usize] = e;
+        let i = self.free;
+        let i = match self.entries.get_mut(i as usize) {
+            Some(slot) => {
+                self.free = slot.next;
+                *slot = e;
                 i
             }
             None => {
@@ -122,31 +128,29 @@ impl<T: Copy> EventQueue<T> {
             self.seq += 1;
             self.past.push(Reverse((at, self.seq, i)));
         } else if reach(self.base, at) {
-            self.link(i);
+            self.link(i, at);
         } else {
             self.seq += 1;
             self.far.push(Reverse((at, self.seq, i)));
         }
     }
 
-    /// Put entry `i` (its `next` is `NIL`) into its slot's list, after every entry at its
-    /// time or earlier.
+    /// Put entry `i` (at `at`, its `next` is `NIL`) into its slot's list, after every entry
+    /// at its time or earlier.
     #[inline(always)]
-    fn link(&mut self, i: u32) {
-        let at = self.entries[i as usize].at;
+    fn link(&mut self, i: u32, at: u64) {
         let s = ((at >> SHIFT) & MASK) as usize;
         let [head, tail] = self.ends[s];
         if tail == NIL {
             self.ends[s] = [i, i];
             self.bits[s / 64] |= 1 << (s % 64);
-            self.summary[s / 4096] |= 1 << ((s / 64) % 64);
+            self.summary |= 1 << (s / 64);
         } else if self.entries[tail as usize].at <= at {
             self.entries[tail as usize].next = i;
             self.ends[s][1] = i;
         } else {
             self.insert(s, head, i, at);
         }
-        self.on_wheel += 1;
     }
 
     /// Entry `i` goes before the slot's last: after the last entry at `at` or earlier.
@@ -171,27 +175,18 @@ impl<T: Copy> EventQueue<T> {
 
     /// The first word of the bitmap at or after `w` that is not zero.
     fn word_from(&self, w: usize) -> Option<usize> {
-        let mut sw = w / 64;
-        if sw >= SUMMARY {
+        if w >= WORDS {
             return None;
         }
-        let mut m = self.summary[sw] & (u64::MAX << (w % 64));
-        loop {
-            if m != 0 {
-                return Some(sw * 64 + m.trailing_zeros() as usize);
-            }
-            sw += 1;
-            if sw == SUMMARY {
-                return None;
-            }
-            m = self.summary[sw];
-        }
+        let m = self.summary & (u64::MAX << w);
+        (m != 0).then(|| m.trailing_zeros() as usize)
     }
 
     /// The next busy slot from the base's, going round the wheel once.
     #[inline(always)]
     fn next_slot(&self) -> Option<usize> {
-        if self.on_wheel == 0 {
+        // (A bit per non-empty word: none, no event on the wheel.)
+        if self.summary == 0 {
             return None;
         }
         let p = ((self.base >> SHIFT) & MASK) as usize;
@@ -203,7 +198,7 @@ impl<T: Copy> EventQueue<T> {
         // Later words, then round from the start (the part of word `w` before `p` is the
         // far end of the wheel: its high bits were found empty above).
         let x = self.word_from(w + 1).or_else(|| self.word_from(0))?;
-        Some(x * 64 + self.bits[x].trailing_zeros() as usize)
+        Some(x * 64 + self.bits[x % WORDS].trailing_zeros() as usize)
     }
 
     /// The time of the earliest event and where it is.
@@ -214,8 +209,8 @@ impl<T: Copy> EventQueue<T> {
         }
         match self.next_slot() {
             Some(s) => {
-                let first = self.ends[s][0];
-                Some((self.entries[first as usize].at, Place::Slot(s)))
+                let first = self.ends[s % SLOTS][0];
+                Some((self.entries[first as usize].at, Place::Slot(s, first)))
             }
             None => self.far.peek().map(|Reverse((at, _, _))| (*at, Place::Far)),
         }
@@ -227,8 +222,7 @@ impl<T: Copy> EventQueue<T> {
         self.next = None;
         if let Place::Past = place {
             let Reverse((_, _, i)) = self.past.pop()?;
-            self.free.push(i);
-            let e = self.entries[i as usize];
+            let e = self.release(i)?;
             return Some((e.at, e.ev));
         }
         self.base = at;
@@ -239,35 +233,44 @@ impl<T: Copy> EventQueue<T> {
                 break;
             }
             self.far.pop();
-            self.link(i);
+            self.link(i, far_at);
         }
-        let s = match place {
-            Place::Slot(s) => s,
-            _ => ((at >> SHIFT) & MASK) as usize,
+        // A slot's first entry stays first: what moved in from `far` is later than it.
+        let (s, i) = match place {
+            Place::Slot(s, i) => (s % SLOTS, i),
+            _ => {
+                let s = ((at >> SHIFT) & MASK) as usize;
+                (s, self.ends[s][0])
+            }
         };
-        let i = self.ends[s][0];
-        if i == NIL {
-            return None;
-        }
-        let e = self.entries[i as usize];
+        let e = self.release(i)?;
+        debug_assert_eq!(self.ends[s][0], i);
         self.ends[s][0] = e.next;
         if e.next == NIL {
             self.ends[s][1] = NIL;
             self.bits[s / 64] &= !(1 << (s % 64));
             if self.bits[s / 64] == 0 {
-                self.summary[s / 4096] &= !(1 << ((s / 64) % 64));
+                self.summary &= !(1 << (s / 64));
             }
         }
-        self.on_wheel -= 1;
-        self.free.push(i);
         Some((e.at, e.ev))
+    }
+
+    /// Entry `i`, its slot put on the free list (`None` for no entry).
+    #[inline(always)]
+    fn release(&mut self, i: u32) -> Option<Entry<T>> {
+        let slot = self.entries.get_mut(i as usize)?;
+        let e = *slot;
+        slot.next = self.free;
+        self.free = i;
+        Some(e)
     }
 
     /// The bytes its tables hold (for a simulation's memory bound).
     pub(super) fn footprint(&self) -> usize {
         use std::mem::size_of;
-        (2 * self.ends.capacity() + self.free.capacity()) * size_of::<u32>()
-            + self.bits.capacity() * size_of::<u64>()
+        2 * SLOTS * size_of::<u32>()
+            + WORDS * size_of::<u64>()
             + self.entries.capacity() * size_of::<Entry<T>>()
             + (self.far.capacity() + self.past.capacity()) * size_of::<Reverse<(u64, u64, u32)>>()
             + self.timeouts.capacity() * size_of::<(u64, u32, u32)>()
@@ -275,6 +278,9 @@ impl<T: Copy> EventQueue<T> {
 
     /// A client timeout; timeouts must be pushed in the order they come due.
     pub(super) fn push_timeout(&mut self, at: u64, attempt: u32, gen: u32) {
+        if self.timeouts.is_empty() {
+            self.fifo_at = at;
+        }
         self.timeouts.push_back((at, attempt, gen));
     }
 
@@ -284,27 +290,27 @@ impl<T: Copy> EventQueue<T> {
             Some(known) => known,
             None => self.next_event(),
         };
-        let fifo_at = self.timeouts.front().map(|(t, _, _)| *t);
-        match (event, fifo_at) {
-            (None, None) => None,
+        match event {
             // Kept for the next pop: no event was pushed or taken.
-            (Some((h, _)), Some(f)) if f < h => {
+            Some((h, _)) if self.fifo_at < h => {
                 self.next = Some(event);
                 self.pop_timeout()
             }
-            (None, Some(_)) => {
-                self.next = Some(event);
-                self.pop_timeout()
-            }
-            (Some((at, place)), _) => {
+            Some((at, place)) => {
                 let (at, ev) = self.take(at, place)?;
                 Some(Due::Event(at, ev))
+            }
+            None => {
+                self.next = Some(event);
+                self.pop_timeout()
             }
         }
     }
 
+    /// The first timeout (`None` when there is none).
     fn pop_timeout(&mut self) -> Option<Due<T>> {
         let (at, a, gen) = self.timeouts.pop_front()?;
+        self.fifo_at = self.timeouts.front().map_or(u64::MAX, |t| t.0);
         Some(Due::Timeout(at, a, gen))
     }
 }

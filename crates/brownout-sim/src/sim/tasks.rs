@@ -107,15 +107,16 @@ impl Sim<'_> {
         let step_gen = task.step_gen;
         let deadline = task.step_deadline;
         let step = task.step;
+        let session = task.session as u32;
         if let Some(d) = deadline {
             self.push(d, Ev::StepDeadline(t, step_gen));
         }
         let now = self.now;
         let mut ids = std::mem::take(&mut self.step_ids);
         ids.clear();
-        for j in 0..self.step_calls[step].len() {
-            let (tool, critical, consumed) = self.step_calls[step][j];
-            ids.push(self.calls.insert(
+        let calls = &mut self.calls;
+        for &(tool, critical, consumed) in &self.step_calls[step] {
+            ids.push(calls.insert(
                 |_| Call {
                     task: t,
                     tool,
@@ -130,6 +131,7 @@ impl Sim<'_> {
                     log: Default::default(),
                     replica: 0,
                     outcome: SimOutcome::Server,
+                    session,
                 },
                 |c| {
                     c.task = t;
@@ -143,6 +145,7 @@ impl Sim<'_> {
                     c.consumed = consumed;
                     c.reads = 0;
                     c.log = Default::default();
+                    c.session = session;
                 },
             ));
         }

@@ -379,3 +379,84 @@ fn the_plain_loop_reports_what_the_full_loop_does() {
     let plan = Plan::from_str_named("faults: []\n", "p.yaml").unwrap_or_else(|e| panic!("{e}"));
     assert!(!build(&w, plan, &SimOptions::default()).plain());
 }
+
+/// A server without a concurrency limit keeps no count of the calls it serves at once
+/// (`serve_alone`): its report is the one a limit no run can reach gives (`u32::MAX`,
+/// counted and round-robined), through both loops, with services past the client's
+/// timeout (an attempt record on such a server) and replicas.
+#[test]
+fn a_server_without_a_limit_reports_what_the_largest_limit_does() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
+    let headline = std::fs::read_to_string(root.join("headline.yaml")).unwrap_or_default();
+    let unlimited = headline
+        .replace("timeout_ms: 1000", "timeout_ms: 30")
+        .replace(
+            "  - name: inventory\n",
+            "  - name: inventory\n    replicas: 3\n",
+        );
+    assert_ne!(unlimited, headline);
+    let limited = unlimited
+        .replace(
+            "    replicas: 3\n",
+            "    replicas: 3\n    concurrency: 4294967295\n",
+        )
+        .replace(
+            "  - name: observability\n",
+            "  - name: observability\n    concurrency: 4294967295\n",
+        );
+    assert_ne!(limited, unlimited);
+    for text in [SHAPES, "faults: []\n"] {
+        let report = |workload: &str, full: bool| {
+            let w = Workload::from_str_named(workload, "w.yaml").unwrap_or_else(|e| panic!("{e}"));
+            let plan = Plan::from_str_named(text, "plan.yaml").unwrap_or_else(|e| panic!("{e}"));
+            let opts = SimOptions {
+                tasks: Some(400),
+                keep_series: true,
+                ..SimOptions::default()
+            };
+            let mut sim = build(&w, plan, &opts);
+            assert_eq!(
+                sim.tools.iter().filter(|t| t.unbounded).count(),
+                if workload == unlimited { 5 } else { 0 }
+            );
+            sim.start();
+            if full {
+                sim.run_until::<true>(None);
+            } else {
+                sim.run_until::<false>(None);
+            }
+            let r = sim.report(&opts);
+            assert!(r.calls > 1_000 && r.surfaced_failures > 0, "{text}: {r:?}");
+            serde_json::to_string(&r).unwrap_or_default()
+        };
+        for full in [false, true] {
+            assert_eq!(report(&unlimited, full), report(&limited, full), "{text}");
+        }
+    }
+}
+
+/// `delay_us` (the service time's conversion) gives what `ms` does for every delay a
+/// latency can draw: up to a day, negatives (a cap below zero), NaN, halves of a µs.
+#[test]
+fn a_drawn_delay_converts_as_ms_does() {
+    let mut rng = brownout_core::rng::SplitMix::new(7);
+    let mut values = vec![
+        0.0,
+        -0.0,
+        -1.0,
+        f64::NAN,
+        0.0005,
+        0.0015,
+        1e-300,
+        brownout_core::faults::latency::MAX_DELAY_MS,
+    ];
+    for _ in 0..100_000 {
+        let u = rng.unit();
+        values.push(u * brownout_core::faults::latency::MAX_DELAY_MS);
+        values.push(u * 100.0 - 10.0);
+        values.push((u * 1e6).round() / 2000.0);
+    }
+    for x in values {
+        assert_eq!(delay_us(x), ms(x), "{x}");
+    }
+}
