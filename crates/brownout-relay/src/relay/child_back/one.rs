@@ -367,7 +367,7 @@ impl Carrier for ChildGate {
             return self.send(Verdict::pass(), bytes).await;
         };
         self.handshake.remember(&bytes);
-        let write = lane::carry(pipe, lane, Verdict::pass(), bytes);
+        let write = std::pin::pin!(lane::carry(pipe, lane, Verdict::pass(), bytes));
         write_then_record(write, record).await;
     }
 }
@@ -376,17 +376,20 @@ impl Carrier for ChildGate {
 /// finished it: on the current-thread runtime every stdio relay runs on, nothing else of
 /// the relay (a reader, the watcher, a timer) runs between the write's start and the
 /// record, however long the rest of the write takes.
-async fn write_then_record<W: std::future::Future>(write: W, record: impl FnOnce()) -> W::Output {
-    let mut write = std::pin::pin!(write);
+/// `write` is lent pinned where it was made: a write future moved into another is copied
+/// whole, a cost on every message.
+fn write_then_record<'a, W: std::future::Future>(
+    mut write: std::pin::Pin<&'a mut W>,
+    record: impl FnOnce() + 'a,
+) -> impl std::future::Future<Output = W::Output> + 'a {
     let mut record = Some(record);
-    std::future::poll_fn(|cx| {
+    std::future::poll_fn(move |cx| {
         let written = write.as_mut().poll(cx);
         if let Some(record) = record.take() {
             record();
         }
         written
     })
-    .await
 }
 
 /// No server takes the message: an answer the engine made stands; a call is answered with
@@ -444,7 +447,8 @@ fn spawn_reader(
                 // meanwhile would have its call failed too (the client would get the answer
                 // and an error). Unconstrained (no yield to the scheduler's budget): the
                 // first poll writes.
-                let write = lane::carry(&pipe, &lane, Verdict::pass(), lane::line_copy(&bytes));
+                let copy = lane::line_copy(&bytes);
+                let write = std::pin::pin!(lane::carry(&pipe, &lane, Verdict::pass(), copy));
                 let pass = write_then_record(write, || {
                     relay.handle_read(Side::Server, SESSION, &read);
                 });
