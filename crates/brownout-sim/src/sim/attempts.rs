@@ -245,8 +245,14 @@ impl Sim<'_> {
         let answer = self.answer(tool, outcome).unwrap_or(Answer::Fail);
         // The attempt started with its call (a plain workload's call makes one attempt,
         // launched as the call starts).
-        self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
-        if !unbounded {
+        if unbounded {
+            // Nothing is left to do once the call is counted, when its count ends it
+            // directly (a clean answer nobody takes from, or a failure): `push_now`.
+            self.tail = answer == Answer::Fail || answer == Answer::Ok && !consumed;
+            self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
+            self.tail = false;
+        } else {
+            self.answered_open::<F>(call, tool, consumed, started, outcome, answer);
             self.next_in_queue(server, r);
         }
     }

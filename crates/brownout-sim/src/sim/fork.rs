@@ -148,6 +148,8 @@ impl<'w> Prefix<'w> {
             stopped_by: s.stopped_by.clone(),
             events: s.events,
             held: s.held,
+            tail: s.tail,
+            deferred: s.deferred,
         };
         Some(Resumed {
             sim,

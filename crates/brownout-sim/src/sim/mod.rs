@@ -9,11 +9,13 @@
 //!
 //! This module holds the state and the event loop; [`tasks`] runs tasks, steps and calls,
 //! [`attempts`] the trip of one attempt, [`retry`], [`breaker`] and [`limiter`] the client's
-//! resilience, [`queue`] virtual time's event queue.
+//! resilience, [`queue`] virtual time's event queue, [`build`] a run's state before its first
+//! event.
 
 mod attempts;
 pub mod breaker;
 pub mod budget;
+mod build;
 mod chain;
 pub mod fork;
 mod gates;
@@ -35,7 +37,8 @@ use brownout_core::engine::{SimCallSite, SimSession};
 use brownout_core::faults::latency::Latency;
 use brownout_core::faults::simulated::SimOutcome;
 use brownout_core::rng::SplitMix;
-use brownout_core::{Engine, EngineConfig, Plan};
+use brownout_core::{Engine, Plan};
+use build::{build, engine_for, sites_of};
 use limiter::TokenBucket;
 use queue::{Due, EventQueue};
 use slab::Slab;
@@ -261,12 +264,43 @@ struct Sim<'w> {
     events: u64,
     /// The next event, taken out of the queue when the run paused before it.
     held: Option<Due<Ev>>,
+    /// The event being handled has nothing left to do once the call it ends is counted
+    /// (a call served alone on a server without a limit): an event it schedules at its own
+    /// instant may be [`Sim::deferred`] instead of queued ([`Sim::push_now`]).
+    tail: bool,
+    /// An event at the current instant that the queue would give next: handled after the
+    /// current one without going through the queue.
+    deferred: Option<Ev>,
 }
 
 impl Sim<'_> {
     #[inline(always)]
     fn push(&mut self, at: u64, ev: Ev) {
         self.queue.push(at, ev);
+    }
+
+    /// An event at the current instant. At the end of a handler with nothing left to do
+    /// ([`Sim::tail`]), when nothing in the queue is due by now, the queue would give it
+    /// next: it is kept aside and handled next by the same loop (the same order, counts,
+    /// pause and budget checks), without a push and a pop. A plain workload's loop only.
+    #[inline(always)]
+    fn push_now<const F: bool>(&mut self, ev: Ev) {
+        if !F && self.tail {
+            self.defer(ev);
+        } else {
+            self.push(self.now, ev);
+        }
+    }
+
+    /// [`Sim::push_now`]'s check, out of line (once per step and task).
+    #[inline(never)]
+    fn defer(&mut self, ev: Ev) {
+        self.tail = false;
+        if self.queue.due_by(self.now) {
+            self.push(self.now, ev);
+        } else {
+            self.deferred = Some(ev);
+        }
     }
 
     fn run(&mut self) {
@@ -315,8 +349,11 @@ impl Sim<'_> {
     /// branches for absent features gone; `F` true is right for every workload). Functions
     /// off that path call the full versions.
     fn run_until<const F: bool>(&mut self, pause: Option<u64>) -> bool {
-        // (`held` is read only when set: most events come straight from the queue.)
-        while let Some(due) = if self.held.is_some() {
+        // (`held` and `deferred` are read only when set: most events come straight from the
+        // queue.)
+        while let Some(due) = if self.deferred.is_some() {
+            self.deferred.take().map(|ev| Due::Event(self.now, ev))
+        } else if self.held.is_some() {
             self.held.take()
         } else {
             self.queue.pop()
@@ -463,138 +500,4 @@ pub fn simulate(w: &Workload, plan: Plan, opts: &SimOptions) -> Report {
     let mut sim = build(w, plan, opts);
     sim.run();
     sim.report(opts)
-}
-
-/// The engine a run decides its faults with.
-fn engine_for(plan: Plan) -> Engine {
-    let config = EngineConfig {
-        record_events: false,
-        ..EngineConfig::default()
-    };
-    Engine::new(plan, config)
-}
-
-/// Per tool, the faults a call of it can meet.
-fn sites_of(
-    engine: &Engine,
-    w: &Workload,
-    tools: &[ToolInfo],
-    names: &[String],
-) -> Vec<SimCallSite> {
-    tools
-        .iter()
-        .zip(names)
-        .map(|(t, name)| engine.sim_call_site(Some(w.servers[t.server].name.as_str()), name))
-        .collect()
-}
-
-/// A run's state before its first event.
-fn build<'w>(w: &'w Workload, plan: Plan, opts: &SimOptions) -> Sim<'w> {
-    let seed = opts.seed.or(w.seed).unwrap_or(0);
-    let mut tools = Vec::new();
-    let mut names = Vec::new();
-    let mut tool_index = std::collections::HashMap::new();
-    let mut servers = Vec::new();
-    for (si, s) in w.servers.iter().enumerate() {
-        servers.push(ServerState {
-            replicas: (0..s.replicas.unwrap_or(1))
-                .map(|_| Replica::default())
-                .collect(),
-            next: 0,
-            concurrency: s.concurrency.unwrap_or(u32::MAX),
-            queue_timeout: s.queue_timeout_ms.map(ms),
-        });
-        for (name, t) in &s.tools {
-            let mut rng = SplitMix::new(seed ^ 0xe57);
-            let expect = (0..64)
-                .map(|_| t.latency.sample_ms(rng.unit(), rng.unit()))
-                .sum::<f64>()
-                / 64.0;
-            tool_index.insert(name.clone(), tools.len());
-            names.push(name.clone());
-            tools.push(ToolInfo {
-                server: si,
-                latency: t.latency.clone(),
-                error_rate: t.error_rate.unwrap_or(0.0),
-                expect_us: ms(expect),
-                unbounded: s.concurrency.is_none(),
-            });
-        }
-    }
-    let chain = crate::chain::Chain::of(&w.steps);
-    let step_calls: Vec<Vec<(usize, bool, bool)>> = w
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, st)| {
-            st.calls
-                .iter()
-                .flat_map(|c| {
-                    std::iter::repeat_n(
-                        (tool_index[&c.tool], c.critical.unwrap_or(true)),
-                        c.repeat.unwrap_or(1) as usize,
-                    )
-                })
-                .enumerate()
-                .map(|(j, (tool, critical))| {
-                    let consumed = chain
-                        .consumed
-                        .get(i)
-                        .and_then(|s| s.get(j))
-                        .is_some_and(|p| !p.is_empty());
-                    (tool, critical, consumed)
-                })
-                .collect()
-        })
-        .collect();
-    let breakers = tools.iter().map(|_| Breaker::new()).collect();
-    let limiter = w.client.rate_limiter.as_ref().map(TokenBucket::new);
-    let engine = engine_for(plan);
-    let sites = sites_of(&engine, w, &tools, &names);
-    let mut sim = Sim {
-        w,
-        engine,
-        sites,
-        sim_sessions: Vec::new(),
-        orphan_session: None,
-        key_buf: String::new(),
-        step_ids: Vec::new(),
-        spare_calls: Vec::new(),
-        rng: SplitMix::new(seed),
-        now: 0,
-        queue: EventQueue::new(),
-        tools,
-        names,
-        step_calls,
-        chain,
-        policy: w.client.agent.policy,
-        servers,
-        breakers,
-        open_breakers: 0,
-        tasks: Vec::new(),
-        free_tasks: Vec::new(),
-        calls: Slab::new(),
-        attempts: Slab::new(),
-        limiter,
-        retries_made: 0,
-        steps_started: 0,
-        started_tasks: 0,
-        target_tasks: opts.tasks.or(w.tasks).unwrap_or(1000),
-        c: Counters::default(),
-        timeout_us: ms(w.client.timeout_ms.unwrap_or(30_000.0)),
-        deadlines: w.task_deadline_ms.is_some() || w.steps.iter().any(|s| s.deadline_ms.is_some()),
-        gates: None,
-        stop_at_breach: opts.stop_at_breach,
-        sessions: opts.sessions,
-        timing_out: false,
-        budget: opts.budget.clone(),
-        stopped_by: None,
-        events: 0,
-        held: None,
-    };
-    sim.c.chain.policy = w.client.agent.policy;
-    if !opts.gates.is_empty() {
-        sim.gates = Some(gates::SimGates::new(opts.gates.clone(), &sim.names));
-    }
-    sim
 }

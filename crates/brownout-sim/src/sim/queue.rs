@@ -284,6 +284,17 @@ impl<T: Copy> EventQueue<T> {
         self.timeouts.push_back((at, attempt, gen));
     }
 
+    /// Some event or client timeout comes due at or before `t` (the earliest event is kept
+    /// for the next pop).
+    pub(super) fn due_by(&mut self, t: u64) -> bool {
+        let event = match self.next {
+            Some(known) => known,
+            None => self.next_event(),
+        };
+        self.next = Some(event);
+        self.fifo_at <= t || event.is_some_and(|(at, _)| at <= t)
+    }
+
     #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
         let event = match self.next {

@@ -261,7 +261,11 @@ impl Sim<'_> {
         }
         task.step += 1;
         let think = ms(self.w.think_ms.unwrap_or(0.0));
-        self.push(self.now + think, Ev::StepStart(t));
+        if think == 0 {
+            self.push_now::<F>(Ev::StepStart(t));
+        } else {
+            self.push(self.now + think, Ev::StepStart(t));
+        }
     }
 
     pub(super) fn end_task<const F: bool>(&mut self, t: u32) {
@@ -289,7 +293,7 @@ impl Sim<'_> {
         calls.clear();
         self.spare_calls.push(calls);
         if matches!(self.w.arrival, Some(Arrival::Closed { .. }) | None) {
-            self.push(self.now, Ev::StartTask);
+            self.push_now::<F>(Ev::StartTask);
         }
     }
 }
