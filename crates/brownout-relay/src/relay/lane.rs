@@ -25,6 +25,15 @@ use tokio::task::JoinHandle;
 /// A writer, boxed so the lane does not carry its type.
 type Sink = Box<dyn AsyncWrite + Unpin + Send>;
 
+/// Whether a message no fault can touch may be written before the engine records it: only
+/// on the current-thread runtime `proxy stdio` builds, where nothing else of the relay (a
+/// reader, the watcher, a timer) can run between its first write and its record. On any
+/// other, it is recorded first.
+pub fn writes_first() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+}
+
 /// A copy of a line to pass on while the original is still read (written first, recorded
 /// after), with room for the line ending [`Lane::pass`] adds: one allocation, no growing.
 pub fn line_copy(line: &[u8]) -> Vec<u8> {

@@ -122,11 +122,12 @@ where
 {
     tokio::spawn(async move {
         let mut reader = LineReader::new(BufReader::new(input), max);
+        let first = lane::writes_first();
         loop {
             match reader.next().await {
                 Ok(Some(Frame::Line(bytes))) => {
                     let read = relay.read(Side::Client, SESSION, &bytes);
-                    if read.passes() {
+                    if read.passes() && first {
                         let record = || {
                             relay.handle_read(Side::Client, SESSION, &read);
                         };
@@ -155,4 +156,67 @@ where
         }
         let _ = closed.send(());
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay::RelayOptions;
+    use brownout_core::verdict::Verdict;
+    use brownout_core::Plan;
+    use std::sync::Mutex;
+    use tokio::io::AsyncWriteExt;
+
+    /// A back that notes how each message came to it.
+    struct Log(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Carrier for Log {
+        async fn send(&mut self, _: Verdict, _: Vec<u8>) {
+            self.0.lock().expect("log").push("recorded, then sent");
+        }
+
+        async fn pass<F: FnOnce() + Send>(&mut self, _: Vec<u8>, record: F) {
+            self.0.lock().expect("log").push("written first");
+            record();
+        }
+    }
+
+    /// How the client's one untouched request reaches the back on this runtime.
+    async fn how_a_request_goes() -> Vec<&'static str> {
+        let plan = Plan::from_str_named("faults: []", "plan.yaml").expect("plan");
+        let relay = Arc::new(Relay::new(plan, &RelayOptions::default(), None));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (mut client, input) = tokio::io::duplex(1 << 12);
+        let (to_client, _rx) = mpsc::channel(4);
+        let (closed_tx, closed) = oneshot::channel();
+        let reader = spawn_client_reader(
+            Arc::clone(&relay),
+            Log(Arc::clone(&log)),
+            input,
+            to_client,
+            1 << 16,
+            closed_tx,
+        );
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
+        client.write_all(call).await.expect("write");
+        client.write_all(b"\n").await.expect("write");
+        drop(client);
+        let _ = closed.await;
+        reader.await.expect("reader");
+        assert_eq!(relay.status()["pending"], 1, "the call is known either way");
+        let seen = log.lock().expect("log").clone();
+        seen
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_untouched_request_is_written_first_on_the_current_thread_runtime() {
+        assert_eq!(how_a_request_goes().await, ["written first"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_any_other_runtime_it_is_recorded_first() {
+        // The server's reader or the watcher could run on another thread between a write
+        // and its record there: the engine must know the call before the server can fail it.
+        assert_eq!(how_a_request_goes().await, ["recorded, then sent"]);
+    }
 }

@@ -416,6 +416,7 @@ fn spawn_reader(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut reader = LineReader::new(BufReader::new(stdout), max);
+        let first = lane::writes_first();
         while let Ok(Some(frame)) = reader.next().await {
             let bytes = match frame {
                 Frame::Line(bytes) => {
@@ -440,7 +441,7 @@ fn spawn_reader(
                 },
             };
             let read = relay.read(Side::Server, SESSION, &bytes);
-            if read.passes() {
+            if read.passes() && first {
                 // Nothing can touch it: written first, recorded after, off its path, in the
                 // same poll as the write's start. Not once the write is done: a client slow
                 // to read would keep the answer unrecorded, and a server that exits
