@@ -175,6 +175,16 @@ impl View<'_> {
     pub fn argument(&self, tokens: &[String]) -> Option<serde_json::Value> {
         self.arguments()?.at(tokens)
     }
+
+    /// [`View::argument`] for several pointers, as a selector's argument conditions ask: the
+    /// arguments are found and checked once, at the first pointer asked.
+    pub fn argument_reader(&self) -> impl FnMut(&[String]) -> Option<serde_json::Value> + '_ {
+        let mut arguments = None;
+        move |tokens| {
+            let found: Option<Arguments<'_>> = *arguments.get_or_insert_with(|| self.arguments());
+            found?.at(tokens)
+        }
+    }
 }
 
 /// The text of a request's `arguments`, known to be what serde_json reads as a `Value`

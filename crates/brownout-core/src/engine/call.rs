@@ -36,13 +36,7 @@ impl Engine {
         }
         let mut args_cache: Option<Option<serde_json::Value>> = None;
         let mut args = || args_cache.get_or_insert_with(|| v.tool_arguments()).clone();
-        // The arguments are found and checked once per call, at the first condition on them.
-        let mut arguments = None;
-        let mut arg_at = |tokens: &[String]| {
-            let found: Option<crate::jsonrpc::Arguments<'_>> =
-                *arguments.get_or_insert_with(|| v.arguments());
-            found?.at(tokens)
-        };
+        let mut arg_at = v.argument_reader();
         let mut hits = Vec::new();
         let server = crate::session_key::split(session).0;
         for i in 0..self.plan.faults.len() {

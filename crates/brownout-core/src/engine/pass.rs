@@ -106,13 +106,7 @@ impl Engine {
             (Side::Client, Kind::Request) => {
                 let server = crate::session_key::split(session).0;
                 let tool = v.tool.as_deref();
-                // Found and checked once, at the first condition on them (as on_request).
-                let mut arguments = None;
-                let mut arg_at = |tokens: &[String]| {
-                    let found: Option<crate::jsonrpc::Arguments<'_>> =
-                        *arguments.get_or_insert_with(|| v.arguments());
-                    found?.at(tokens)
-                };
+                let mut arg_at = v.argument_reader();
                 self.plan.faults.iter().all(|f| {
                     self.reach(f, session, server, method, tool, &mut arg_at, now) == Reach::No
                 })
