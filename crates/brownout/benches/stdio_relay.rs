@@ -4,11 +4,16 @@
 //! fixture, in the same run and in alternating rounds, it measures the direct path, one bare
 //! pipe hop (a process that only copies bytes: the floor for anything in the middle; see
 //! `support/pipe_hop.rs`), and the relay with an empty plan and with a plan whose faults
-//! never match: per-call round trip
-//! (p50, p99) with one call in flight, throughput with 1 and 16 calls in flight, and the
-//! relay's peak RSS. It prints a table and writes `target/bench/stdio_relay.json`.
+//! never match. For each: the round trip (p50, p99) with one call in flight, back to back;
+//! the same from a lean blocking client with every process of the path on one CPU (the
+//! steadiest figure, `support/lean_client.rs`); the p50 of calls spaced 1 ms apart (as an
+//! agent's calls come: every process on the path is idle when one arrives); throughput with
+//! 1 and 16 calls in flight; the relay's peak RSS and CPU per call. It prints a table and
+//! writes `target/bench/stdio_relay.json`.
 //! Medians over rounds are reported; these machines are noisy.
 
+#[path = "support/lean_client.rs"]
+mod lean_client;
 #[path = "support/pipe_hop.rs"]
 mod pipe_hop;
 #[path = "support/proc_stats.rs"]
@@ -22,11 +27,13 @@ use serde_json::json;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use stdio_calls::{latency_sample, throughput, WARM_UP};
+use stdio_calls::{latency_sample, spaced_sample, throughput, WARM_UP};
 
 const ROUNDS: usize = 5;
 const LATENCY_CALLS: usize = 4000;
 const THROUGHPUT_CALLS: usize = 8000;
+const SPACED_CALLS: usize = 1000;
+const GAP: Duration = Duration::from_millis(1);
 
 const NEVER_MATCHES: &str = "seed: 1\nfaults:\n  - {kind: latency, tools: [no_such_tool], added_ms: 100}\n  - {kind: error, methods: [no/such/method]}\n  - {kind: schema_drift, tools: [nothing_*], probability: 0.5}\n  - {kind: drop, arguments: {message: never}}\n";
 
@@ -54,6 +61,11 @@ struct Sample {
     cpu_us_per_call: f64,
     p50_us: f64,
     p99_us: f64,
+    /// p50 of calls spaced by [`GAP`].
+    spaced_p50_us: f64,
+    /// p50 of back-to-back calls from the lean client, every process on one CPU
+    /// ([`lean_client`]).
+    lean_p50_us: f64,
     tput1: f64,
     tput16: f64,
     rss_kib: u64,
@@ -87,10 +99,12 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
             "fixture".into(),
         ],
     };
+    let lean = lean_client::pinned(program, &args, WARM_UP, LATENCY_CALLS);
     let c = StdioClient::spawn(program, &args, Stdio::inherit())
         .await
         .expect("spawn");
     let rtts = latency_sample(&c, LATENCY_CALLS).await;
+    let spaced = spaced_sample(&c, SPACED_CALLS, GAP).await;
     let pid = c.pid();
     let c = Arc::new(c);
     let tput1 = throughput(Arc::clone(&c), THROUGHPUT_CALLS, 1).await;
@@ -100,7 +114,7 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
     } else {
         pid.map_or(0, peak_rss_kib)
     };
-    let calls = (WARM_UP + LATENCY_CALLS + 2 * THROUGHPUT_CALLS) as f64;
+    let calls = (WARM_UP + LATENCY_CALLS + SPACED_CALLS + 2 * THROUGHPUT_CALLS) as f64;
     let cpu_us_per_call = if path == Path::Direct {
         0.0
     } else {
@@ -113,6 +127,8 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
         cpu_us_per_call,
         p50_us: pct(&rtts, 0.5),
         p99_us: pct(&rtts, 0.99),
+        spaced_p50_us: pct(&spaced, 0.5),
+        lean_p50_us: lean,
         tput1,
         tput16,
         rss_kib,
@@ -121,6 +137,7 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
 
 fn main() {
     pipe_hop::run_if_asked();
+    lean_client::run_if_asked();
     let exe = &brownout_exe();
     eprintln!("bench: brownout = {exe}");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -132,11 +149,12 @@ fn main() {
     let plan = dir.join("never.yaml");
     std::fs::write(&plan, NEVER_MATCHES).expect("plan");
     let paths = [Path::Direct, Path::PipeHop, Path::Empty, Path::NoMatch];
+
     let mut samples: Vec<Vec<Sample>> = paths.iter().map(|_| Vec::new()).collect();
     for round in 0..ROUNDS {
         for (i, p) in paths.iter().enumerate() {
             let s = rt.block_on(sample(exe, *p, &plan));
-            eprintln!("round {}/{ROUNDS} {:<26} p50 {:>7.1}µs p99 {:>7.1}µs  1 in flight {:>7.0}/s  16 in flight {:>7.0}/s", round + 1, p.name(), s.p50_us, s.p99_us, s.tput1, s.tput16);
+            eprintln!("round {}/{ROUNDS} {:<26} p50 {:>7.1}µs p99 {:>7.1}µs spaced p50 {:>7.1}µs lean p50 {:>7.1}µs  1 in flight {:>7.0}/s  16 in flight {:>7.0}/s", round + 1, p.name(), s.p50_us, s.p99_us, s.spaced_p50_us, s.lean_p50_us, s.tput1, s.tput16);
             samples[i].push(s);
         }
     }
@@ -151,14 +169,16 @@ fn main() {
                 .collect(),
         )
     };
-    println!("\nstdio relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} sequential calls per round for latency, {THROUGHPUT_CALLS} for throughput)");
+    println!("\nstdio relay vs direct, {ROUNDS} rounds, medians ({LATENCY_CALLS} back-to-back calls per round for latency, {SPACED_CALLS} spaced by {GAP:?}, {LATENCY_CALLS} back to back from the lean client on one CPU, {THROUGHPUT_CALLS} for throughput)");
     println!(
-        "{:<26} {:>9} {:>9} {:>11} {:>11} {:>13} {:>13} {:>9} {:>12}",
+        "{:<26} {:>9} {:>9} {:>11} {:>11} {:>12} {:>10} {:>13} {:>13} {:>9} {:>12}",
         "path",
         "p50 µs",
         "p99 µs",
         "+p50 µs",
         "+p99 µs",
+        "+spaced µs",
+        "+lean µs",
         "tput 1/s",
         "tput 16/s",
         "RSS MiB",
@@ -172,17 +192,22 @@ fn main() {
             med(i, |s| s.tput1),
             med(i, |s| s.tput16),
         );
-        let (a50, a99) = if i == 0 {
-            (0.0, 0.0)
+        let (a50, a99, sp, lean) = if i == 0 {
+            (0.0, 0.0, 0.0, 0.0)
         } else {
-            (added(i, |s| s.p50_us), added(i, |s| s.p99_us))
+            (
+                added(i, |s| s.p50_us),
+                added(i, |s| s.p99_us),
+                added(i, |s| s.spaced_p50_us),
+                added(i, |s| s.lean_p50_us),
+            )
         };
         let rss = med(i, |s| s.rss_kib as f64) / 1024.0;
         let cpu = med(i, |s| s.cpu_us_per_call);
         let r1 = t1 / med(0, |s| s.tput1) * 100.0;
         let r16 = t16 / med(0, |s| s.tput16) * 100.0;
-        println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1} {cpu:>12.1}", p.name());
-        json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss, "relay_cpu_us_per_call": cpu}));
+        println!("{:<26} {p50:>9.1} {p99:>9.1} {a50:>11.1} {a99:>11.1} {sp:>12.1} {lean:>10.1} {t1:>8.0} {r1:>3.0}% {t16:>8.0} {r16:>3.0}% {rss:>9.1} {cpu:>12.1}", p.name());
+        json_rows.push(json!({"path": p.name(), "p50_us": p50, "p99_us": p99, "added_p50_us": a50, "added_p99_us": a99, "added_spaced_p50_us": sp, "added_lean_p50_us": lean, "throughput_1": t1, "throughput_16": t16, "throughput_1_pct_of_direct": r1, "throughput_16_pct_of_direct": r16, "peak_rss_mib": rss, "relay_cpu_us_per_call": cpu}));
     }
     // What the relay costs beyond the floor: per round, relay minus bare hop, then the median.
     let above_hop = |i: usize, f: fn(&Sample) -> f64| {
@@ -195,16 +220,18 @@ fn main() {
         )
     };
     for (i, p) in paths.iter().enumerate().skip(2) {
-        let (a50, a99, cpu) = (
+        let (a50, a99, sp, lean, cpu) = (
             above_hop(i, |s| s.p50_us),
             above_hop(i, |s| s.p99_us),
+            above_hop(i, |s| s.spaced_p50_us),
+            above_hop(i, |s| s.lean_p50_us),
             above_hop(i, |s| s.cpu_us_per_call),
         );
         println!(
-            "{:<26} above the bare pipe hop: p50 {a50:+.1} µs, p99 {a99:+.1} µs, CPU {cpu:+.1} µs/call",
+            "{:<26} above the bare pipe hop: p50 {a50:+.1} µs, p99 {a99:+.1} µs, spaced p50 {sp:+.1} µs, lean p50 {lean:+.1} µs, CPU {cpu:+.1} µs/call",
             p.name()
         );
-        json_rows.push(json!({"path": p.name(), "above_pipe_hop_p50_us": a50, "above_pipe_hop_p99_us": a99, "above_pipe_hop_cpu_us_per_call": cpu}));
+        json_rows.push(json!({"path": p.name(), "above_pipe_hop_p50_us": a50, "above_pipe_hop_p99_us": a99, "above_pipe_hop_spaced_p50_us": sp, "above_pipe_hop_lean_p50_us": lean, "above_pipe_hop_cpu_us_per_call": cpu}));
     }
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let _ = std::fs::create_dir_all(&out);

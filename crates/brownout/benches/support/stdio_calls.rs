@@ -43,6 +43,21 @@ pub async fn latency_sample(c: &StdioClient, calls: usize) -> Vec<f64> {
     rtts
 }
 
+/// `calls` sequential calls each `gap` after the last answer (an agent thinks between
+/// calls): their round trips in µs, sorted. Every process on the path has gone idle when a
+/// call comes, which back-to-back calls never let happen.
+pub async fn spaced_sample(c: &StdioClient, calls: usize, gap: Duration) -> Vec<f64> {
+    let mut rtts = Vec::with_capacity(calls);
+    for i in 0..calls {
+        tokio::time::sleep(gap).await;
+        let t = Instant::now();
+        call(c, i).await;
+        rtts.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    rtts.sort_by(f64::total_cmp);
+    rtts
+}
+
 /// Calls per second with `in_flight` callers sharing `total` calls.
 pub async fn throughput(c: Arc<StdioClient>, total: usize, in_flight: usize) -> f64 {
     let t = Instant::now();
