@@ -87,14 +87,20 @@ impl Upstream {
     ) -> Result<UpResponse, UpError> {
         let mut headers = headers.into_map();
         strip_hop_headers(&mut headers);
-        // Most requests go to the URL given, parsed once; the headers move in as they are.
-        let uri = if path_and_query == self.path {
-            self.endpoint.clone()
-        } else {
-            let url = self.url_for(path_and_query);
-            Uri::try_from(url.as_str()).map_err(|_| UpError::Uri(url))?
-        };
+        let uri = self.uri_for(path_and_query)?;
         self.client.send(method, uri, headers, body).await
+    }
+
+    /// Where a request the client sent for `path_and_query` goes. Most go to the URL given,
+    /// parsed once: asked for with its query or for its bare path (a client that knows the
+    /// endpoint as brownout's `/mcp` still sends the `?key=…` of `--upstream
+    /// http://host/mcp?key=…`). Any other path goes as the client sent it, query included.
+    fn uri_for(&self, path_and_query: &str) -> Result<Uri, UpError> {
+        if path_and_query == self.path || path_and_query == self.endpoint.path() {
+            return Ok(self.endpoint.clone());
+        }
+        let url = self.url_for(path_and_query);
+        Uri::try_from(url.as_str()).map_err(|_| UpError::Uri(url))
     }
 }
 
@@ -293,5 +299,30 @@ async fn probe(back: &Upstream) -> Result<(), String> {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("no connection within 5 s".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(up: &Upstream, path_and_query: &str) -> String {
+        up.uri_for(path_and_query).expect("a URI").to_string()
+    }
+
+    #[tokio::test]
+    async fn the_query_of_the_upstream_url_goes_with_a_request_for_its_bare_path() {
+        let up = Upstream::new("http://127.0.0.1:9/mcp?key=k1", 1 << 20).expect("upstream");
+        assert_eq!(uri(&up, "/mcp"), "http://127.0.0.1:9/mcp?key=k1");
+        assert_eq!(uri(&up, "/mcp?key=k1"), "http://127.0.0.1:9/mcp?key=k1");
+        // A client's own query, or another path, goes as the client sent it.
+        assert_eq!(uri(&up, "/mcp?key=mine"), "http://127.0.0.1:9/mcp?key=mine");
+        assert_eq!(
+            uri(&up, "/messages?sessionId=s"),
+            "http://127.0.0.1:9/messages?sessionId=s"
+        );
+        let plain = Upstream::new("http://127.0.0.1:9/mcp", 1 << 20).expect("upstream");
+        assert_eq!(uri(&plain, "/mcp"), "http://127.0.0.1:9/mcp");
+        assert_eq!(uri(&plain, "/mcp?x=1"), "http://127.0.0.1:9/mcp?x=1");
     }
 }
