@@ -5,9 +5,10 @@
 //! pipe hop (a process that only copies bytes: the floor for anything in the middle; see
 //! `support/pipe_hop.rs`), and the relay with an empty plan and with a plan whose faults
 //! never match. For each: the round trip (p50, p99) with one call in flight, back to back;
-//! the same from a lean blocking client with every process of the path on one CPU (the
-//! steadiest figure, `support/lean_client.rs`); the p50 of calls spaced 1 ms apart (as an
-//! agent's calls come: every process on the path is idle when one arrives); throughput with
+//! the p50 from a lean blocking client with every process of the path on one CPU (the
+//! steadiest figure, `support/lean_client.rs`); the p50 of calls spaced by a 1 ms timer (1–2
+//! ms with tokio's timer; as an agent's calls come: every process on the path is idle when
+//! one arrives); throughput with
 //! 1 and 16 calls in flight; the relay's peak RSS and CPU per call. It prints a table and
 //! writes `target/bench/stdio_relay.json`.
 //! Medians over rounds are reported; these machines are noisy.
