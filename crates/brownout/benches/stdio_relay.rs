@@ -6,11 +6,10 @@
 //! `support/pipe_hop.rs`), and the relay with an empty plan and with a plan whose faults
 //! never match. For each: the round trip (p50, p99) with one call in flight, back to back;
 //! the p50 from a lean blocking client with every process of the path on one CPU (the
-//! steadiest figure, `support/lean_client.rs`); the p50 of calls spaced by a 1 ms timer (1–2
-//! ms with tokio's timer; as an agent's calls come: every process on the path is idle when
-//! one arrives); throughput with
-//! 1 and 16 calls in flight; the relay's peak RSS and CPU per call. It prints a table and
-//! writes `target/bench/stdio_relay.json`.
+//! steadiest figure, `support/lean_client.rs`); the p50 of calls spaced by a 1 ms timer
+//! (1–2 ms with tokio's timer; as an agent's calls come: every process on the path is idle
+//! when one arrives); throughput with 1 and 16 calls in flight; the relay's peak RSS and
+//! CPU per call. It prints a table and writes `target/bench/stdio_relay.json`.
 //! Medians over rounds are reported; these machines are noisy.
 
 #[path = "support/lean_client.rs"]
@@ -28,7 +27,7 @@ use serde_json::json;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use stdio_calls::{latency_sample, spaced_sample, throughput, WARM_UP};
+use stdio_calls::{latency_sample, throughput, timed_calls, WARM_UP};
 
 const ROUNDS: usize = 5;
 const LATENCY_CALLS: usize = 4000;
@@ -105,7 +104,7 @@ async fn sample(exe: &str, path: Path, plan: &std::path::Path) -> Sample {
         .await
         .expect("spawn");
     let rtts = latency_sample(&c, LATENCY_CALLS).await;
-    let spaced = spaced_sample(&c, SPACED_CALLS, GAP).await;
+    let spaced = timed_calls(&c, SPACED_CALLS, GAP).await;
     let pid = c.pid();
     let c = Arc::new(c);
     let tput1 = throughput(Arc::clone(&c), THROUGHPUT_CALLS, 1).await;

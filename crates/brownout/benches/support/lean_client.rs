@@ -44,7 +44,7 @@ pub fn run_if_asked() {
     let warm_up = args[2].parse().expect("WARM_UP");
     let calls = args[3].parse().expect("CALLS");
     let rtts = sample(&args[4], &args[5..], warm_up, calls);
-    println!("{}", rtts[rtts.len() / 2]);
+    println!("{}", super::proc_stats::pct(&rtts, 0.5));
     std::process::exit(0);
 }
 

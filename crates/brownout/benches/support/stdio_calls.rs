@@ -33,23 +33,18 @@ pub async fn latency_sample(c: &StdioClient, calls: usize) -> Vec<f64> {
     for i in 0..WARM_UP {
         call(c, i).await;
     }
-    let mut rtts = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let t = Instant::now();
-        call(c, i).await;
-        rtts.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    rtts.sort_by(f64::total_cmp);
-    rtts
+    timed_calls(c, calls, Duration::ZERO).await
 }
 
-/// `calls` sequential calls each `gap` after the last answer (an agent thinks between
-/// calls): their round trips in µs, sorted. Every process on the path has gone idle when a
-/// call comes, which back-to-back calls never let happen.
-pub async fn spaced_sample(c: &StdioClient, calls: usize, gap: Duration) -> Vec<f64> {
+/// `calls` sequential calls, each `gap` after the last answer (none: back to back): their
+/// round trips in µs, sorted. With a gap (an agent thinks between calls) every process on
+/// the path has gone idle when a call comes, which back-to-back calls never let happen.
+pub async fn timed_calls(c: &StdioClient, calls: usize, gap: Duration) -> Vec<f64> {
     let mut rtts = Vec::with_capacity(calls);
     for i in 0..calls {
-        tokio::time::sleep(gap).await;
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
         let t = Instant::now();
         call(c, i).await;
         rtts.push(t.elapsed().as_secs_f64() * 1e6);
